@@ -1,0 +1,49 @@
+"""`python -m core devices`: the hardware check."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.cli.output import format_table, print_json
+from core.devices import GET_A_GPU
+from core.hardware import MachineInfo, inspect_machine
+from core.units import gib
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("devices", help="what CPU, RAM and GPUs this machine has")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    info = inspect_machine()
+    if args.json:
+        print_json(info.to_dict())
+    else:
+        print(render(info))
+    return 0
+
+
+def render(info: MachineInfo) -> str:
+    cpu = info.cpu
+    lines = [
+        f"CPU   {cpu.name}: {cpu.physical_cores or '?'} physical / {cpu.logical_cores or '?'} logical cores, "
+        f"torch uses {cpu.torch_threads} threads, SIMD {cpu.capability or 'unknown'}",
+        f"RAM   {gib(cpu.ram_available_bytes)} available of {gib(cpu.ram_total_bytes)}",
+        f"torch {info.torch_version}, CUDA {info.cuda_version or 'none (CPU build)'}, "
+        f"MPS {'available' if info.mps_available else 'not available'}",
+        "",
+    ]
+    if info.gpus:
+        rows = [
+            [g.index, g.name, gib(g.used_memory_bytes), gib(g.free_memory_bytes), gib(g.total_memory_bytes),
+             g.compute_capability, g.multiprocessors]
+            for g in info.gpus
+        ]
+        lines.append(format_table(["GPU", "name", "used", "free", "total", "capability", "SMs"], rows))
+        lines.append(f"TF32 for float32 matmul: {'on' if info.tf32_matmul else 'off'}")
+    elif not info.mps_available:
+        lines.append(GET_A_GPU)
+    lines += [f"note: {n}" for n in info.notes]
+    return "\n".join(lines)

@@ -1,0 +1,43 @@
+"""Printing for the CLI: a plain aligned table for people, one JSON object for scripts."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def print_json(obj: Any) -> None:
+    """Exactly one JSON object on stdout; NaN/inf become null so any JSON parser accepts it."""
+    print(json.dumps(_finite(obj), indent=2, default=str))
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, Mapping):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Left-aligned text, right-aligned numbers, two spaces between columns."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)

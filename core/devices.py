@@ -1,0 +1,94 @@
+"""Which devices exist, how to name them, and how to wait for them.
+
+Every device decision goes through here so tests can fake a GPU by monkeypatching
+`torch.cuda` / `torch.backends.mps` in one place.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from core.errors import DashboardError
+
+GET_A_GPU = (
+    "No GPU is visible to PyTorch. To get one for free, open this project in Google Colab and "
+    "choose Runtime > Change runtime type > GPU, save, and check that a 'GPU RAM' line appears."
+)
+
+
+def cuda_count() -> int:
+    """Number of visible CUDA devices; 0 when CUDA is absent or broken, never an exception."""
+    try:
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # a broken driver raises from device_count; treat as no GPU
+        return 0
+
+
+def mps_available() -> bool:
+    try:
+        return bool(torch.backends.mps.is_available())
+    except Exception:
+        return False
+
+
+def available_devices() -> list[str]:
+    """Names a user may pick, fastest first: 'cuda:0', ..., 'mps', 'cpu'."""
+    names = [f"cuda:{i}" for i in range(cuda_count())]
+    if mps_available():
+        names.append("mps")
+    return names + ["cpu"]
+
+
+def has_gpu() -> bool:
+    return cuda_count() > 0 or mps_available()
+
+
+def resolve_device(name: str) -> torch.device:
+    """Turn a user's choice ('auto', 'cpu', 'cuda', 'cuda:1', 'mps') into a present torch.device.
+
+    'auto' picks CUDA, then MPS, then the CPU. An unknown or absent device is a DashboardError
+    whose message lists what is present.
+    """
+    key = name.strip().lower()
+    if key == "auto":
+        return torch.device(available_devices()[0])
+    try:
+        device = torch.device(key)
+    except (RuntimeError, ValueError):
+        raise DashboardError(
+            f"unknown device {name!r}; choose one of: auto, {', '.join(available_devices())}"
+        ) from None
+    if device.type == "cpu":
+        return torch.device("cpu")
+    if device.type == "cuda":
+        count = cuda_count()
+        index = 0 if device.index is None else device.index
+        if index < count:
+            return torch.device("cuda", index)
+        where = f"only {count} CUDA device(s) are visible" if count else GET_A_GPU
+        raise DashboardError(f"device {name!r} is not available: {where}")
+    if device.type == "mps":
+        if mps_available():
+            return torch.device("mps")
+        raise DashboardError(f"device {name!r} is not available: Apple MPS needs a Mac with Apple silicon")
+    raise DashboardError(f"unknown device {name!r}; choose one of: auto, {', '.join(available_devices())}")
+
+
+def device_key(device: torch.device) -> str:
+    """Stable name for locks, tables and JSON: 'cpu', 'mps', 'cuda:0'."""
+    if device.type == "cuda":
+        return f"cuda:{0 if device.index is None else device.index}"
+    return device.type
+
+
+def is_async(device: torch.device) -> bool:
+    """True where a call returns before the work is done, so a clock read needs a sync first."""
+    return device.type in ("cuda", "mps")
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait until every queued kernel on `device` has finished; a no-op on the CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()

@@ -1,0 +1,10 @@
+"""Human-readable figures shared by the pages and the CLI."""
+
+from __future__ import annotations
+
+GIB = 2**30
+
+
+def gib(n_bytes: int | None) -> str:
+    """'12.3 GiB', or 'unknown' where a query failed."""
+    return "unknown" if n_bytes is None else f"{n_bytes / GIB:.1f} GiB"
