@@ -1,0 +1,146 @@
+"""Adaptive timing of one callable on one device: warm up, pick a block size, sample to a budget.
+
+Same idea as torch.utils.benchmark's `blocked_autorange` (and checked against it in
+bench/timing_accuracy.py), with two differences this dashboard needs: a wall-clock budget
+that also stops huge sizes after a single timed call, and the cold first call kept as data
+for the first-call demo instead of thrown away.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+
+from core import clock
+from core.devices import synchronize
+from core.errors import DashboardError
+
+MIN_BLOCK_S = 0.010  # 10 ms per timed block: a clock read plus a sync (~10 us) stays below 0.1%
+MAX_CALLS_PER_BLOCK = 1_000_000
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Raw per-call times of each timed block; statistics are derived, never stored."""
+
+    times_s: tuple[float, ...]  # block time / calls_per_block, one entry per block
+    calls_per_block: int
+    first_call_s: float  # the cold warm-up call: reported for the demo, never a sample
+    synchronized: bool = True  # False only for the deliberately wrong "forgot to sync" figure
+
+    @property
+    def samples(self) -> int:
+        return len(self.times_s)
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.times_s)
+
+    @property
+    def max_s(self) -> float:
+        return max(self.times_s)
+
+    @property
+    def q1_s(self) -> float:
+        return _quantile(self.times_s, 0.25)
+
+    @property
+    def q3_s(self) -> float:
+        return _quantile(self.times_s, 0.75)
+
+    @property
+    def iqr_s(self) -> float:
+        return self.q3_s - self.q1_s
+
+    @property
+    def timed_s(self) -> float:
+        """Seconds spent inside timed blocks (the warm-up excluded)."""
+        return sum(self.times_s) * self.calls_per_block
+
+
+def _quantile(values: tuple[float, ...], q: float) -> float:
+    """Linear-interpolated quantile, the same rule as numpy's default and torch's Measurement."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def time_block(fn: Callable[[], object], calls: int, device: torch.device, *, sync: bool = True) -> float:
+    """Seconds for `calls` back-to-back calls of `fn`.
+
+    With sync=False the clock is read without waiting (the classic bug); the device is drained
+    afterwards, outside the timed region, so one bad reading does not leak into the next.
+    """
+    if sync:
+        start = clock.now(device)
+        for _ in range(calls):
+            fn()
+        return clock.now(device) - start
+    start = clock.now_unsynced()
+    for _ in range(calls):
+        fn()
+    elapsed = clock.now_unsynced() - start
+    synchronize(device)
+    return elapsed
+
+
+def measure(
+    fn: Callable[[], object],
+    device: torch.device,
+    *,
+    budget_s: float = 1.0,
+    min_samples: int = 5,
+    max_samples: int = 200,
+    sync: bool = True,
+) -> Measurement:
+    """Time `fn` on `device` within about `budget_s` seconds of wall time, warm-up included.
+
+    Fast calls are grouped into blocks of at least MIN_BLOCK_S so the clock's resolution and
+    the sync cost do not matter; a call slower than the whole budget is timed once. Sampling
+    stops at max_samples, or once min_samples are in and the budget is spent, or when the next
+    block would overrun the budget.
+    """
+    if budget_s <= 0:
+        raise DashboardError(f"time budget must be positive, got {budget_s} s")
+    if min_samples < 1 or max_samples < min_samples:
+        raise DashboardError(f"need 1 <= min_samples <= max_samples, got {min_samples} and {max_samples}")
+    first = time_block(fn, 1, device)  # cold: library set-up, kernel selection, page faults
+    probe = time_block(fn, 1, device, sync=sync)  # warm
+    calls = 1 if probe >= MIN_BLOCK_S else min(MAX_CALLS_PER_BLOCK, math.ceil(MIN_BLOCK_S / max(probe, 1e-9)))
+    times: list[float] = [probe] if calls == 1 else []
+    spent = first + probe
+    while len(times) < max_samples:
+        expected = (statistics.median(times) if times else probe) * calls
+        if times and (spent + expected > budget_s) and (len(times) >= min_samples or spent > budget_s / 2):
+            break
+        block = time_block(fn, calls, device, sync=sync)
+        times.append(block / calls)
+        spent += block
+    return Measurement(tuple(times), calls, first, synchronized=sync)
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[int]:
+    """Run a block with `n` CPU threads for torch (None: leave as is), then restore.
+
+    torch's thread count is process-wide, which is why timed jobs also hold the device lock.
+    """
+    before = torch.get_num_threads()
+    if n is not None:
+        if n < 1:
+            raise DashboardError(f"thread count must be at least 1, got {n}")
+        torch.set_num_threads(n)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
