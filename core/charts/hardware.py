@@ -1,0 +1,25 @@
+"""Figures for the hardware check."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from core.hardware import GpuInfo
+from core.units import GIB
+
+
+def gpu_memory_bar(gpu: GpuInfo) -> go.Figure:
+    """One horizontal stacked bar: used and free GiB of one GPU (Colab's 'GPU RAM' line)."""
+    used = (gpu.used_memory_bytes or 0) / GIB
+    free = (gpu.free_memory_bytes or 0) / GIB
+    fig = go.Figure()
+    fig.add_bar(y=["GPU RAM"], x=[used], name=f"used {used:.1f} GiB", orientation="h", marker_color="#d62728")
+    fig.add_bar(y=["GPU RAM"], x=[free], name=f"free {free:.1f} GiB", orientation="h", marker_color="#2ca02c")
+    fig.update_layout(
+        barmode="stack",
+        height=140,
+        margin=dict(l=10, r=10, t=30, b=10),
+        xaxis_title="GiB",
+        legend=dict(orientation="h", y=1.3),
+    )
+    return fig

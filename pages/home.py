@@ -1,0 +1,24 @@
+"""Home: what each page shows and the order to click through them in class."""
+
+import streamlit as st
+
+st.title("When does a GPU beat a CPU, and why?")
+st.markdown(
+    """
+Every number on these pages is measured live on the machine running this dashboard.
+In class, go through the pages in this order:
+
+1. **Hardware check**: is there a GPU here, which one, and how much of its memory is free?
+   Without a GPU every other page still works on the CPU and says what a GPU would add.
+2. **Matmul race**: time `A @ A` on the CPU and the GPU for growing matrix sizes, correctly
+   (warm-up, synchronize before reading the clock, median of many runs), and find the size
+   from which the GPU wins.
+3. **Review classifier**: train the same small neural network on real movie reviews on the
+   CPU and then the GPU, and watch the two loss curves race.
+4. **Why parallel**: the idea behind it, measured: one worker counting marbles against many,
+   why a chain of tiny steps gains nothing, and why timing without synchronizing lies.
+5. **Results**: every run saved, so a laptop CPU and the lab GPU can share one chart.
+
+The same work runs without a browser: `python -m core --help`.
+"""
+)

@@ -1,0 +1,116 @@
+"""A real `streamlit run app.py` on a free localhost port, driven by Debian's Chromium via Playwright.
+
+Outside CI a missing browser skips these tests (a user's laptop may have none); under CI=true it
+fails them, so the browser test can never silently stop running.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+SERVER_START_S = 90
+# Flags that keep Chromium off the network it cannot reach here, and working as root in a container.
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+]
+APP_IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _missing_browser(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser tests cannot run under CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def streamlit_url(tmp_path_factory) -> Iterator[str]:
+    port = _free_port()
+    home = tmp_path_factory.mktemp("e2e-userdirs")
+    env = dict(os.environ, GPU_VS_CPU_CACHE_DIR=str(home / "cache"), GPU_VS_CPU_DATA_DIR=str(home / "data"),
+               GPU_VS_CPU_LOCK_DIR=str(home / "locks"), PYTHONUNBUFFERED="1")
+    log = open(home / "streamlit.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + SERVER_START_S
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"streamlit did not start; log:\n{(home / 'streamlit.log').read_text()[-3000:]}")
+        time.sleep(0.3)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        _missing_browser(f"{CHROMIUM} not found (Debian: apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing_browser("python package playwright is not installed (pip install -r requirements-dev.txt)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    yield page
+    context.close()
+
+
+def wait_for_idle(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the script has run to the end: Streamlit marks the app `notRunning`."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_selector(APP_IDLE, timeout=timeout_ms)
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def assert_no_exception(page) -> None:
+    count = page.locator('[data-testid="stException"]').count()
+    assert count == 0, page.locator('[data-testid="stException"]').first.inner_text()
