@@ -58,7 +58,7 @@ def explain_marbles(gpu: str | None) -> str:
     )
     if gpu:
         return text + f"The GPU ({gpu}) splits the bag across thousands of small cores: its point shows how many times faster it is than one CPU thread."
-    return text + "A GPU would split the bag across thousands of small cores; there is none here, so only the CPU is measured."
+    return text + "A GPU would split the bag across thousands of small cores; there is no GPU here, so only the CPU is measured."
 
 
 def summarize_marbles(result: MarblesResult) -> str:
@@ -92,7 +92,7 @@ def explain_chain(gpu: str | None, steps: int = 1000) -> str:
     )
     if gpu:
         return text + (
-            "The GPU pays a fixed cost of a few microseconds to launch each step and wait for it, however small "
+            f"The GPU ({gpu}) pays a fixed cost of a few microseconds to launch each step and wait for it, however small "
             "the step, so the one big operation flies but the chain gains nothing over the CPU, or loses."
         )
     return text + (
@@ -121,7 +121,7 @@ def summarize_chain(result: ChainResult) -> str:
 def explain_timing_bug(gpu: str | None) -> str:
     if gpu:
         return (
-            "A GPU works in the background: `c = a @ a` returns as soon as the work is queued, long before it is "
+            f"A GPU ({gpu}) works in the background: `c = a @ a` returns as soon as the work is queued, long before it is "
             "done. Read the clock then and you time the queueing, not the product, so the GPU looks almost free. "
             f"`{_sync_call(gpu)}` waits until the GPU has finished, so call it before each clock reading; on the "
             "CPU both readings agree, because a CPU finishes the product before the line returns."
