@@ -320,7 +320,7 @@ def run_chain(
 class TimingBugConfig:
     cpu_size: int = 1024  # n for the CPU product: both clocks agree there
     gpu_size: int = 8192  # n for the GPU product: large, so the real work dwarfs the launch
-    repeats: int = 3  # single calls per reading, as a student's cell would time it
+    repeats: int = 5  # single calls per reading, as a student's cell would time it
     cpu_threads: int | None = 1  # steady on a busy machine; None: torch's default (all cores)
     budget_s: float = SECTION_BUDGET_S  # the whole section; repeats usually end it sooner
 
@@ -352,18 +352,22 @@ class TimingBugResult:
         return next((p for p in self.points if p.device == device), None)
 
 
-def _single_calls(fn: Callable[[], object], device: torch.device, *, sync: bool, repeats: int,
-                  budget_s: float, first_call_s: float) -> Measurement:
-    """Time `repeats` single calls, each the way a notebook cell times one line.
+def _paired_calls(fn: Callable[[], object], device: torch.device, *, repeats: int, budget_s: float,
+                  first_call_s: float) -> tuple[Measurement, Measurement]:
+    """Time single calls the way a notebook cell times one line: alternately without and with a
+    synchronize, so a burst of load from other programs hits both readings alike.
 
     Not `measure(sync=False)`: its block size comes from an unsynchronized probe, so on a GPU it
     would queue hundreds of big products and then wait seconds for them to drain.
     """
-    times: list[float] = []
+    unsynced: list[float] = []
+    synced: list[float] = []
     start = clock.now(device)
-    while len(times) < repeats and (not times or clock.now(device) - start < budget_s):
-        times.append(time_block(fn, 1, device, sync=sync))  # sync=False still drains, untimed
-    return Measurement(tuple(times), 1, first_call_s, synchronized=sync)
+    while len(synced) < repeats and (not synced or clock.now(device) - start < budget_s):
+        unsynced.append(time_block(fn, 1, device, sync=False))  # drains the device afterwards, untimed
+        synced.append(time_block(fn, 1, device, sync=True))
+    return (Measurement(tuple(unsynced), 1, first_call_s, synchronized=False),
+            Measurement(tuple(synced), 1, first_call_s, synchronized=True))
 
 
 def run_timing_bug(
@@ -373,10 +377,10 @@ def run_timing_bug(
     hooks: JobHooks = JobHooks(),
     make: TensorMaker = random_tensor,
 ) -> TimingBugResult:
-    """Per device: one warm-up product, then single calls timed without and with a synchronize."""
+    """Per device: one warm-up product, then single calls timed alternately without and with a synchronize."""
     gpu = pick_gpu(devices)
     plan = [(CPU, config.cpu_size)] + ([(gpu, config.gpu_size)] if gpu else [])
-    per_reading_s = config.budget_s / (2 * len(plan))
+    per_device_s = config.budget_s / len(plan)
     points: list[SyncPoint] = []
     with _holding([name for name, _ in plan], hooks):
         for name, size in plan:
@@ -386,10 +390,8 @@ def run_timing_bug(
             fn = lambda: a @ a  # noqa: E731
             with torch_threads(config.cpu_threads if name == CPU else None):
                 first = time_block(fn, 1, device)
-                unsynced = _single_calls(fn, device, sync=False, repeats=config.repeats, budget_s=per_reading_s,
-                                         first_call_s=first)
-                synced = _single_calls(fn, device, sync=True, repeats=config.repeats, budget_s=per_reading_s,
-                                       first_call_s=first)
+                unsynced, synced = _paired_calls(fn, device, repeats=config.repeats, budget_s=per_device_s,
+                                                 first_call_s=first)
             del a, fn
             points.append(SyncPoint(name, size, unsynced, synced))
             hooks.report(Progress(len(points), len(plan), f"n = {size} on {name}", TimingBugResult(tuple(points), gpu)))
@@ -506,3 +508,20 @@ def run_location(
         error = error_type = None
     fixed = multiply(a_cpu.to(a_gpu.device), a_gpu)
     return LocationResult(gpu, error, error_type, device_key(fixed.device))
+
+
+# All sections -------------------------------------------------------------------------------------
+
+SectionRunner = Callable[[JobHooks], object]
+
+
+def section_runners(budget_s: float = SECTION_BUDGET_S, devices: Sequence[str] | None = None) -> dict[str, SectionRunner]:
+    """Every section with its default sizes and one budget, in page order: what the page runs with
+    its settings untouched (the CLI and the benchmark use this)."""
+    return {
+        "marbles": lambda hooks: run_marbles(MarblesConfig(budget_s=budget_s), devices=devices, hooks=hooks),
+        "chain": lambda hooks: run_chain(ChainConfig(budget_s=budget_s), devices=devices, hooks=hooks),
+        "timing_bug": lambda hooks: run_timing_bug(TimingBugConfig(budget_s=budget_s), devices=devices, hooks=hooks),
+        "first_call": lambda hooks: run_first_call(FirstCallConfig(budget_s=budget_s), devices=devices, hooks=hooks),
+        "location": lambda hooks: run_location(devices=devices),
+    }

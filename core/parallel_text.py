@@ -162,7 +162,7 @@ def summarize_timing_bug(result: TimingBugResult) -> str:
         line = (f"{where}, n = {p.size}: without synchronize {_ms(p.unsynced.median_s)}, "
                 f"with synchronize {_ms(p.synced.median_s)}")
         if p.device == CPU:
-            line += f" (ratio {p.ratio:.2g}: nothing to wait for)."
+            line += f" (ratio {p.ratio:.2g}: a CPU has nothing to wait for, so any gap is noise)."
         else:
             line += f": the wrong reading is {_times(p.ratio)} too small."
         lines.append(line)

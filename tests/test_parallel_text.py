@@ -125,7 +125,7 @@ def test_timing_bug_summary():
     r = TimingBugResult((SyncPoint("cpu", 1024, m(0.02, synchronized=False), m(0.02)),
                          SyncPoint("cuda:0", 8192, m(2e-5, synchronized=False), m(0.02))), "cuda:0")
     s = text.summarize_timing_bug(r)
-    assert "CPU, n = 1024: without synchronize 20 ms, with synchronize 20 ms (ratio 1: nothing to wait for)." in s
+    assert "CPU, n = 1024: without synchronize 20 ms, with synchronize 20 ms (ratio 1: a CPU has nothing to wait for, so any gap is noise)." in s
     assert "GPU (cuda:0), n = 8192: without synchronize 20 µs, with synchronize 20 ms: the wrong reading is 1000× too small." in s
 
 
