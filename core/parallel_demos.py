@@ -46,7 +46,7 @@ class Progress(Generic[R]):
 
     done: int
     total: int
-    label: str  # what the step measured, e.g. "n = 1024, 2 threads"
+    label: str  # the step just finished (or, with done = 0, about to start), e.g. "n = 1024, 2 threads"
     partial: R
 
     @property
@@ -214,7 +214,8 @@ def run_marbles(
             del a
             points.append(MarblesPoint(size, name, n_threads, m))
             label = f"n = {size}, " + (f"{n_threads} thread{'s' * (n_threads > 1)}" if n_threads else name)
-            hooks.report(Progress(len(points), len(plan), label, MarblesResult(tuple(points), threads, gpu, load, cores)))
+            partial = MarblesResult(tuple(points), threads, gpu, load, cores)
+            hooks.report(Progress(len(points), len(plan), label, partial))
     return MarblesResult(tuple(points), threads, gpu, load, cores)
 
 
@@ -308,7 +309,8 @@ def run_chain(
                 with torch_threads(config.cpu_threads if name == CPU else None):
                     m = measure(fn, device, budget_s=per_point_s)
                 points.append(ChainPoint(name, shape, m))
-                hooks.report(Progress(len(points), total, f"{shape} on {name}", ChainResult(config, tuple(points), gpu)))
+                partial = ChainResult(config, tuple(points), gpu)
+                hooks.report(Progress(len(points), total, f"{shape} on {name}", partial))
             del w, x, wide
     return ChainResult(config, tuple(points), gpu)
 
@@ -454,8 +456,9 @@ def run_first_call(
     points: list[FirstCallPoint] = []
     with _holding(names, hooks):
         hooks.check_cancel()
+        hooks.report(Progress(0, total, "starting a fresh Python process", FirstCallResult((), gpu)))
         cold = fresh(config.sizes, names, per_point_s, config.cpu_threads)
-        hooks.report(Progress(1, total, "a fresh Python process", FirstCallResult((), gpu)))
+        hooks.report(Progress(1, total, "timed in a fresh Python process", FirstCallResult((), gpu)))
         for name, size in plan:
             hooks.check_cancel()
             if (name, size) not in cold:
@@ -515,7 +518,9 @@ def run_location(
 SectionRunner = Callable[[JobHooks], object]
 
 
-def section_runners(budget_s: float = SECTION_BUDGET_S, devices: Sequence[str] | None = None) -> dict[str, SectionRunner]:
+def section_runners(
+    budget_s: float = SECTION_BUDGET_S, devices: Sequence[str] | None = None
+) -> dict[str, SectionRunner]:
     """Every section with its default sizes and one budget, in page order: what the page runs with
     its settings untouched (the CLI and the benchmark use this)."""
     return {

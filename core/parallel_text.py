@@ -57,8 +57,10 @@ def explain_marbles(gpu: str | None) -> str:
         "counts costs as much as the counting itself. "
     )
     if gpu:
-        return text + f"The GPU ({gpu}) splits the bag across thousands of small cores: its point shows how many times faster it is than one CPU thread."
-    return text + "A GPU would split the bag across thousands of small cores; there is no GPU here, so only the CPU is measured."
+        return text + (f"The GPU ({gpu}) splits the bag across thousands of small cores: its star shows how many "
+                       "times faster it is than one CPU thread.")
+    return text + ("A GPU would split the bag across thousands of small cores; there is no GPU here, so only the "
+                   "CPU is measured.")
 
 
 def summarize_marbles(result: MarblesResult) -> str:
@@ -92,8 +94,8 @@ def explain_chain(gpu: str | None, steps: int = 1000) -> str:
     )
     if gpu:
         return text + (
-            f"The GPU ({gpu}) pays a fixed cost of a few microseconds to launch each step and wait for it, however small "
-            "the step, so the one big operation flies but the chain gains nothing over the CPU, or loses."
+            f"The GPU ({gpu}) pays a fixed cost of a few microseconds to launch each step and wait for it, "
+            "however small the step, so the one big operation flies but the chain gains nothing over the CPU, or loses."
         )
     return text + (
         "On a GPU each tiny step pays a fixed launch cost of a few microseconds, however small it is, so the chain "
@@ -121,8 +123,9 @@ def summarize_chain(result: ChainResult) -> str:
 def explain_timing_bug(gpu: str | None) -> str:
     if gpu:
         return (
-            f"A GPU ({gpu}) works in the background: `c = a @ a` returns as soon as the work is queued, long before it is "
-            "done. Read the clock then and you time the queueing, not the product, so the GPU looks almost free. "
+            f"A GPU ({gpu}) works in the background: `c = a @ a` returns as soon as the work is queued, long "
+            "before it is done. Read the clock then and you time the queueing, not the product, so the GPU looks "
+            "almost free. "
             f"`{_sync_call(gpu)}` waits until the GPU has finished, so call it before each clock reading; on the "
             "CPU both readings agree, because a CPU finishes the product before the line returns."
         )
@@ -181,8 +184,10 @@ def explain_first_call(gpu: str | None) -> str:
         "middle bar) is often no slower than the rest. For a large matrix the set-up is lost in the work. "
     )
     if gpu:
-        return text + f"On the GPU ({gpu}) the first product also loads the GPU's matrix library, which can take far longer than the product itself."
-    return text + "On a GPU the first product also loads the GPU's matrix library, often a large fraction of a second; there is no GPU here."
+        return text + (f"On the GPU ({gpu}) the first product also loads the GPU's matrix library, which can take "
+                       "far longer than the product itself.")
+    return text + ("On a GPU the first product also loads the GPU's matrix library, often a large fraction of a "
+                   "second; there is no GPU here.")
 
 
 def summarize_first_call(result: FirstCallResult) -> str:
@@ -215,7 +220,8 @@ def explain_location(gpu: str | None) -> str:
         "before you run the line. "
     )
     if gpu:
-        return text + f"Run it to see the real error this machine's PyTorch raises for `a_cpu @ a_gpu` with the GPU {gpu}."
+        return text + (f"Run it to see the real error this machine's PyTorch raises for `a_cpu @ a_gpu` "
+                       f"with the GPU {gpu}.")
     return text + (
         "There is no GPU here, so every tensor lives on the CPU and the error cannot happen on this machine; "
         "with a GPU, `a_cpu @ a_gpu` stops with a RuntimeError saying that all tensors were expected to be on "

@@ -68,7 +68,7 @@ def run_section(key: str) -> None:
 
     def on_progress(p: demos.Progress) -> None:
         st.session_state[f"wp_result_{key}"] = p.partial
-        bar.progress(p.fraction, text=f"Measured {p.label} ({p.done} of {p.total})")
+        bar.progress(p.fraction, text=f"{p.label}: {p.done} of {p.total} steps done")
 
     def on_wait(device: str, ahead: int) -> None:
         bar.progress(0.0, text=f"Waiting for {device}: {ahead} job(s) ahead of this one")

@@ -20,7 +20,7 @@ def test_timing_bug_table_and_progress(capsys):
     assert main(["why-parallel", "--section", "timing-bug", "--budget", "0.1"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("3. The timing bug") and "CPU, n = 1024: without synchronize" in out
-    assert "measured n = 1024 on cpu (1 of" in err
+    assert "n = 1024 on cpu: 1 of 1 steps done" in err
 
 
 def test_timing_bug_json_keeps_raw_times(capsys):

@@ -216,7 +216,9 @@ def test_first_call_runs_a_fresh_process():
     for p in r.points:
         assert p.fresh.first_call_s > 0 and p.fresh.median_s > 0 and p.here.first_call_s > 0
         assert p.cold_ratio == p.fresh.first_call_s / p.fresh.median_s
-    assert [p.label for p in rec.reports] == ["a fresh Python process", "n = 8 on cpu", "n = 16 on cpu"]
+    assert [(p.done, p.label) for p in rec.reports] == [
+        (0, "starting a fresh Python process"), (1, "timed in a fresh Python process"), (2, "n = 8 on cpu"),
+        (3, "n = 16 on cpu")]
 
 
 def test_first_call_with_a_gpu_asks_the_fresh_process_for_both_devices(fake_cuda):

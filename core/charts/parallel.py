@@ -44,8 +44,8 @@ def marbles_figure(result: MarblesResult) -> go.Figure:
     """Speed-up over one CPU thread against workers, one line per size, the ideal k-times line dashed."""
     categories = [_threads_label(t) for t in result.threads] + ([_gpu_label(result.gpu)] if result.gpu else [])
     fig = go.Figure()
-    fig.add_scatter(x=[_threads_label(t) for t in result.threads], y=list(result.threads), name="ideal: k workers, k× as fast",
-                    mode="lines", line=dict(dash="dash", color="grey"))
+    fig.add_scatter(x=[_threads_label(t) for t in result.threads], y=list(result.threads),
+                    name="ideal: k workers, k× as fast", mode="lines", line=dict(dash="dash", color="grey"))
     for i, size in enumerate(result.sizes):
         color = PALETTE[i % len(PALETTE)]
         cpu = [p for p in result.cpu_points(size) if result.speedup(p) is not None]
@@ -130,8 +130,8 @@ def location_figure(result: LocationResult) -> go.Figure:
     if has_gpu:
         fig.add_annotation(x=0.66, y=0.35, ax=0.34, ay=0.35, xref="x", yref="y", axref="x", ayref="y",
                            text="", showarrow=True, arrowhead=3, arrowwidth=2, arrowcolor=RIGHT_COLOR)
-        fig.add_annotation(x=0.5, y=0.28, text='<span style="font-family:monospace">a_cpu.to(a_gpu.device)</span>: copy, then multiply',
-                           showarrow=False, font=dict(color=RIGHT_COLOR))
+        copy = '<span style="font-family:monospace">a_cpu.to(a_gpu.device)</span>: copy, then multiply'
+        fig.add_annotation(x=0.5, y=0.28, showarrow=False, font=dict(color=RIGHT_COLOR), text=copy)
     verdict = (f"a_cpu @ a_gpu → {result.error_type}" if result.refused
                else "a_cpu @ a_gpu → no error here" if has_gpu
                else "a_cpu @ a_gpu would raise an error on a machine with a GPU")

@@ -42,14 +42,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _progress(progress: demos.Progress) -> None:
-    print(f"  measured {progress.label} ({progress.done} of {progress.total})", file=sys.stderr)
+    print(f"  {progress.label}: {progress.done} of {progress.total} steps done", file=sys.stderr)
+
+
+def _waiting(device: str, ahead: int) -> None:
+    print(f"  waiting for {device}: {ahead} job(s) ahead", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
     runners = demos.section_runners(args.budget)
     keys = list(runners) if args.section == "all" else [NAMES[args.section]]
-    hooks = demos.JobHooks(on_progress=_progress,
-                           on_wait=lambda device, ahead: print(f"  waiting for {device}: {ahead} ahead", file=sys.stderr))
+    hooks = demos.JobHooks(on_progress=_progress, on_wait=_waiting)
     sections = {}
     for key in keys:
         print(f"{text.SECTIONS[key]} …", file=sys.stderr)
