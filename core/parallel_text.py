@@ -28,8 +28,8 @@ SECTIONS: dict[str, str] = {  # key -> title, in page order
 }
 
 
-def _ms(seconds: float) -> str:
-    """3 significant digits in ms, or in µs below a millisecond."""
+def format_duration(seconds: float) -> str:
+    """3 significant digits in ms, or in µs below a millisecond (also used by the charts)."""
     return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
 
 
@@ -109,7 +109,7 @@ def summarize_chain(result: ChainResult) -> str:
     for device in [CPU] + ([result.gpu] if result.gpu else []):
         one, chain, step = result.time_s(device, "one op"), result.time_s(device, "chain"), result.per_step_s(device)
         if one is not None and chain is not None and step is not None:
-            lines.append(f"{device}: one operation {_ms(one)}, the chain {_ms(chain)} ({_ms(step)} per step).")
+            lines.append(f"{device}: one operation {format_duration(one)}, the chain {format_duration(chain)} ({format_duration(step)} per step).")
     big, small = result.gpu_speedup("one op"), result.gpu_speedup("chain")
     if big is not None and small is not None:
         verdict = f"{_times(small)} as fast" if small >= 1 else f"{_times(1 / small)} slower"
@@ -144,16 +144,17 @@ def timing_snippets(gpu: str | None) -> tuple[str, str]:
     wrong = (
         f'a_gpu = torch.randn(8192, 8192, device="{name}")\n'
         "start = time.perf_counter()\n"
-        "c_gpu = a_gpu @ a_gpu                    # only queued: returns at once\n"
-        "elapsed = time.perf_counter() - start    # WRONG: the GPU is still working"
+        "c_gpu = a_gpu @ a_gpu  # only queued\n"
+        "elapsed = time.perf_counter() - start\n"
+        "# WRONG: the GPU is still working"
     )
     right = (
         f'a_gpu = torch.randn(8192, 8192, device="{name}")\n'
-        f"{sync}                # nothing else still running\n"
+        f"{sync}  # nothing queued\n"
         "start = time.perf_counter()\n"
         "c_gpu = a_gpu @ a_gpu\n"
-        f"{sync}                # wait until the product is done\n"
-        "elapsed = time.perf_counter() - start    # right: the real time"
+        f"{sync}  # wait for it\n"
+        "elapsed = time.perf_counter() - start"
     )
     return wrong, right
 
@@ -162,8 +163,8 @@ def summarize_timing_bug(result: TimingBugResult) -> str:
     lines = []
     for p in result.points:
         where = "CPU" if p.device == CPU else f"GPU ({p.device})"
-        line = (f"{where}, n = {p.size}: without synchronize {_ms(p.unsynced.median_s)}, "
-                f"with synchronize {_ms(p.synced.median_s)}")
+        line = (f"{where}, n = {p.size}: without synchronize {format_duration(p.unsynced.median_s)}, "
+                f"with synchronize {format_duration(p.synced.median_s)}")
         if p.device == CPU:
             line += f" (ratio {p.ratio:.2g}: a CPU has nothing to wait for, so any gap is noise)."
         else:
@@ -194,8 +195,8 @@ def summarize_first_call(result: FirstCallResult) -> str:
     lines = []
     for p in result.points:
         lines.append(
-            f"n = {p.size} on {p.device}: the first call in a fresh process took {_ms(p.fresh.first_call_s)}, "
-            f"{_times(p.cold_ratio)} the warmed median of {_ms(p.fresh.median_s)}; in this server the first "
+            f"n = {p.size} on {p.device}: the first call in a fresh process took {format_duration(p.fresh.first_call_s)}, "
+            f"{_times(p.cold_ratio)} the warmed median of {format_duration(p.fresh.median_s)}; in this server the first "
             f"call took {_times(p.here_ratio)} its median."
         )
     return "\n\n".join(lines)

@@ -36,7 +36,7 @@ def test_marbles_figure_draws_the_ideal_line_and_one_line_per_size():
     names = [t.name for t in fig.data]
     assert names == ["ideal: k workers, k× as fast", "n = 64", "n = 1024"]
     assert list(fig.data[0].y) == [1, 2, 4] and list(fig.data[1].y) == pytest.approx([1, 2, 4])
-    assert fig.layout.yaxis.type == "log"
+    assert fig.layout.yaxis.type == "linear"  # 1 to 4: a log axis would only blur it
 
 
 def test_marbles_figure_puts_the_gpu_after_the_threads():
@@ -45,6 +45,7 @@ def test_marbles_figure_puts_the_gpu_after_the_threads():
     assert len(stars) == 2 and stars[0].x == ("GPU (cuda:0)",)
     assert stars[1].y[0] == pytest.approx(0.01 * 1024 / 1e-4)
     assert list(fig.layout.xaxis.categoryarray) == ["1 thread", "2 threads", "4 threads", "GPU (cuda:0)"]
+    assert fig.layout.yaxis.type == "log"  # the GPU is thousands of times faster
 
 
 def test_chain_figure_groups_the_two_shapes_per_device():
@@ -85,3 +86,11 @@ def test_location_figure(result, verdict, tensors):
     texts = [a.text for a in fig.layout.annotations]
     assert any(verdict in t for t in texts)
     assert {t for t in texts if t in ("<b>a_cpu</b>", "<b>a_gpu</b>")} == {f"<b>{x}</b>" for x in tensors}
+
+
+def test_the_y_axis_is_linear_for_a_narrow_span_and_log_for_a_wide_one():
+    cpu_only = TimingBugResult((SyncPoint("cpu", 1024, m(0.0208), m(0.0209)),), None)
+    assert charts.timing_bug_figure(cpu_only).layout.yaxis.type == "linear"  # 20.8 vs 20.9 ms must look alike
+    with_gpu = TimingBugResult(cpu_only.points + (SyncPoint("cuda:0", 8192, m(2e-5), m(0.02)),), "cuda:0")
+    assert charts.timing_bug_figure(with_gpu).layout.yaxis.type == "log"
+    assert not charts.wide_span([None, 0.0, 1.0, 30.0]) and charts.wide_span([1.0, 31.0])

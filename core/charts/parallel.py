@@ -12,11 +12,13 @@ from core.parallel_demos import (
     MarblesResult,
     TimingBugResult,
 )
+from core.parallel_text import format_duration
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 WRONG_COLOR = "#d62728"
 RIGHT_COLOR = "#2ca02c"
 HEIGHT_PX = 380
+LOG_SPAN = 30.0  # largest / smallest value above which the y axis turns logarithmic
 MARGIN = dict(l=10, r=10, t=50, b=10)
 
 
@@ -28,7 +30,17 @@ def _gpu_label(gpu: str) -> str:
     return f"GPU ({gpu})"
 
 
-def _layout(fig: go.Figure, title: str, yaxis_title: str, *, log_y: bool = True) -> go.Figure:
+def wide_span(values: list[float | None]) -> bool:
+    """True when the values span more than LOG_SPAN: only then is a log axis worth its cost.
+
+    On a log axis a bar's length no longer shows its size (20.8 against 20.9 ms looked like 1 to
+    10), so narrow spans keep a linear axis that starts at zero.
+    """
+    positive = [v for v in values if v is not None and v > 0]
+    return bool(positive) and max(positive) / min(positive) > LOG_SPAN
+
+
+def _layout(fig: go.Figure, title: str, yaxis_title: str, *, log_y: bool) -> go.Figure:
     fig.update_layout(
         title=title,
         height=HEIGHT_PX,
@@ -64,7 +76,9 @@ def marbles_figure(result: MarblesResult) -> go.Figure:
                 hovertemplate="%{x}: %{y:.3g}× (median %{customdata:.3g} ms)<extra>n = " + str(size) + "</extra>",
             )
     fig.update_xaxes(categoryorder="array", categoryarray=categories, title="workers")
-    return _layout(fig, "Speed-up over one worker (same a @ a)", "times as fast as 1 CPU thread")
+    values = [y for trace in fig.data for y in trace.y]
+    return _layout(fig, "Speed-up over one worker (same a @ a)", "times as fast as 1 CPU thread",
+                   log_y=wide_span(values))
 
 
 def chain_figure(result: ChainResult) -> go.Figure:
@@ -76,9 +90,10 @@ def chain_figure(result: ChainResult) -> go.Figure:
                                ("chain", PALETTE[1], f"chain of {result.config.steps} tiny steps")):
         times = [result.time_s(d, shape) for d in devices]
         fig.add_bar(x=labels, y=[None if t is None else t * 1e3 for t in times], name=name, marker_color=color,
-                    text=[None if t is None else f"{t * 1e3:.3g} ms" for t in times], textposition="outside")
+                    text=[None if t is None else format_duration(t) for t in times], textposition="outside")
     fig.update_layout(barmode="group")
-    return _layout(fig, f"Same arithmetic ({result.config.flops / 1e6:.0f} MFLOP), two shapes", "median time (ms)")
+    return _layout(fig, f"Same arithmetic ({result.config.flops / 1e6:.0f} MFLOP), two shapes", "median time (ms)",
+                   log_y=wide_span([y for trace in fig.data for y in trace.y]))
 
 
 def timing_bug_figure(result: TimingBugResult) -> go.Figure:
@@ -88,10 +103,11 @@ def timing_bug_figure(result: TimingBugResult) -> go.Figure:
     for name, color, pick in (("without synchronize (wrong on a GPU)", WRONG_COLOR, lambda p: p.unsynced),
                               ("with synchronize (the real time)", RIGHT_COLOR, lambda p: p.synced)):
         ms = [pick(p).median_s * 1e3 for p in result.points]
-        fig.add_bar(x=labels, y=ms, name=name, marker_color=color, text=[f"{v:.3g} ms" for v in ms],
+        fig.add_bar(x=labels, y=ms, name=name, marker_color=color, text=[format_duration(v / 1e3) for v in ms],
                     textposition="outside")
     fig.update_layout(barmode="group")
-    return _layout(fig, "What the clock says after c = a @ a", "median time (ms)")
+    return _layout(fig, "What the clock says after c = a @ a", "median time (ms)",
+                   log_y=wide_span([y for trace in fig.data for y in trace.y]))
 
 
 def first_call_figure(result: FirstCallResult) -> go.Figure:
@@ -105,10 +121,11 @@ def first_call_figure(result: FirstCallResult) -> go.Figure:
     fig = go.Figure()
     for name, color, pick in series:
         ms = [pick(p) * 1e3 for p in result.points]
-        fig.add_bar(x=labels, y=ms, name=name, marker_color=color, text=[f"{v:.3g} ms" for v in ms],
+        fig.add_bar(x=labels, y=ms, name=name, marker_color=color, text=[format_duration(v / 1e3) for v in ms],
                     textposition="outside")
     fig.update_layout(barmode="group")
-    return _layout(fig, "The first a @ a against the warmed-up ones", "time of one call (ms)")
+    return _layout(fig, "The first a @ a against the warmed-up ones", "time of one call (ms)",
+                   log_y=wide_span([y for trace in fig.data for y in trace.y]))
 
 
 def location_figure(result: LocationResult) -> go.Figure:
