@@ -24,8 +24,9 @@ from core.device_lock import CancelCheck, JobCancelled, WaitCallback, hold_devic
 from core import clock
 from core.devices import available_devices, device_key
 from core.errors import DashboardError
-from core.memory import release_device_memory
+from core.memory import free_device_bytes, release_device_memory
 from core.timing import Measurement, measure, time_block, torch_threads
+from core.units import gib
 
 R = TypeVar("R")
 TensorMaker = Callable[[tuple[int, ...], torch.device], torch.Tensor]
@@ -33,6 +34,8 @@ CPU = "cpu"
 
 MIN_SECTION_BUDGET_S = 0.05  # below this no measurement gets even one warm call in
 SECTION_BUDGET_S = 2.5  # default per timed section: the whole page stays near 10 s on 2 cores
+FLOAT32_BYTES = 4
+LIVE_COPIES = 3  # input, result and a workspace alive at once while a product runs
 
 
 def random_tensor(shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
@@ -122,6 +125,16 @@ def _check_budget(budget_s: float) -> None:
         raise DashboardError(f"time budget must be at least {MIN_SECTION_BUDGET_S} s, got {budget_s} s")
 
 
+def require_memory(values: int, device: torch.device, what: str) -> None:
+    """Refuse, with a message, a size whose float32 tensors would not fit in free memory, before
+    allocating: an out-of-memory crash would take the whole dashboard down with it."""
+    need = values * FLOAT32_BYTES
+    free = free_device_bytes(device)
+    if need > free:
+        raise DashboardError(f"{what} needs about {gib(need)} on {device_key(device)} but only {gib(free)} is free; "
+                             "choose a smaller size")
+
+
 @contextmanager
 def _holding(devices: Sequence[str], hooks: JobHooks) -> Iterator[None]:
     """Hold the devices a section times; release GPU memory it cached, whatever happens."""
@@ -208,6 +221,7 @@ def run_marbles(
         for size, name, n_threads in plan:
             hooks.check_cancel()
             device = torch.device(name)
+            require_memory(LIVE_COPIES * size * size, device, f"n = {size}")
             a = make((size, size), device)
             with torch_threads(n_threads):
                 m = measure(lambda: a @ a, device, budget_s=per_point_s)
@@ -297,6 +311,8 @@ def run_chain(
     with _holding(names, hooks):
         for name in names:
             device = torch.device(name)
+            require_memory(LIVE_COPIES * config.steps * config.rows * config.width, device,
+                           f"{config.steps} steps of {config.rows} rows by {config.width}")
             w = make((config.width, config.width), device) / math.sqrt(config.width)  # keeps tanh out of saturation
             x = make((config.rows, config.width), device)
             wide = make((config.steps * config.rows, config.width), device)
@@ -388,6 +404,7 @@ def run_timing_bug(
         for name, size in plan:
             hooks.check_cancel()
             device = torch.device(name)
+            require_memory(LIVE_COPIES * size * size, device, f"n = {size}")
             a = make((size, size), device)
             fn = lambda: a @ a  # noqa: E731
             with torch_threads(config.cpu_threads if name == CPU else None):
@@ -454,6 +471,8 @@ def run_first_call(
     per_point_s = config.budget_s / (2 * len(plan))
     total = 1 + len(plan)
     points: list[FirstCallPoint] = []
+    for name in names:
+        require_memory(LIVE_COPIES * max(config.sizes) ** 2, torch.device(name), f"n = {max(config.sizes)}")
     with _holding(names, hooks):
         hooks.check_cancel()
         hooks.report(Progress(0, total, "starting a fresh Python process", FirstCallResult((), gpu)))

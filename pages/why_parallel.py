@@ -9,6 +9,9 @@ from core import parallel_text as text
 from core.charts import parallel as charts
 from core.errors import DashboardError
 
+MAX_CPU_N = 8192  # one product of this size takes tens of seconds on one CPU thread
+MAX_GPU_N = 32768  # 4 GiB per matrix; the memory check refuses what does not fit
+
 st.title("Why parallel")
 st.caption(
     "Why a GPU is fast, and when it is not, measured live on this machine. Each section runs on its own "
@@ -20,20 +23,25 @@ if gpu is None:
     st.info("No GPU here: every section runs on the CPU and says what a GPU would change.", icon=":material/info:")
 
 with st.expander("Sizes and time budget", icon=":material/tune:"):
+    st.caption("The budget bounds how often each product is repeated, not one product: a single n = 8192 "
+               "product on one CPU thread takes tens of seconds.")
     c1, c2, c3 = st.columns(3)
-    small_n = int(c1.number_input("Small matrix n", min_value=1, value=64, key="wp_small_n"))
-    large_n = int(c2.number_input("Large matrix n", min_value=1, value=1024, key="wp_large_n"))
-    budget_s = float(c3.number_input("Seconds per section", min_value=demos.MIN_SECTION_BUDGET_S,
+    small_n = int(c1.number_input("Small matrix n", min_value=1, max_value=MAX_CPU_N, value=64, key="wp_small_n"))
+    large_n = int(c2.number_input("Large matrix n", min_value=1, max_value=MAX_CPU_N, value=1024, key="wp_large_n"))
+    budget_s = float(c3.number_input("Seconds per section", min_value=demos.MIN_SECTION_BUDGET_S, max_value=60.0,
                                      value=demos.SECTION_BUDGET_S, step=0.5, key="wp_budget_s"))
     c1, c2, c3 = st.columns(3)
-    steps = int(c1.number_input("Chain: steps", min_value=1, value=demos.ChainConfig.steps, key="wp_steps"))
-    rows = int(c2.number_input("Chain: rows of x", min_value=1, value=demos.ChainConfig.rows, key="wp_rows"))
-    width = int(c3.number_input("Chain: width of W", min_value=1, value=demos.ChainConfig.width, key="wp_width"))
+    steps = int(c1.number_input("Chain: steps", min_value=1, max_value=100_000, value=demos.ChainConfig.steps,
+                                key="wp_steps"))
+    rows = int(c2.number_input("Chain: rows of x", min_value=1, max_value=4096, value=demos.ChainConfig.rows,
+                               key="wp_rows"))
+    width = int(c3.number_input("Chain: width of W", min_value=1, max_value=4096, value=demos.ChainConfig.width,
+                                key="wp_width"))
     c1, c2, _ = st.columns(3)
-    bug_cpu_n = int(c1.number_input("Timing bug: CPU n", min_value=1, value=demos.TimingBugConfig.cpu_size,
-                                    key="wp_bug_cpu_n"))
-    bug_gpu_n = int(c2.number_input("Timing bug: GPU n", min_value=1, value=demos.TimingBugConfig.gpu_size,
-                                    key="wp_bug_gpu_n"))
+    bug_cpu_n = int(c1.number_input("Timing bug: CPU n", min_value=1, max_value=MAX_CPU_N,
+                                    value=demos.TimingBugConfig.cpu_size, key="wp_bug_cpu_n"))
+    bug_gpu_n = int(c2.number_input("Timing bug: GPU n", min_value=1, max_value=MAX_GPU_N,
+                                    value=demos.TimingBugConfig.gpu_size, key="wp_bug_gpu_n"))
 
 Job = Callable[[demos.JobHooks], object]
 JOBS: dict[str, Job] = {

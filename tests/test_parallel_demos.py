@@ -284,3 +284,20 @@ def test_on_a_real_gpu():
     assert loc.refused and "device" in loc.error and loc.fixed_device == "cuda:0"
     bug = demos.run_timing_bug(demos.TimingBugConfig(cpu_size=256, gpu_size=4096, budget_s=1.0))
     assert bug.point("cuda:0").ratio > 5  # queueing a 4096 product is far quicker than doing it
+
+
+@pytest.mark.parametrize("run", [
+    lambda: demos.run_marbles(demos.MarblesConfig((200_000,), max_threads=1), devices=["cpu"]),
+    lambda: demos.run_chain(demos.ChainConfig(steps=10**6, rows=1000, width=1000), devices=["cpu"]),
+    lambda: demos.run_timing_bug(demos.TimingBugConfig(cpu_size=200_000), devices=["cpu"]),
+    lambda: demos.run_first_call(demos.FirstCallConfig((8, 200_000)), devices=["cpu"]),
+])
+def test_a_size_too_big_for_memory_is_refused_before_allocating(run):
+    with pytest.raises(DashboardError, match=r"needs about .* GiB on cpu but only .* is free; choose a smaller size"):
+        run()
+
+
+def test_a_size_too_big_for_the_gpu_is_refused(fake_cuda):
+    fake_cuda.free = 2**30  # 1 GiB free on the fake GPU: n = 16384 needs 3 GiB
+    with pytest.raises(DashboardError, match="on cuda:0"):
+        demos.run_timing_bug(demos.TimingBugConfig(cpu_size=8, gpu_size=16384, budget_s=TINY), make=on_cpu)
