@@ -19,9 +19,9 @@ from typing import Generic, Literal, TypeVar
 
 import torch
 
+from core import clock
 from core.cold_start import FreshRunner, run_in_fresh_process
 from core.device_lock import CancelCheck, JobCancelled, WaitCallback, hold_devices
-from core import clock
 from core.devices import available_devices, device_key
 from core.errors import DashboardError
 from core.memory import free_device_bytes, release_device_memory
@@ -102,8 +102,7 @@ def usable_cores() -> int:
 
 def thread_ladder(max_threads: int) -> tuple[int, ...]:
     """1, 2, 4, ... up to and including max_threads: every doubling, so a 64-core box stays quick."""
-    if max_threads < 1:
-        raise DashboardError(f"thread count must be at least 1, got {max_threads}")
+    _check_threads(max_threads)
     ladder = [1 << i for i in range(max_threads.bit_length()) if 1 << i <= max_threads]
     if ladder[-1] != max_threads:
         ladder.append(max_threads)
