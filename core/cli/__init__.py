@@ -11,10 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from core.cli import devices
+from core.cli import devices, why_parallel
 from core.errors import DashboardError
 
-SUBCOMMANDS = [devices]
+SUBCOMMANDS = [devices, why_parallel]
 
 
 class _Parser(argparse.ArgumentParser):

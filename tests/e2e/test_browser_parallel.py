@@ -1,0 +1,28 @@
+"""The 'why parallel' page in a real headless Chromium: open it, run the marbles, see the chart."""
+
+import pytest
+
+from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
+
+pytestmark = pytest.mark.browser
+
+
+def test_run_the_marbles_section(page, streamlit_url):
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Why parallel").click()
+    page.get_by_text("1. Marbles: one worker or many").wait_for()
+    assert_no_exception(page)
+    assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
+
+    page.locator(".st-key-wp_run_marbles button").click()
+    chart = page.locator(".st-key-wp_chart_marbles [data-testid='stPlotlyChart']")
+    chart.wait_for(timeout=120_000)
+    wait_for_idle(page)
+    assert_no_exception(page)
+    alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
+    assert all("No GPU here" in text for text in alerts), alerts  # no st.error
+    chart.locator(".main-svg").first.wait_for()  # plotly drew it
+    assert chart.get_by_text("ideal: k workers, k× as fast").count() >= 1
+    chart.scroll_into_view_if_needed()
+    screenshot(page, "why_parallel")

@@ -1,0 +1,96 @@
+"""Figures of the 'why parallel' page, built from hand-made results."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.charts import parallel as charts
+from core.parallel_demos import (
+    ChainConfig,
+    ChainPoint,
+    ChainResult,
+    FirstCallPoint,
+    FirstCallResult,
+    LocationResult,
+    MarblesPoint,
+    MarblesResult,
+    SyncPoint,
+    TimingBugResult,
+)
+from core.timing import Measurement
+
+
+def m(median: float, first: float | None = None) -> Measurement:
+    return Measurement((median,), 1, median if first is None else first)
+
+
+def marbles(gpu: bool) -> MarblesResult:
+    points = [MarblesPoint(n, "cpu", t, m(0.01 * n / t)) for n in (64, 1024) for t in (1, 2, 4)]
+    if gpu:
+        points += [MarblesPoint(n, "cuda:0", None, m(1e-4)) for n in (64, 1024)]
+    return MarblesResult(tuple(points), (1, 2, 4), "cuda:0" if gpu else None)
+
+
+def test_marbles_figure_draws_the_ideal_line_and_one_line_per_size():
+    fig = charts.marbles_figure(marbles(gpu=False))
+    names = [t.name for t in fig.data]
+    assert names == ["ideal: k workers, k× as fast", "n = 64", "n = 1024"]
+    assert list(fig.data[0].y) == [1, 2, 4] and list(fig.data[1].y) == pytest.approx([1, 2, 4])
+    assert fig.layout.yaxis.type == "linear"  # 1 to 4: a log axis would only blur it
+
+
+def test_marbles_figure_puts_the_gpu_after_the_threads():
+    fig = charts.marbles_figure(marbles(gpu=True))
+    stars = [t for t in fig.data if t.name.endswith("on the GPU")]
+    assert len(stars) == 2 and stars[0].x == ("GPU (cuda:0)",)
+    assert stars[1].y[0] == pytest.approx(0.01 * 1024 / 1e-4)
+    assert list(fig.layout.xaxis.categoryarray) == ["1 thread", "2 threads", "4 threads", "GPU (cuda:0)"]
+    assert fig.layout.yaxis.type == "log"  # the GPU is thousands of times faster
+
+
+def test_chain_figure_groups_the_two_shapes_per_device():
+    points = (ChainPoint("cpu", "one op", m(0.005)), ChainPoint("cpu", "chain", m(0.008)),
+              ChainPoint("cuda:0", "one op", m(5e-5)), ChainPoint("cuda:0", "chain", m(0.016)))
+    fig = charts.chain_figure(ChainResult(ChainConfig(), points, "cuda:0"))
+    assert [t.name for t in fig.data] == ["one big operation", "chain of 1000 tiny steps"]
+    assert fig.data[1].x == ("CPU", "GPU (cuda:0)") and fig.data[1].y == pytest.approx((8, 16))
+
+
+def test_chain_figure_of_a_partial_result_leaves_gaps():
+    fig = charts.chain_figure(ChainResult(ChainConfig(), (ChainPoint("cpu", "one op", m(0.005)),), None))
+    assert fig.data[1].y == (None,)
+
+
+def test_timing_bug_figure():
+    r = TimingBugResult((SyncPoint("cpu", 1024, m(0.02), m(0.02)), SyncPoint("cuda:0", 8192, m(2e-5), m(0.02))),
+                        "cuda:0")
+    fig = charts.timing_bug_figure(r)
+    assert [t.name for t in fig.data] == ["without synchronize (wrong on a GPU)", "with synchronize (the real time)"]
+    assert fig.data[0].x == ("CPU, n = 1024", "GPU (cuda:0), n = 8192")
+    assert fig.data[0].y == pytest.approx((20, 0.02))
+
+
+def test_first_call_figure_has_three_bars_per_size():
+    p = FirstCallPoint("cpu", 64, Measurement((1e-5,), 100, 5e-4), Measurement((1e-5,), 100, 2e-5))
+    fig = charts.first_call_figure(FirstCallResult((p,), None))
+    assert len(fig.data) == 3
+    assert [t.y[0] for t in fig.data] == pytest.approx([0.5, 0.02, 0.01])
+
+
+@pytest.mark.parametrize("result, verdict, tensors", [
+    (LocationResult(None), "would raise an error on a machine with a GPU", {"a_cpu"}),
+    (LocationResult("cuda:0", "msg", "RuntimeError", "cuda:0"), "a_cpu @ a_gpu → RuntimeError", {"a_cpu", "a_gpu"}),
+])
+def test_location_figure(result, verdict, tensors):
+    fig = charts.location_figure(result)
+    texts = [a.text for a in fig.layout.annotations]
+    assert any(verdict in t for t in texts)
+    assert {t for t in texts if t in ("<b>a_cpu</b>", "<b>a_gpu</b>")} == {f"<b>{x}</b>" for x in tensors}
+
+
+def test_the_y_axis_is_linear_for_a_narrow_span_and_log_for_a_wide_one():
+    cpu_only = TimingBugResult((SyncPoint("cpu", 1024, m(0.0208), m(0.0209)),), None)
+    assert charts.timing_bug_figure(cpu_only).layout.yaxis.type == "linear"  # 20.8 vs 20.9 ms must look alike
+    with_gpu = TimingBugResult(cpu_only.points + (SyncPoint("cuda:0", 8192, m(2e-5), m(0.02)),), "cuda:0")
+    assert charts.timing_bug_figure(with_gpu).layout.yaxis.type == "log"
+    assert not charts.wide_span([None, 0.0, 1.0, 30.0]) and charts.wide_span([1.0, 31.0])

@@ -1,0 +1,41 @@
+"""`python -m core why-parallel`: the page's sections from the command line."""
+
+import json
+
+import torch
+
+from core.cli import main
+
+
+def test_location_json_without_gpu(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert main(["why-parallel", "--section", "location", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["gpu"] is None and list(obj["sections"]) == ["location"]
+    assert obj["sections"]["location"]["result"] == {"gpu": None, "error": None, "error_type": None, "fixed_device": None}
+
+
+def test_timing_bug_table_and_progress(capsys):
+    assert main(["why-parallel", "--section", "timing-bug", "--budget", "0.1"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("3. The timing bug") and "CPU, n = 1024: without synchronize" in out
+    assert "n = 1024 on cpu: 1 of 1 steps done" in err
+
+
+def test_timing_bug_json_keeps_raw_times(capsys):
+    assert main(["why-parallel", "--section", "timing-bug", "--budget", "0.1", "--json"]) == 0
+    point = json.loads(capsys.readouterr().out)["sections"]["timing_bug"]["result"]["points"][0]
+    assert point["device"] == "cpu" and point["size"] == 1024
+    assert len(point["synced"]["times_s"]) >= 1 and point["unsynced"]["synchronized"] is False
+
+
+def test_unknown_section_exits_2(capsys):
+    assert main(["why-parallel", "--section", "nope"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_a_bad_budget_is_one_line(capsys):
+    assert main(["why-parallel", "--section", "chain", "--budget", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: argument --budget: must be at least 0.05 s, got 0") and err.count("\n") == 1
