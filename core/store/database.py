@@ -194,8 +194,24 @@ class Store:
                 raise DashboardError(f"the {self.describe()} failed mid-transaction ({exc}); nothing was "
                                      "changed, try again") from None
 
+    def _current_version(self) -> int:
+        """The schema version recorded in the store, 0 for a new one; a read that blocks no one."""
+        with self._transaction(write=False) as tx:
+            if tx.dialect == "sqlite":
+                exists = tx.run("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gvc_schema_version'")
+            else:
+                exists = tx.run("SELECT 1 FROM pg_tables WHERE tablename = 'gvc_schema_version' "
+                                "AND schemaname = current_schema()")
+            rows = tx.run("SELECT version FROM gvc_schema_version") if exists else []
+        return rows[0][0] if rows else 0
+
     def migrate(self) -> None:
-        """Create or upgrade the tables; a store written by a newer version is refused, not damaged."""
+        """Create or upgrade the tables; a store written by a newer version is refused, not damaged.
+
+        Opening an up-to-date store only reads, so every page view may call `open_store()`.
+        """
+        if self._current_version() == SCHEMA_VERSION:
+            return
         with self._transaction() as tx:
             if tx.dialect == "postgresql":
                 tx.run("SELECT pg_advisory_xact_lock(?)", (PG_MIGRATION_LOCK,))
