@@ -7,7 +7,7 @@ import streamlit as st
 from core.charts.results import MATMUL_METRICS, TRAIN_AXES, TRAIN_METRICS, matmul_overlay, train_overlay
 from core.errors import DashboardError
 from core.store import listing_frame, matmul_frame, open_store, train_frame
-from pages._result_store import store_url
+from pages.shared.result_store import store_url
 
 DEFAULT_COMPARE = 6  # newest runs drawn by default; more make an unreadable legend
 st.session_state.setdefault("results_upload_round", 0)  # a new uploader after each import empties it
@@ -18,6 +18,7 @@ def _notice(kind: str, text: str) -> None:
 
 
 def _import() -> None:
+    st.session_state["results_import_open"] = True  # keep the importer open for the next file
     key = f"results_upload_{st.session_state['results_upload_round']}"
     upload = st.session_state.get(key)
     if upload is None:
@@ -57,7 +58,8 @@ notice = st.session_state.pop("results_notice", None)
 if notice:
     getattr(st, notice[0])(notice[1])
 
-with st.expander("Import a result file", icon=":material/upload_file:", expanded=not runs):
+importer_open = not runs or st.session_state.get("results_import_open", False)
+with st.expander("Import a result file", icon=":material/upload_file:", expanded=importer_open):
     st.file_uploader(
         "A file from `python -m core matmul --json`, `python -m core train --json`, or an export from this page",
         type=["json"], key=f"results_upload_{st.session_state['results_upload_round']}",

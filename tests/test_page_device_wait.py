@@ -1,4 +1,4 @@
-"""The pages' device-line helper (pages/_device_wait.py) and save helper (pages/_result_store.py) in AppTests."""
+"""The pages' device-line helper (pages/shared/device_wait.py) and save helper (pages/shared/result_store.py) in AppTests."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from core.store import open_store
 def _waiting_page():
     import streamlit as st
 
-    from pages._device_wait import device_turn
+    from pages.shared.device_wait import device_turn
 
     with device_turn(["cpu"], key="t", label="test job") as job:
         st.write(f"ran after waiting {job.waited_s:.1f} s, cap {job.max_job_s:.0f} s")
@@ -53,7 +53,7 @@ def test_a_busy_device_waits_in_line_then_runs():
 
 
 def test_a_closed_tab_leaves_the_line(monkeypatch):
-    import pages._device_wait as device_wait
+    import pages.shared.device_wait as device_wait
 
     monkeypatch.setattr(device_wait, "_tab_closed", lambda: True)
     with hold_devices(["cpu"]):
@@ -66,7 +66,7 @@ def test_a_closed_tab_leaves_the_line(monkeypatch):
 
 
 def _saving_page():
-    from pages._result_store import save_run
+    from pages.shared.result_store import save_run
     from tests.result_samples import train_payload
 
     save_run("train", train_payload(), {"epochs": 3}, label="from a page")
