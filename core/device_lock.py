@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -39,6 +40,10 @@ MAX_JOB_ENV = "GPU_VS_CPU_MAX_JOB_S"  # a classroom server can shorten (or lengt
 
 WaitCallback = Callable[[str, int], None]  # (device key, jobs ahead, the running one included)
 CancelCheck = Callable[[], bool]
+
+# Devices the current thread holds, so a nested hold_devices (a page holding the devices around a
+# core function that holds them too) passes through instead of waiting for itself forever.
+_held_here = threading.local()
 
 
 class JobCancelled(DashboardError):
@@ -297,17 +302,22 @@ def hold_devices(
     Yields a `Job`; call `job.check()` between steps so a job past `max_job_s` (default: the
     GPU_VS_CPU_MAX_JOB_S environment variable, else 600 s) stops with JobTimedOut. `on_wait` is
     called on every poll while waiting; `should_cancel` returning True raises JobCancelled.
-    Locks are taken in sorted order so two jobs wanting the same pair can never deadlock.
-    Released on any exit: finish, error, cancel, Streamlit's stop and rerun, a closed tab's session
+    Locks are taken in sorted order so two jobs wanting the same pair can never deadlock; a nested
+    call in the same thread for a device it holds already passes through. Released on any exit: finish, error, cancel, Streamlit's stop and rerun, a closed tab's session
     shutdown; and by the kernel when the process dies.
     """
     cap = max_job_s_from_env() if max_job_s is None else float(max_job_s)
     if not cap > 0:
         raise DashboardError(f"max_job_s must be a positive number of seconds, not {max_job_s!r}")
     wanted = tuple(sorted(set(devices)))
+    held: set[str] = _held_here.__dict__.setdefault("devices", set())
     joined = time.monotonic()
     with ExitStack() as stack:
         for device in wanted:
+            if device in held:  # this thread holds it already, in an outer hold_devices
+                continue
             stack.enter_context(_hold_one(device, label, cap, on_wait, should_cancel))
+            held.add(device)
+            stack.callback(held.discard, device)
         started = time.monotonic()
         yield Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined)

@@ -5,6 +5,7 @@ import sys
 import textwrap
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,26 @@ def _is_free(device: str) -> bool:
 def _tickets(device: str) -> list[Path]:
     queue = lock_dir() / f"{device.replace(':', '-')}.queue"
     return list(queue.iterdir()) if queue.exists() else []
+
+
+@contextmanager
+def _held_elsewhere(*devices: str):
+    """Another job (a thread of its own) holds `devices` for the block."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with hold_devices(devices):
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    assert held.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+        t.join(10)
 
 
 def test_two_jobs_on_one_device_never_overlap():
@@ -140,7 +161,7 @@ def test_wait_status_counts_jobs_ahead_and_names_the_holder():
 
 
 def test_cancelled_waiter_leaves_the_lock_free():
-    with hold_devices(["cuda:0"]):
+    with _held_elsewhere("cuda:0"):
         with pytest.raises(JobCancelled):
             with hold_devices(["cuda:0"], should_cancel=lambda: True):
                 pass
@@ -159,7 +180,7 @@ def test_cancelled_waiter_leaves_the_lock_free():
 
 def test_wait_status_cancel_from_another_thread():
     status = WaitStatus()
-    with hold_devices(["cpu"]):
+    with _held_elsewhere("cpu"):
         threading.Timer(0.3, status.cancel).start()
         start = time.monotonic()
         with pytest.raises(JobCancelled, match="cancelled while waiting for cpu"):
@@ -192,7 +213,7 @@ def test_released_when_streamlit_stops_a_waiting_script():
     def redraw(device, ahead):
         raise StopException()
 
-    with hold_devices(["cpu"]):
+    with _held_elsewhere("cpu"):
         with pytest.raises(StopException):
             with hold_devices(["cuda:0", "cpu"], on_wait=redraw):
                 pass
@@ -291,3 +312,25 @@ def test_a_killed_holder_process_frees_the_lock():
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_a_nested_hold_in_the_same_thread_passes_through():
+    """A page holding the devices around a core function that holds them too must not wait for itself."""
+    with hold_devices(["cpu"]) as outer:
+        start = time.monotonic()
+        with hold_devices(["cpu", "cuda:0"]) as inner:
+            assert inner.devices == ("cpu", "cuda:0") and inner.waited_s < 1
+            assert not _is_free_from_another_thread("cuda:0")
+        assert time.monotonic() - start < 1
+        assert not _is_free_from_another_thread("cpu"), "the outer job still holds cpu"
+        assert _is_free_from_another_thread("cuda:0"), "the inner job released what it took"
+        assert outer.devices == ("cpu",)
+    assert _is_free_from_another_thread("cpu")
+
+
+def _is_free_from_another_thread(device: str) -> bool:
+    result: list[bool] = []
+    t = threading.Thread(target=lambda: result.append(_is_free(device)))
+    t.start()
+    t.join(10)
+    return result[0]
