@@ -328,3 +328,17 @@ class socket_port:
 
     def __exit__(self, *exc) -> None:
         self._s.close()
+
+
+def test_payloads_are_stored_as_the_cli_prints_them(store):
+    """A page may hand over NaN for 'not measured' and numpy numbers from a DataFrame."""
+    import numpy as np
+
+    payload = matmul_payload(LAB)
+    payload["results"][0].update(n=np.int64(256), samples=np.int32(7), median_s=np.float64(0.5),
+                                 unsynced_s=float("nan"), rel_error=float("inf"))
+    run = store.get(store.save("matmul", payload, {"budget": np.float32(2.0), "path": Path("/x")}))
+    first = run.payload["results"][0]
+    assert first["n"] == 256 and type(first["n"]) is int and first["median_s"] == 0.5
+    assert first["unsynced_s"] is None and first["rel_error"] is None
+    assert run.settings == {"budget": 2.0, "path": "/x"}

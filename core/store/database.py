@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import sqlite3
 import uuid
@@ -89,11 +90,13 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def _to_json(obj: Any) -> str:
-    """Strict JSON (NaN/inf become null, unknown types their str) so PostgreSQL and exports accept it."""
+    """Strict JSON (NaN/inf become null, numpy numbers plain ones, other types their str), as the CLI prints."""
 
     def finite(value: Any) -> Any:
-        if isinstance(value, float) and not math.isfinite(value):
-            return None
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)  # numpy's int64 too
+        if isinstance(value, numbers.Real):
+            return float(value) if math.isfinite(value) else None
         if isinstance(value, dict):
             return {str(k): finite(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
@@ -237,7 +240,9 @@ class Store:
     def save(self, kind: str, payload: dict[str, Any], settings: dict[str, Any] | None = None,
              machine: dict[str, Any] | None = None, *, label: str = "") -> int:
         """Save one finished run; returns its id. `machine` defaults to the payload's own (matmul
-        JSON carries one), else this machine's description."""
+        JSON carries one), else this machine's description. The payload is stored as the CLI prints
+        it: NaN becomes null, numpy numbers plain ones."""
+        payload = json.loads(_to_json(payload))
         payloads.validate_payload(kind, payload)
         if machine is None:
             machine = payload.get("machine") if isinstance(payload.get("machine"), dict) else None
