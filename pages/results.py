@@ -123,13 +123,19 @@ if chosen and sweeps.empty and trainings.empty:
     st.info("Choose runs above to draw them.")
 
 st.subheader("Export and delete")
-d1, d2 = st.columns(2)
-d1.download_button(f"Download the {len(shown)} runs shown (JSON, re-importable)", store.export_json(ids),
-                   file_name="gpu-vs-cpu-results.json", mime="application/json", key="results_export_json",
-                   icon=":material/download:")
-d2.download_button(f"Download the {len(shown)} runs shown (CSV, one row per point)", store.export_csv(ids),
-                   file_name="gpu-vs-cpu-results.csv", mime="text/csv", key="results_export_csv",
-                   icon=":material/download:")
+try:
+    exported_json, exported_csv = store.export_json(ids), store.export_csv(ids)
+except DashboardError as exc:
+    st.error(str(exc), icon=":material/error:")
+else:
+    these = f"the {len(shown)} runs shown" if len(shown) > 1 else "the run shown"
+    d1, d2 = st.columns(2)
+    d1.download_button(f"Download {these} (JSON, re-importable)", exported_json,
+                       file_name="gpu-vs-cpu-results.json", mime="application/json", key="results_export_json",
+                       icon=":material/download:")
+    d2.download_button(f"Download {these} (CSV, one row per point)", exported_csv,
+                       file_name="gpu-vs-cpu-results.csv", mime="text/csv", key="results_export_csv",
+                       icon=":material/download:")
 with st.expander("Delete a run", icon=":material/delete:"):
     st.selectbox("Run", ids, format_func=lambda i: by_id[i].title, key="results_delete_pick")
     st.button("Delete this run", key="results_delete", on_click=_delete, type="primary", icon=":material/delete:",

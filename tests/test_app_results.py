@@ -154,3 +154,13 @@ def test_unusable_store_is_a_message_not_a_traceback(app, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", "mysql://teacher:secret@db/class")
     at = _open(app)
     assert at.error and "use postgresql://" in at.error[0].value and "secret" not in at.error[0].value
+
+
+def test_downloads_hold_the_runs_shown(app, saved):
+    at = _open(app)
+    at.multiselect(key="results_kinds").set_value(["train"]).run()
+    buttons = at.get("download_button")
+    assert [b.proto.label for b in buttons] == ["Download the run shown (JSON, re-importable)",
+                                                "Download the run shown (CSV, one row per point)"]
+    at.multiselect(key="results_kinds").set_value([]).run()
+    assert at.get("download_button")[0].proto.label == "Download the 3 runs shown (JSON, re-importable)"
