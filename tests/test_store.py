@@ -342,3 +342,27 @@ def test_payloads_are_stored_as_the_cli_prints_them(store):
     assert first["n"] == 256 and type(first["n"]) is int and first["median_s"] == 0.5
     assert first["unsynced_s"] is None and first["rel_error"] is None
     assert run.settings == {"budget": 2.0, "path": "/x"}
+
+
+@pytest.mark.parametrize("url", ["postgresql://teacher:s3cret@localhost:notaport/class",
+                                 "postgresql://teacher:s3cret@[::1/class", "postgres://teacher:s3cret@/class?sslmode=nope"])
+def test_malformed_postgresql_urls_get_a_message_without_the_password(url):
+    with pytest.raises(DashboardError, match="DATABASE_URL") as err:
+        open_store(url)
+    assert "s3cret" not in str(err.value)
+
+
+def test_a_sqlite_store_locked_too_long_is_a_message(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'busy.sqlite3'}"
+    store = open_store(url)
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 200)
+    blocker = sqlite3.connect(tmp_path / "busy.sqlite3", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer that does not let go
+    try:
+        with pytest.raises(DashboardError, match="cannot be used now .*locked.*try again"):
+            store.save("train", train_payload(), machine=LAPTOP)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    store.save("train", train_payload(), machine=LAPTOP)
+    assert _count(store) == 1

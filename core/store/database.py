@@ -14,6 +14,7 @@ import json
 import math
 import numbers
 import os
+import re
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -123,11 +124,19 @@ class Store:
         """Where runs are kept, without any password."""
         if self.dialect == "sqlite":
             return f"SQLite file {self._target}"
-        import psycopg.conninfo
+        import psycopg
 
-        info = psycopg.conninfo.conninfo_to_dict(self._target)
+        try:
+            info = psycopg.conninfo.conninfo_to_dict(self._target)
+        except psycopg.Error:
+            return "PostgreSQL database (its URL cannot be read)"
         where = f"{info.get('host') or 'localhost'}:{info.get('port') or 5432}"
         return f"PostgreSQL database {info.get('dbname') or info.get('user') or ''} on {where} (shared)"
+
+    def _redact(self, text: str) -> str:
+        """A driver message with the URL's password, if it shows up in it, blanked out."""
+        found = re.search(r"://[^:/@]*:([^@]+)@", self._target) if self.dialect == "postgresql" else None
+        return text.replace(found.group(1), "***") if found else text
 
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[_Tx]:
@@ -163,6 +172,11 @@ class Store:
                 raise self._sqlite_error(exc) from None
             try:
                 yield _Tx(conn, "sqlite")
+            except sqlite3.Error as exc:
+                conn.rollback()
+                if isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError:
+                    raise self._sqlite_error(exc) from None  # locked too long, disk full, I/O error
+                raise
             except BaseException:
                 conn.rollback()
                 raise
@@ -188,14 +202,14 @@ class Store:
             conn = psycopg.connect(self._target, connect_timeout=PG_CONNECT_TIMEOUT_S, application_name="gpu-vs-cpu")
         except psycopg.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise DashboardError(f"cannot reach the {self.describe()}: {first}; check {DATABASE_URL_ENV}, "
-                                 "or unset it to keep results in this machine's SQLite file") from None
+            raise DashboardError(f"cannot reach the {self.describe()}: {self._redact(first)}; check "
+                                 f"{DATABASE_URL_ENV}, or unset it to keep results in this machine's SQLite file") from None
         with conn:  # commits when the block ends, rolls back on an exception, then closes
             try:
                 yield _Tx(conn, "postgresql")
             except psycopg.OperationalError as exc:
-                raise DashboardError(f"the {self.describe()} failed mid-transaction ({exc}); nothing was "
-                                     "changed, try again") from None
+                raise DashboardError(f"the {self.describe()} failed mid-transaction ({self._redact(str(exc))}); "
+                                     "nothing was changed, try again") from None
 
     def _current_version(self) -> int:
         """The schema version recorded in the store, 0 for a new one; a read that blocks no one."""
