@@ -277,9 +277,9 @@ def _hold_one(device: str, label: str, max_job_s: float, on_wait: WaitCallback |
                 on_wait(device, 1 + ahead)  # the running job, plus older waiters
             time.sleep(POLL_S)
             ticket.touch()  # heartbeat; also puts back a ticket another process swept by mistake
-        ticket.unlink(missing_ok=True)
         try:
-            _write_holder(device, label, max_job_s, token)
+            _write_holder(device, label, max_job_s, token)  # before the ticket goes: waiters always see who runs
+            ticket.unlink(missing_ok=True)
             yield
         finally:
             _clear_holder(device, token)
