@@ -164,3 +164,20 @@ def test_downloads_hold_the_runs_shown(app, saved):
                                                 "Download the run shown (CSV, one row per point)"]
     at.multiselect(key="results_kinds").set_value([]).run()
     assert at.get("download_button")[0].proto.label == "Download the 3 runs shown (JSON, re-importable)"
+
+
+def test_runs_with_unmeasured_values_still_render(app):
+    sweep = matmul_payload(LAPTOP)
+    sweep["results"][0].update(median_s=None, iqr_s=None, gflops=None)
+    sweep["results"][1].update(iqr_s=None)
+    sweep.pop("crossover_n")
+    trained = train_payload()
+    trained["epochs"][0].update(test_loss=None, test_accuracy=None)
+    trained.update(test_accuracy=None, train_seconds=None, baseline_accuracy=None)
+    store = open_store()
+    store.save("matmul", sweep)
+    store.save("train", trained, machine={})
+    at = _open(app)
+    assert len(_charts(at)) == 2
+    assert "no accuracy" in " ".join(at.dataframe[0].value["result"])
+    assert "unknown machine" in list(at.dataframe[0].value["machine"])
