@@ -303,8 +303,9 @@ def hold_devices(
     GPU_VS_CPU_MAX_JOB_S environment variable, else 600 s) stops with JobTimedOut. `on_wait` is
     called on every poll while waiting; `should_cancel` returning True raises JobCancelled.
     Locks are taken in sorted order so two jobs wanting the same pair can never deadlock; a nested
-    call in the same thread for a device it holds already passes through. Released on any exit: finish, error, cancel, Streamlit's stop and rerun, a closed tab's session
-    shutdown; and by the kernel when the process dies.
+    call in the same thread for a device it holds already passes through. Released on any exit:
+    finish, error, cancel, Streamlit's stop and rerun, a closed tab's session shutdown; and by the
+    kernel when the process dies.
     """
     cap = max_job_s_from_env() if max_job_s is None else float(max_job_s)
     if not cap > 0:

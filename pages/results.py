@@ -25,7 +25,8 @@ def _import() -> None:
         _notice("warning", "Choose a JSON file first.")
         return
     try:
-        result = open_store(store_url()).import_json(upload.getvalue(), label=st.session_state.get("results_label", ""))
+        label = st.session_state.get("results_label", "")
+        result = open_store(store_url()).import_json(upload.getvalue(), label=label)
     except DashboardError as exc:
         _notice("error", f"{upload.name}: {exc}")
         return
