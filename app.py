@@ -8,6 +8,7 @@ PAGES = [
     st.Page("pages/home.py", title="Start here", icon=":material/home:", default=True),
     st.Page("pages/hardware.py", title="Hardware check", icon=":material/memory:"),
     st.Page("pages/why_parallel.py", title="Why parallel", icon=":material/call_split:"),
+    st.Page("pages/results.py", title="Results", icon=":material/leaderboard:"),
 ]
 
 st.navigation(PAGES).run()

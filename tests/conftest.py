@@ -9,6 +9,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+pytest_plugins = ["tests.postgres"]  # fixtures postgres_admin_url, postgres_url
+
 GIB = 2**30
 ROOT = Path(__file__).resolve().parents[1]
 RT_POLARITY = ROOT.parent / "shared" / "data" / "rt-polaritydata"
@@ -60,11 +62,12 @@ def fake_cuda(monkeypatch) -> FakeCuda:
 
 @pytest.fixture(autouse=True)
 def isolated_dirs(tmp_path_factory, monkeypatch):
-    """Keep caches, the result store and lock files of every test out of the user's home."""
+    """Keep caches, the result store and lock files of every test out of the user's home and class."""
     root = tmp_path_factory.mktemp("userdirs")
     monkeypatch.setenv("GPU_VS_CPU_CACHE_DIR", str(root / "cache"))
     monkeypatch.setenv("GPU_VS_CPU_DATA_DIR", str(root / "data"))
     monkeypatch.setenv("GPU_VS_CPU_LOCK_DIR", str(root / "locks"))
+    monkeypatch.delenv("DATABASE_URL", raising=False)  # never write test runs to a real class board
     return root
 
 

@@ -42,11 +42,18 @@ def _missing_browser(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def streamlit_url(tmp_path_factory) -> Iterator[str]:
+def e2e_home(tmp_path_factory) -> Path:
+    """The server's user folders: a test seeds `e2e_home / "data"` (the result store) before opening a page."""
+    return tmp_path_factory.mktemp("e2e-userdirs")
+
+
+@pytest.fixture(scope="session")
+def streamlit_url(e2e_home) -> Iterator[str]:
     port = _free_port()
-    home = tmp_path_factory.mktemp("e2e-userdirs")
+    home = e2e_home
     env = dict(os.environ, GPU_VS_CPU_CACHE_DIR=str(home / "cache"), GPU_VS_CPU_DATA_DIR=str(home / "data"),
                GPU_VS_CPU_LOCK_DIR=str(home / "locks"), PYTHONUNBUFFERED="1")
+    env.pop("DATABASE_URL", None)  # the server's store is the SQLite file in home/data, never a real board
     log = open(home / "streamlit.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),

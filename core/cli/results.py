@@ -1,0 +1,175 @@
+"""`python -m core results list|export|import|delete`: the result store without a browser.
+
+Also the `--save` option the matmul and train commands share: `add_save_options(parser)` when
+registering, then `save_if_requested(args, kind, payload)` after printing the run's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.cli.output import format_table, print_json
+from core.errors import DashboardError
+from core.store import KINDS, MAX_IMPORT_BYTES, Store, listing_frame, open_store
+
+# argparse fields that are how the command was called, not settings of the run
+NOT_SETTINGS = frozenset({"handler", "command", "json", "save", "label", "db", "results_command"})
+
+
+def _add_store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="URL", default=None,
+                        help="postgresql://... or sqlite:///path (default: $DATABASE_URL, else this user's SQLite file)")
+
+
+def _add_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kind", choices=KINDS, help="only sweeps (matmul) or training runs (train)")
+    parser.add_argument("--device", help="only runs that used this device, e.g. cpu or cuda:0")
+    parser.add_argument("--machine", help="only runs from this machine (as `results list` names it)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("results", help="list, export, import or delete saved runs")
+    actions = p.add_subparsers(dest="results_command", required=True, parser_class=type(p))
+
+    ls = actions.add_parser("list", help="saved runs, newest first")
+    _add_filters(ls)
+    _add_store_option(ls)
+    ls.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    ls.set_defaults(handler=run_list)
+
+    ex = actions.add_parser("export", help="write saved runs as JSON (re-importable) or CSV (one row per point)")
+    ex.add_argument("run_ids", nargs="*", type=int, metavar="RUN_ID", help="runs to export (default: all that match)")
+    _add_filters(ex)
+    ex.add_argument("--format", choices=("json", "csv"), default="json")
+    ex.add_argument("--output", "-o", type=Path, help="file to write (default: standard output)")
+    _add_store_option(ex)
+    ex.set_defaults(handler=run_export)
+
+    im = actions.add_parser("import", help="import a `matmul --json` or `train --json` file, or an export")
+    im.add_argument("file", help="the JSON file, or - for standard input")
+    im.add_argument("--label", default="", help="name the imported runs, e.g. the machine they came from")
+    _add_store_option(im)
+    im.add_argument("--json", action="store_true", help="print one JSON object")
+    im.set_defaults(handler=run_import)
+
+    rm = actions.add_parser("delete", help="delete saved runs by id")
+    rm.add_argument("run_ids", nargs="+", type=int, metavar="RUN_ID")
+    _add_store_option(rm)
+    rm.add_argument("--json", action="store_true", help="print one JSON object")
+    rm.set_defaults(handler=run_delete)
+
+
+def _matching(store: Store, args: argparse.Namespace) -> list:
+    ids = getattr(args, "run_ids", None) or None
+    return store.list_runs(kind=args.kind, device=args.device, machine=args.machine, run_ids=ids)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    store = open_store(args.db)
+    runs = _matching(store, args)
+    if args.json:
+        print_json({"store": store.describe(), "runs": [
+            {"run_id": r.run_id, "uid": r.uid, "kind": r.kind, "created_at": r.created_at, "label": r.label,
+             "machine": r.machine_label, "devices": r.devices, "result": r.headline, "settings": r.settings,
+             "versions": r.versions} for r in runs]})
+        return 0
+    print(f"{len(runs)} saved run(s) in the {store.describe()}")
+    if runs:
+        frame = listing_frame(runs)
+        print(format_table(list(frame.columns), frame.values.tolist()))
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    store = open_store(args.db)
+    runs = _matching(store, args)
+    if args.run_ids and len(runs) < len(set(args.run_ids)):
+        missing = sorted(set(args.run_ids) - {r.run_id for r in runs})
+        raise DashboardError(f"no saved run with id {', '.join(map(str, missing))}; `python -m core results list` "
+                             "shows the saved ones")
+    ids = [r.run_id for r in runs]
+    data = store.export_json(ids) if args.format == "json" else store.export_csv(ids)
+    if args.output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        try:
+            args.output.write_bytes(data)
+        except OSError as exc:
+            raise DashboardError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        print(f"wrote {len(runs)} run(s) to {args.output}", file=sys.stderr)
+    return 0
+
+
+def read_import_file(name: str) -> bytes:
+    """The bytes of a file to import, refusing a missing, unreadable or oversized one before reading it all."""
+    if name == "-":
+        return sys.stdin.buffer.read(MAX_IMPORT_BYTES + 1)
+    path = Path(name)
+    try:
+        if path.is_dir():
+            raise DashboardError(f"{path} is a folder; give the JSON file inside it")
+        with path.open("rb") as f:
+            return f.read(MAX_IMPORT_BYTES + 1)  # one byte more, so the size check sees it is too big
+    except FileNotFoundError:
+        raise DashboardError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise DashboardError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def run_import(args: argparse.Namespace) -> int:
+    data = read_import_file(args.file)
+    store = open_store(args.db)
+    result = store.import_json(data, label=args.label)
+    if args.json:
+        print_json({"store": store.describe(), "imported": list(result.run_ids), "skipped": result.skipped})
+    else:
+        ids = ", ".join(f"#{i}" for i in result.run_ids) or "none"
+        print(f"imported {len(result.run_ids)} run(s) ({ids}); {result.skipped} already saved; "
+              f"into the {store.describe()}")
+    return 0
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    store = open_store(args.db)
+    for run_id in dict.fromkeys(args.run_ids):
+        store.get(run_id)  # all must exist before any is deleted
+    for run_id in dict.fromkeys(args.run_ids):
+        store.delete(run_id)
+    if args.json:
+        print_json({"deleted": list(dict.fromkeys(args.run_ids))})
+    else:
+        print(f"deleted {', '.join(f'#{i}' for i in dict.fromkeys(args.run_ids))}")
+    return 0
+
+
+# -- the shared --save option of `matmul` and `train` -----------------------------------------------
+
+
+def add_save_options(parser: argparse.ArgumentParser) -> None:
+    """Give a run command `--save` and `--label` (call it in the command's `register`)."""
+    parser.add_argument("--save", action="store_true",
+                        help="also save the run in the result store ($DATABASE_URL, else this user's SQLite file) "
+                             "for the Results page")
+    parser.add_argument("--label", default="", help="with --save: a name for the run, e.g. 'lab GPU'")
+
+
+def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The run's options as the command parsed them (paths and other objects become strings)."""
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in NOT_SETTINGS}
+
+
+def save_if_requested(args: argparse.Namespace, kind: str, payload: dict[str, Any]) -> int | None:
+    """With --save, store the finished run and say where on stderr (stdout stays one JSON object).
+
+    Call it after printing the run's output, so a store that cannot be reached loses nothing.
+    """
+    if not getattr(args, "save", False):
+        return None
+    store = open_store()
+    run_id = store.save(kind, payload, settings_from_args(args), label=getattr(args, "label", "") or "")
+    print(f"saved as run #{run_id} in the {store.describe()}", file=sys.stderr)
+    return run_id

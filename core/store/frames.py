@@ -1,0 +1,80 @@
+"""Tidy tables of saved runs, for overlays, listings and CSV export.
+
+Matmul runs give one row per (run, device, size, dtype); training runs one row per (run, epoch).
+Each row carries the run's id, time, machine and a `series` name, so a chart draws one line per
+series and can put a laptop's CPU beside a lab's GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from core.store.records import StoredRun, device_title
+
+RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine"]
+MATMUL_FIELDS = ["device", "n", "dtype", "median_s", "iqr_s", "samples", "gflops", "unsynced_s", "rel_error"]
+EPOCH_FIELDS = ["epoch", "train_loss", "test_loss", "test_accuracy", "seconds"]
+MATMUL_COLUMNS = [*RUN_COLUMNS, "series", "device_title", *MATMUL_FIELDS]
+TRAIN_COLUMNS = [*RUN_COLUMNS, "series", "device", "device_title", *EPOCH_FIELDS, "elapsed_s"]
+LISTING_COLUMNS = ["run", "saved (UTC)", "kind", "machine", "label", "devices", "result"]
+
+
+def _run_columns(run: StoredRun) -> dict[str, object]:
+    return {"run_id": run.run_id, "kind": run.kind, "created_at": run.created_at, "label": run.label,
+            "machine": run.machine_label}
+
+
+def _series(run: StoredRun, title: str, extra: str = "") -> str:
+    name = f"#{run.run_id} {title}{' ' + extra if extra else ''}"
+    return f"{name} · {run.label}" if run.label else name
+
+
+def matmul_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
+    """One row per measured (run, device, n, dtype), sorted by size within each series."""
+    rows = []
+    for run in runs:
+        if run.kind != "matmul":
+            continue
+        for result in run.payload["results"]:
+            title = device_title(run.machine, str(result["device"]))
+            row = {**_run_columns(run), "series": _series(run, title, str(result["dtype"])), "device_title": title}
+            row.update({field: result.get(field) for field in MATMUL_FIELDS})
+            rows.append(row)
+    frame = pd.DataFrame(rows, columns=MATMUL_COLUMNS)
+    return frame.sort_values(["run_id", "series", "n"], kind="stable").reset_index(drop=True)
+
+
+def train_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
+    """One row per (run, epoch); `elapsed_s` sums the epochs' seconds, for a race by wall time."""
+    rows = []
+    for run in runs:
+        if run.kind != "train":
+            continue
+        device = str(run.payload["device"])
+        title = device_title(run.machine, device)
+        elapsed = 0.0
+        for epoch in sorted(run.payload["epochs"], key=lambda e: e["epoch"]):
+            elapsed += epoch.get("seconds") or 0.0
+            row = {**_run_columns(run), "series": _series(run, title), "device": device, "device_title": title}
+            row.update({field: epoch.get(field) for field in EPOCH_FIELDS})
+            row["elapsed_s"] = elapsed
+            rows.append(row)
+    return pd.DataFrame(rows, columns=TRAIN_COLUMNS)
+
+
+def tidy_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
+    """Both kinds in one table (the CSV export): the columns of each, empty where they do not apply."""
+    parts = [f for f in (matmul_frame(runs), train_frame(runs)) if not f.empty]
+    columns = list(dict.fromkeys([*MATMUL_COLUMNS, *TRAIN_COLUMNS]))
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True).reindex(columns=columns)
+
+
+def listing_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
+    """One row per run, for the Results page's table and `results list`."""
+    rows = [[run.run_id, run.created_at.replace("T", " ").rstrip("Z"), run.kind, run.machine_label, run.label,
+             ", ".join(run.devices), run.headline] for run in runs]
+    return pd.DataFrame(rows, columns=LISTING_COLUMNS)

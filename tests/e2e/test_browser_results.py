@@ -1,0 +1,72 @@
+"""The Results page in a real headless Chromium, with runs from two machines saved, and a file imported."""
+
+import json
+
+import pytest
+
+from core.store import open_store
+from core.store.database import SQLITE_FILE
+from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def seeded(e2e_home):
+    """Runs in the server's own store (its GPU_VS_CPU_DATA_DIR), written before the page opens."""
+    store = open_store(f"sqlite:///{e2e_home / 'data' / SQLITE_FILE}")
+    for run in store.list_runs():
+        store.delete(run.run_id)
+    store.save("matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024, 2048)), {"sizes": "256..2048"}, label="Ana")
+    store.save("matmul", matmul_payload(LAB, sizes=(256, 512, 1024, 2048, 4096)), {"sizes": "256..4096"})
+    store.save("train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB)
+    return store
+
+
+def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, seeded, tmp_path):
+    # The root first: until app.py's st.navigation has run once, Streamlit serves a direct page URL
+    # in its old pages/-folder mode (no app.py, a sidebar listing files). Then the page by its URL.
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Results").wait_for()
+    page.goto(f"{streamlit_url}/results")
+    wait_for_idle(page)
+    page.get_by_role("heading", name="Results").wait_for()
+    assert page.get_by_role("link", name="Hardware check").count() == 1, "the app's navigation, not the files'"
+    assert_no_exception(page)
+
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts.first.wait_for()
+    assert charts.count() == 2, "the sweep overlay and the training overlay"
+    sweep = charts.first
+    sweep.locator(".main-svg").first.wait_for()
+    legend = sweep.locator(".legendtext").all_text_contents()  # SVG text has no innerText
+    assert "lecture (n = 10,000)" in legend
+    assert "#2 cuda:0 (NVIDIA H200) float32" in legend and "#1 cpu (Student Laptop CPU i5) float32 · Ana" in legend
+    assert sweep.get_by_text("lecture: CPU ≈ 23 s").count() == 1
+    screenshot(page, "results")
+
+    page.get_by_text("Import a result file").click()  # the expander is closed once runs exist
+    upload = tmp_path / "bens-laptop.json"
+    upload.write_text(json.dumps(matmul_payload(LAPTOP, sizes=(128, 256))))
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
+    page.get_by_text("bens-laptop.json").first.wait_for()
+    wait_for_idle(page)
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.get_by_text("bens-laptop.json: imported 1 run(s).").wait_for()
+    wait_for_idle(page)
+    assert_no_exception(page)
+    assert len(seeded.list_runs()) == 4
+
+    bad = tmp_path / "broken.json"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(bad))
+    page.get_by_text("broken.json").first.wait_for()
+    wait_for_idle(page)
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.get_by_text("broken.json: the file is not text").wait_for()
+    wait_for_idle(page)
+    assert_no_exception(page)
+    assert len(seeded.list_runs()) == 4
+    screenshot(page, "results-after-import")

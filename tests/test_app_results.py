@@ -1,0 +1,183 @@
+"""AppTests of the Results page: empty, with saved runs, filters, import of good and bad files, delete."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.store import open_store
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+
+
+def _text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [i.value for i in at.info] + [e.value for e in at.error]
+    parts += [s.value for s in at.success] + [w.value for w in at.warning] + [c.value for c in at.caption]
+    return "\n".join(str(p) for p in parts)
+
+
+def _open(app: AppTest) -> AppTest:
+    app.switch_page("pages/results.py").run()
+    assert not app.exception, app.exception
+    return app
+
+
+def _charts(at: AppTest) -> list:
+    return list(at.get("plotly_chart"))
+
+
+@pytest.fixture
+def saved():
+    store = open_store()
+    return {
+        "laptop": store.save("matmul", matmul_payload(LAPTOP), {"sizes": "256,1024,4096"}, label="Ana"),
+        "lab": store.save("matmul", matmul_payload(LAB), {"sizes": "256,1024,4096"}),
+        "train": store.save("train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB),
+    }
+
+
+def test_empty_state(app):
+    at = _open(app)
+    text = _text(at)
+    assert "No saved runs yet" in text and "--save" in text
+    assert len(at.get("file_uploader")) == 1, "importing is possible even with nothing saved"
+    assert not _charts(at)
+
+
+def test_saved_runs_are_listed_and_drawn(app, saved):
+    at = _open(app)
+    table = at.dataframe[0].value
+    assert sorted(table["run"]) == sorted(saved.values())
+    assert at.multiselect(key=next(k for k in _keys(at) if k.startswith("results_compare_"))).value == [3, 2, 1]
+    charts = _charts(at)
+    assert len(charts) == 2, "a sweep overlay and a training overlay"
+    sweep = json.loads(charts[0].proto.spec)
+    names = [trace.get("name") for trace in sweep["data"]]
+    assert "#1 cpu (Student Laptop CPU i5) float32 · Ana" in names
+    assert "#2 cuda:0 (NVIDIA H200) float32" in names
+    lecture = next(t for t in sweep["data"] if t.get("name") == "lecture (n = 10,000)")
+    assert lecture["y"] == [23.0, 3.0] and lecture["x"] == [10_000, 10_000]
+    assert "Stored in the SQLite file" in _text(at)
+
+
+def _keys(at: AppTest) -> list[str]:
+    return [w.key for w in at.multiselect if w.key]
+
+
+def test_filters(app, saved):
+    at = _open(app)
+    at.multiselect(key="results_machines").set_value(["Student Laptop CPU i5"]).run()
+    assert list(at.dataframe[0].value["run"]) == [saved["laptop"]]
+    assert len(_charts(at)) == 1
+    at.multiselect(key="results_machines").set_value([]).run()
+    at.multiselect(key="results_devices").set_value(["cuda:0"]).run()
+    assert sorted(at.dataframe[0].value["run"]) == [saved["lab"], saved["train"]]
+    at.multiselect(key="results_kinds").set_value(["train"]).run()
+    assert list(at.dataframe[0].value["run"]) == [saved["train"]]
+    at.multiselect(key="results_devices").set_value(["cpu"]).run()
+    assert not at.exception
+    assert "No saved run matches these filters" in _text(at), "the training run used cuda:0 only"
+
+
+def test_chart_options(app, saved):
+    at = _open(app)
+    at.radio(key="results_matmul_metric").set_value("gflops").run()
+    at.toggle(key="results_reference").set_value(False).run()
+    at.radio(key="results_train_x").set_value("elapsed_s").run()
+    assert not at.exception
+    sweep = json.loads(_charts(at)[0].proto.spec)
+    assert sweep["layout"]["yaxis"]["title"]["text"] == "GFLOP/s"
+    assert all(t.get("name") != "lecture (n = 10,000)" for t in sweep["data"])
+
+
+def _upload(at: AppTest, name: str, data: bytes) -> AppTest:
+    at.get("file_uploader")[0].set_value((name, data, "application/json"))
+    at.run()
+    at.text_input(key="results_label").set_value("Ben's laptop")
+    at.button(key="results_import").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_import_a_good_file(app):
+    at = _open(app)
+    at = _upload(at, "laptop.json", json.dumps(matmul_payload(LAPTOP)).encode())
+    assert "laptop.json: imported 1 run(s)." in _text(at)
+    runs = open_store().list_runs()
+    assert len(runs) == 1 and runs[0].label == "Ben's laptop"
+    assert list(at.dataframe[0].value["run"]) == [runs[0].run_id]
+    assert len(_charts(at)) == 1
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"", "the file is empty"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "not text"),
+    (b'{"results": [{"device": "cpu", "n": -1}]}', "matmul.results[0]: missing"),
+    (b"{definitely not json", "not valid JSON"),
+])
+def test_import_a_bad_file(app, data, message):
+    at = _open(app)
+    at = _upload(at, "bad.json", data)
+    assert [e.value for e in at.error] and message in at.error[0].value
+    assert at.error[0].value.startswith("bad.json: ")
+    assert open_store().list_runs() == []
+    assert "No saved runs yet" in _text(at), "the page still works"
+
+
+def test_import_without_a_file(app):
+    at = _open(app)
+    at.button(key="results_import").click().run()
+    assert "Choose a JSON file first." in _text(at)
+
+
+def test_delete(app, saved):
+    at = _open(app)
+    at.selectbox(key="results_delete_pick").set_value(saved["lab"]).run()
+    at.button(key="results_delete").click().run()
+    assert not at.exception
+    assert f"Deleted run #{saved['lab']}." in _text(at)
+    assert sorted(at.dataframe[0].value["run"]) == [saved["laptop"], saved["train"]]
+    assert [r.run_id for r in open_store().list_runs()] == [saved["train"], saved["laptop"]]
+
+
+def test_delete_of_a_run_someone_else_deleted(app, saved):
+    at = _open(app)
+    at.selectbox(key="results_delete_pick").set_value(saved["lab"]).run()
+    open_store().delete(saved["lab"])  # another session got there first
+    at.button(key="results_delete").click().run()
+    assert not at.exception
+    assert f"no saved run #{saved['lab']}" in at.error[0].value
+
+
+def test_unusable_store_is_a_message_not_a_traceback(app, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "mysql://teacher:secret@db/class")
+    at = _open(app)
+    assert at.error and "use postgresql://" in at.error[0].value and "secret" not in at.error[0].value
+
+
+def test_downloads_hold_the_runs_shown(app, saved):
+    at = _open(app)
+    at.multiselect(key="results_kinds").set_value(["train"]).run()
+    buttons = at.get("download_button")
+    assert [b.proto.label for b in buttons] == ["Download the run shown (JSON, re-importable)",
+                                                "Download the run shown (CSV, one row per point)"]
+    at.multiselect(key="results_kinds").set_value([]).run()
+    assert at.get("download_button")[0].proto.label == "Download the 3 runs shown (JSON, re-importable)"
+
+
+def test_runs_with_unmeasured_values_still_render(app):
+    sweep = matmul_payload(LAPTOP)
+    sweep["results"][0].update(median_s=None, iqr_s=None, gflops=None)
+    sweep["results"][1].update(iqr_s=None)
+    sweep.pop("crossover_n")
+    trained = train_payload()
+    trained["epochs"][0].update(test_loss=None, test_accuracy=None)
+    trained.update(test_accuracy=None, train_seconds=None, baseline_accuracy=None)
+    store = open_store()
+    store.save("matmul", sweep)
+    store.save("train", trained, machine={})
+    at = _open(app)
+    assert len(_charts(at)) == 2
+    assert "no accuracy" in " ".join(at.dataframe[0].value["result"])
+    assert "unknown machine" in list(at.dataframe[0].value["machine"])

@@ -1,0 +1,56 @@
+"""Figures of the Results page, built from saved runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.charts.results import LECTURE_POINTS, matmul_overlay, train_overlay
+from core.store import matmul_frame, open_store, train_frame
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+
+
+@pytest.fixture
+def runs():
+    store = open_store()
+    store.save("matmul", matmul_payload(LAPTOP, sizes=(256, 512)))
+    store.save("matmul", matmul_payload(LAB, sizes=(256, 512, 1024)))
+    store.save("train", train_payload("cpu", epochs=2, seconds=5.0), machine=LAPTOP)
+    store.save("train", train_payload("cuda:0", epochs=2, seconds=0.2), machine=LAB)
+    return store.list_runs()
+
+
+def test_matmul_overlay_draws_each_series_and_the_lecture(runs):
+    fig = matmul_overlay(matmul_frame(runs))
+    traces = {t.name: t for t in fig.data}
+    assert len(traces) == 3 + 1
+    gpu = traces["#2 cuda:0 (NVIDIA H200) float32"]
+    cpu = traces["#1 cpu (Student Laptop CPU i5) float32"]
+    assert list(gpu.x) == [256, 512, 1024] and gpu.line.dash == "solid" and cpu.line.dash == "dash"
+    assert gpu.y[0] == pytest.approx(3.0 * (256 / 10_000) ** 3)
+    assert list(gpu.error_y.array) == pytest.approx([y * 0.05 / 2 for y in gpu.y])
+    lecture = traces["lecture (n = 10,000)"]
+    assert list(lecture.y) == [23.0, 3.0] and list(lecture.text) == [p.label for p in LECTURE_POINTS]
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+
+
+def test_matmul_overlay_in_gflops_without_reference(runs):
+    fig = matmul_overlay(matmul_frame(runs), "gflops", reference=False)
+    assert len(fig.data) == 3 and fig.layout.yaxis.title.text == "GFLOP/s"
+    with_ref = matmul_overlay(matmul_frame(runs), "gflops")
+    assert list(with_ref.data[-1].y) == pytest.approx([2e12 / 23 / 1e9, 2e12 / 3 / 1e9])
+
+
+def test_train_overlay_by_epoch_and_by_time(runs):
+    frame = train_frame(runs)
+    by_epoch = train_overlay(frame)
+    assert len(by_epoch.data) == 2 and all(list(t.x) == [1, 2] for t in by_epoch.data)
+    by_time = train_overlay(frame, "train_loss", "elapsed_s")
+    xs = {t.name: list(t.x) for t in by_time.data}
+    assert xs["#4 cuda:0 (NVIDIA H200)"] == pytest.approx([0.2, 0.4])
+    assert xs["#3 cpu (Student Laptop CPU i5)"] == pytest.approx([5.0, 10.0])
+    assert by_time.layout.xaxis.title.text == "seconds of training"
+
+
+def test_empty_frames_give_empty_figures():
+    assert len(matmul_overlay(matmul_frame([]), reference=False).data) == 0
+    assert len(train_overlay(train_frame([])).data) == 0

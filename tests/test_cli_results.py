@@ -1,0 +1,173 @@
+"""`python -m core results ...` and the shared --save option, with good and bad input."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from core.cli import main
+from core.cli.results import add_save_options, save_if_requested, settings_from_args
+from core.store import open_store
+from core.store.payloads import MAX_IMPORT_BYTES
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def saved():
+    store = open_store()
+    return [store.save("matmul", matmul_payload(LAB)), store.save("train", train_payload(), machine=LAPTOP, label="Ana")]
+
+
+def _error(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_list_table_and_json(saved, capsys):
+    assert main(["results", "list"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("2 saved run(s) in the SQLite file")
+    assert "Lab Xeon 8480C + NVIDIA H200" in out and "accuracy 0.750" in out and "Ana" in out
+
+    assert main(["results", "list", "--json", "--kind", "train"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert [r["run_id"] for r in obj["runs"]] == [saved[1]]
+    assert obj["runs"][0]["devices"] == ["cpu"] and obj["runs"][0]["machine"] == "Student Laptop CPU i5"
+
+    assert main(["results", "list", "--json", "--device", "cuda:0"]) == 0
+    assert [r["run_id"] for r in json.loads(capsys.readouterr().out)["runs"]] == [saved[0]]
+
+
+def test_list_when_empty(capsys):
+    assert main(["results", "list"]) == 0
+    assert capsys.readouterr().out.startswith("0 saved run(s)")
+
+
+def test_export_import_round_trip_through_files(saved, tmp_path, capsys):
+    out = tmp_path / "class.json"
+    assert main(["results", "export", "-o", str(out)]) == 0
+    assert "wrote 2 run(s)" in capsys.readouterr().err
+    other = f"sqlite:///{tmp_path / 'other.sqlite3'}"
+    assert main(["results", "import", str(out), "--db", other, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["skipped"] == 0
+    assert {r.uid for r in open_store(other).list_runs()} == {r.uid for r in open_store().list_runs()}
+    assert main(["results", "import", str(out), "--db", other]) == 0
+    assert "imported 0 run(s) (none); 2 already saved" in capsys.readouterr().out
+
+
+def test_export_csv_to_stdout(saved, capsysbinary):
+    assert main(["results", "export", "--format", "csv", str(saved[0])]) == 0
+    frame = pd.read_csv(io.BytesIO(capsysbinary.readouterr().out))
+    assert set(frame["run_id"]) == {saved[0]} and len(frame) == 6
+
+
+def test_import_a_cli_json_file_with_a_label(tmp_path, capsys):
+    path = tmp_path / "laptop.json"
+    path.write_text(json.dumps(matmul_payload(LAPTOP)))
+    assert main(["results", "import", str(path), "--label", "Ben's laptop"]) == 0
+    assert "imported 1 run(s) (#1)" in capsys.readouterr().out
+    assert open_store().get(1).label == "Ben's laptop"
+
+
+def test_import_from_stdin(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(train_payload()).encode())))
+    assert main(["results", "import", "-", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["imported"] == [1]
+
+
+def test_delete(saved, capsys):
+    assert main(["results", "delete", str(saved[0]), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"deleted": [saved[0]]}
+    assert [r.run_id for r in open_store().list_runs()] == [saved[1]]
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"", "the file is empty"),
+    (b"\x00\x01\x02\xff\xfe binary", "not text"),
+    ("{]".encode("utf-16"), "not valid JSON"),
+    (b"{not json", "not valid JSON"),
+    (b'{"results": [{"device": "cpu"}]}', "matmul.results[0]: missing"),
+    (b'{"hello": "world"}', "not a result file"),
+])
+def test_import_bad_files(tmp_path, capsys, content, match):
+    path = tmp_path / "upload.json"
+    path.write_bytes(content)
+    assert match in _error(capsys, ["results", "import", str(path)])
+    assert open_store().list_runs() == [], "nothing saved"
+
+
+def test_import_oversized_file_is_refused_without_reading_it_all(tmp_path, capsys):
+    path = tmp_path / "huge.json"
+    with path.open("wb") as f:
+        f.truncate(MAX_IMPORT_BYTES * 3)
+    assert "over the 20 MiB limit" in _error(capsys, ["results", "import", str(path)])
+
+
+def test_import_missing_file_and_folder(tmp_path, capsys):
+    assert "no such file" in _error(capsys, ["results", "import", str(tmp_path / "nope.json")])
+    assert "is a folder" in _error(capsys, ["results", "import", str(tmp_path)])
+
+
+def test_delete_and_export_of_missing_runs(saved, capsys):
+    assert "no saved run #99" in _error(capsys, ["results", "delete", str(saved[0]), "99"])
+    assert len(open_store().list_runs()) == 2, "nothing deleted when one id is wrong"
+    assert "no saved run with id 99" in _error(capsys, ["results", "export", "99"])
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["results", "delete", "three"], "invalid int value: 'three'"),
+    (["results", "delete"], "the following arguments are required"),
+    (["results"], "the following arguments are required"),
+    (["results", "list", "--kind", "race"], "invalid choice: 'race'"),
+    (["results", "list", "--db", "mysql://u:pw@h/db"], "use postgresql://"),
+])
+def test_bad_arguments(capsys, argv, match):
+    assert match in _error(capsys, argv)
+
+
+def test_unwritable_output(saved, tmp_path, capsys):
+    assert "cannot write" in _error(capsys, ["results", "export", "-o", str(tmp_path / "no" / "dir" / "x.json")])
+
+
+def test_one_line_error_from_a_real_process(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_bytes(b"\x89PNG\r\n")
+    proc = subprocess.run([sys.executable, "-m", "core", "results", "import", str(path)], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("error: the file is not text") and proc.stderr.count("\n") == 1
+
+
+def _run_command(argv):
+    """A stand-in for `matmul`/`train`: registers the shared options the way they will."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="256,512")
+    parser.add_argument("--out", type=Path, default=Path("x.json"))
+    parser.add_argument("--json", action="store_true")
+    add_save_options(parser)
+    return parser.parse_args(argv)
+
+
+def test_save_option_saves_with_settings_and_label(capsys):
+    args = _run_command(["--json", "--save", "--label", "lab GPU", "--sizes", "64"])
+    assert settings_from_args(args) == {"sizes": "64", "out": "x.json"}
+    run_id = save_if_requested(args, "matmul", matmul_payload(LAB))
+    assert f"saved as run #{run_id} in the SQLite file" in capsys.readouterr().err
+    run = open_store().get(run_id)
+    assert run.label == "lab GPU" and run.settings == {"sizes": "64", "out": "x.json"}
+
+
+def test_without_save_nothing_is_saved():
+    assert save_if_requested(_run_command([]), "train", train_payload()) is None
+    assert open_store().list_runs() == []

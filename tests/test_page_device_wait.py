@@ -1,0 +1,87 @@
+"""The pages' device-line helper (pages/shared/device_wait.py) and save helper (pages/shared/result_store.py) in AppTests."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from streamlit.testing.v1 import AppTest
+
+from core.device_lock import hold_devices
+from core.store import open_store
+
+
+def _waiting_page():
+    import streamlit as st
+
+    from pages.shared.device_wait import device_turn
+
+    with device_turn(["cpu"], key="t", label="test job") as job:
+        st.write(f"ran after waiting {job.waited_s:.1f} s, cap {job.max_job_s:.0f} s")
+
+
+def _hold_cpu_for(seconds: float) -> threading.Thread:
+    held = threading.Event()
+
+    def hold():
+        with hold_devices(["cpu"], label="other student's sweep"):
+            held.set()
+            time.sleep(seconds)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    return thread
+
+
+def test_a_free_device_runs_at_once():
+    at = AppTest.from_function(_waiting_page, default_timeout=30).run()
+    assert not at.exception
+    assert at.markdown[0].value == "ran after waiting 0.0 s, cap 600 s"
+    assert not at.caption and not at.button, "no line, no Cancel button, no 'waited' note"
+
+
+def test_a_busy_device_waits_in_line_then_runs():
+    holder = _hold_cpu_for(2.0)
+    at = AppTest.from_function(_waiting_page, default_timeout=30).run()
+    holder.join(10)
+    assert not at.exception
+    waited = float(at.markdown[0].value.split()[3])
+    assert 0.5 < waited < 2.5, at.markdown[0].value
+    assert at.caption[0].value.startswith("Waited ") and at.caption[0].value.endswith(" s for cpu.")
+    assert not at.info, "the waiting note is gone once the job runs"
+
+
+def test_a_closed_tab_leaves_the_line(monkeypatch):
+    import pages.shared.device_wait as device_wait
+
+    monkeypatch.setattr(device_wait, "_tab_closed", lambda: True)
+    with hold_devices(["cpu"]):
+        at = AppTest.from_function(_waiting_page, default_timeout=30).run()
+        assert not at.exception
+        assert at.info[0].value == "Left the line; nothing ran."
+        assert not at.markdown
+    with hold_devices(["cpu"], should_cancel=lambda: True):
+        pass  # the line is empty and the lock free
+
+
+def _saving_page():
+    from pages.shared.result_store import save_run
+    from tests.result_samples import train_payload
+
+    save_run("train", train_payload(), {"epochs": 3}, label="from a page")
+
+
+def test_save_run_from_a_page():
+    at = AppTest.from_function(_saving_page, default_timeout=30).run()
+    assert not at.exception and not at.warning
+    assert [t.value for t in at.toast] == ["Saved as run #1 (see Results)."]
+    run = open_store().get(1)
+    assert run.label == "from a page" and run.settings == {"epochs": 3}
+
+
+def test_save_run_with_an_unusable_store_warns(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "mysql://x")
+    at = AppTest.from_function(_saving_page, default_timeout=30).run()
+    assert not at.exception
+    assert at.warning[0].value.startswith("The run was not saved to the Results page:")

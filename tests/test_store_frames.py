@@ -1,0 +1,71 @@
+"""Tidy tables of saved runs, and how runs, machines and devices are named."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.store import listing_frame, matmul_frame, open_store, tidy_frame, train_frame
+from core.store.records import device_title, machine_label
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+
+
+@pytest.fixture
+def runs():
+    store = open_store()
+    store.save("matmul", matmul_payload(LAB, sizes=(256, 512)))
+    store.save("matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024)), label="Ana")
+    store.save("train", train_payload("cuda:0", epochs=3, seconds=0.5), machine=LAB)
+    return store.list_runs()
+
+
+def test_matmul_frame_has_one_row_per_run_device_and_size(runs):
+    frame = matmul_frame(runs)
+    assert len(frame) == 2 * 2 + 3
+    lab = frame[frame["machine"] == "Lab Xeon 8480C + NVIDIA H200"]
+    assert set(lab["series"]) == {"#1 cpu (Lab Xeon 8480C) float32", "#1 cuda:0 (NVIDIA H200) float32"}
+    assert set(frame[frame["label"] == "Ana"]["series"]) == {"#2 cpu (Student Laptop CPU i5) float32 · Ana"}
+    for _, series in frame.groupby("series"):
+        assert list(series["n"]) == sorted(series["n"])
+    row = frame[(frame["run_id"] == 1) & (frame["device"] == "cuda:0") & (frame["n"] == 512)].iloc[0]
+    assert row["median_s"] == pytest.approx(3.0 * (512 / 10_000) ** 3)
+
+
+def test_train_frame_has_one_row_per_epoch_with_elapsed_time(runs):
+    frame = train_frame(runs)
+    assert list(frame["epoch"]) == [1, 2, 3]
+    assert list(frame["elapsed_s"]) == pytest.approx([0.5, 1.0, 1.5])
+    assert set(frame["device_title"]) == {"cuda:0 (NVIDIA H200)"}
+
+
+def test_empty_frames_keep_their_columns():
+    assert list(matmul_frame([]).columns)[:5] == ["run_id", "kind", "created_at", "label", "machine"]
+    assert train_frame([]).empty and "elapsed_s" in train_frame([]).columns
+    assert tidy_frame([]).empty and {"n", "epoch"} <= set(tidy_frame([]).columns)
+
+
+def test_tidy_and_listing_frames(runs):
+    assert len(tidy_frame(runs)) == 7 + 3
+    listing = listing_frame(runs)
+    assert list(listing["run"]) == [3, 2, 1]
+    assert listing.iloc[0]["result"] == "accuracy 0.750 in 1.5 s, 3 epochs"
+    assert listing.iloc[2]["result"] == "n 256–512, GPU wins from n≈300"
+    assert listing.iloc[1]["result"] == "n 256–1024, no crossover"
+
+
+@pytest.mark.parametrize("machine, label", [
+    (LAB, "Lab Xeon 8480C + NVIDIA H200"),
+    (LAPTOP, "Student Laptop CPU i5"),
+    ({"cpu": {"name": "Apple M3"}, "gpus": [], "mps_available": True}, "Apple M3 + Apple GPU (MPS)"),
+    ({}, "unknown machine"),
+    ({"cpu": "weird", "gpus": "none"}, "unknown machine"),
+])
+def test_machine_label(machine, label):
+    assert machine_label(machine) == label
+
+
+def test_device_title():
+    assert device_title(LAB, "cuda:0") == "cuda:0 (NVIDIA H200)"
+    assert device_title(LAB, "cuda") == "cuda (NVIDIA H200)"
+    assert device_title(LAB, "cuda:3") == "cuda:3"
+    assert device_title(LAPTOP, "cpu") == "cpu (Student Laptop CPU i5)"
+    assert device_title({}, "cpu") == "cpu"
