@@ -2,8 +2,10 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="GPU vs CPU, measured", page_icon=":material/speed:", layout="wide")
+from pages.shared.entry import mark_entered
 
+
+st.set_page_config(page_title="GPU vs CPU, measured", page_icon=":material/speed:", layout="wide")
 PAGES = [
     st.Page("pages/home.py", title="Start here", icon=":material/home:", default=True),
     st.Page("pages/hardware.py", title="Hardware check", icon=":material/memory:"),
@@ -11,4 +13,5 @@ PAGES = [
     st.Page("pages/results.py", title="Results", icon=":material/leaderboard:"),
 ]
 
+mark_entered()
 st.navigation(PAGES).run()

@@ -5,6 +5,9 @@ import streamlit as st
 from core.charts.hardware import gpu_memory_bar
 from core.hardware import inspect_machine
 from core.units import gib
+from pages.shared.entry import through_app
+
+through_app()
 
 
 st.title("Hardware check")

@@ -1,6 +1,9 @@
 """Home: what each page shows and the order to click through them in class."""
 
 import streamlit as st
+from pages.shared.entry import through_app
+
+through_app()
 
 st.title("When does a GPU beat a CPU, and why?")
 st.markdown(

@@ -8,6 +8,9 @@ from core.charts.results import MATMUL_METRICS, TRAIN_AXES, TRAIN_METRICS, matmu
 from core.errors import DashboardError
 from core.store import listing_frame, matmul_frame, open_store, train_frame
 from pages.shared.result_store import store_url
+from pages.shared.entry import through_app
+
+through_app()
 
 DEFAULT_COMPARE = 6  # newest runs drawn by default; more make an unreadable legend
 st.session_state.setdefault("results_upload_round", 0)  # a new uploader after each import empties it

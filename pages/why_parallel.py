@@ -8,6 +8,9 @@ from core import parallel_demos as demos
 from core import parallel_text as text
 from core.charts import parallel as charts
 from core.errors import DashboardError
+from pages.shared.entry import through_app
+
+through_app()
 
 MAX_CPU_N = 8192  # one product of this size takes tens of seconds on one CPU thread
 MAX_GPU_N = 32768  # 4 GiB per matrix; the memory check refuses what does not fit

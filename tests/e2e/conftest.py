@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,10 +48,10 @@ def e2e_home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("e2e-userdirs")
 
 
-@pytest.fixture(scope="session")
-def streamlit_url(e2e_home) -> Iterator[str]:
+@contextmanager
+def _server(home: Path) -> Iterator[str]:
+    """`streamlit run app.py` on a free port with its user folders in `home`; yields its URL."""
     port = _free_port()
-    home = e2e_home
     env = dict(os.environ, GPU_VS_CPU_CACHE_DIR=str(home / "cache"), GPU_VS_CPU_DATA_DIR=str(home / "data"),
                GPU_VS_CPU_LOCK_DIR=str(home / "locks"), PYTHONUNBUFFERED="1")
     env.pop("DATABASE_URL", None)  # the server's store is the SQLite file in home/data, never a real board
@@ -62,24 +63,39 @@ def streamlit_url(e2e_home) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + SERVER_START_S
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"streamlit did not start; log:\n{(home / 'streamlit.log').read_text()[-3000:]}")
-        time.sleep(0.3)
-    yield url
-    proc.terminate()
     try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start; log:\n{(home / 'streamlit.log').read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def streamlit_url(e2e_home) -> Iterator[str]:
+    """One server shared by the browser tests of a run."""
+    with _server(e2e_home) as url:
+        yield url
+
+
+@pytest.fixture
+def fresh_streamlit_url(tmp_path) -> Iterator[str]:
+    """A server no browser has visited yet, for what only happens on the first request."""
+    with _server(tmp_path) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -21,3 +21,16 @@ def test_home_then_hardware(page, streamlit_url):
     assert_no_exception(page)
     assert page.get_by_text("Logical cores").count() >= 1
     screenshot(page, "hardware")
+
+
+def test_direct_link_on_a_fresh_server_opens_through_app(page, fresh_streamlit_url):
+    """A shared link to /hardware as a restarted server's first request still gets the app's
+    navigation (page titles, not file names) rather than Streamlit's pages-folder mode."""
+    page.goto(f"{fresh_streamlit_url}/hardware")
+    page.get_by_text(f"CPU: {cpu_name()}").wait_for()
+    wait_for_idle(page)
+    assert_no_exception(page)
+    nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+    # the pages-folder mode would list file names ("app", "why parallel") instead of page titles
+    assert "Start here" in nav and "Why parallel" in nav, nav
+    assert "app" not in nav.split() and "why parallel" not in nav, f"file names in the sidebar: {nav}"
