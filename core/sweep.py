@@ -387,6 +387,8 @@ def run_sweep(
                     break
                 emit("timing", s, n)
                 try:
+                    check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=config.end_to_end,
+                                             check_error=config.check_error))
                     refusal = guard.refuse(s, n)
                     if refusal is not None:
                         skip = Skipped(s, n, "time", refusal)
