@@ -25,7 +25,7 @@ from core.errors import DashboardError
 from core.hardware import inspect_machine
 from core.matmul import (
     DTYPES, DoesNotFit, MatmulOptions, MatmulResult, RanOutOfMemory, Series, check_dtype, check_memory,
-    memory_need, probe_seconds, supported_dtypes, time_matmul,
+    largest_fitting_size, memory_need, probe_seconds, supported_dtypes, time_matmul,
 )
 
 SCHEMA = "matmul_race"  # the "kind" of the JSON object, for the result store
@@ -61,6 +61,34 @@ def size_options(max_n: int) -> list[int]:
     return options
 
 
+def thread_choices() -> list[int]:
+    """CPU thread counts a user may compare: 1 to the logical core count."""
+    return list(range(1, (os.cpu_count() or 1) + 1))
+
+
+def dtype_choices(devices: Sequence[str]) -> list[str]:
+    """dtypes at least one of `devices` supports, in DTYPES order."""
+    supported = {d for name in devices for d in supported_dtypes(resolve_device(name))}
+    return [d for d in DTYPES if d in supported]
+
+
+def size_choices(devices: Sequence[str], dtypes: Sequence[str], *, end_to_end: bool = False,
+                 ceiling: int = 1 << 17) -> list[int]:
+    """Powers of two from MIN_SIZE up to the largest that fits now on every chosen device.
+
+    At least [MIN_SIZE], so a slider always has something to show; beyond that, a size
+    the memory guard would refuse is not offered.
+    """
+    largest = ceiling
+    for name in devices:
+        device = resolve_device(name)
+        for dtype in dtypes:
+            if dtype in supported_dtypes(device):
+                fits = largest_fitting_size(device, dtype, size_options(largest), end_to_end=end_to_end)
+                largest = min(largest, fits or MIN_SIZE)
+    return size_options(max(largest, MIN_SIZE))
+
+
 @dataclass(frozen=True)
 class SweepConfig:
     """What to time. Defaults finish in well under 20 s on a 2-core CPU (see README)."""
@@ -90,7 +118,9 @@ class SweepConfig:
         for dtype in self.dtypes:
             if dtype not in DTYPES:
                 raise DashboardError(f"unknown dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
-        if not self.threads or any(t is not None and t < 1 for t in self.threads):
+        if not self.threads:
+            raise DashboardError("choose at least one CPU thread count")
+        if any(t is not None and t < 1 for t in self.threads):
             raise DashboardError(f"thread counts must be at least 1, got {list(self.threads)}")
         if not self.tf32:
             raise DashboardError("choose TF32 off, on, or both")

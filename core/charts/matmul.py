@@ -156,3 +156,41 @@ def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[dict[str, Any]], *,
         ratio = LECTURE_CPU_S / LECTURE_GPU_S
         _lecture_point(fig, ratio, f"lecture ≈ {ratio:.1f}× (23 s vs 3 s)", "star")
     return _layout(fig, title, "speed-up (×)")
+
+
+def _num(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A column as floats, None -> NaN (a column of only None arrives as objects)."""
+    return pd.to_numeric(frame[column], errors="coerce")
+
+
+def results_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The results as the page shows and exports them: milliseconds, GFLOP/s, error; no raw samples."""
+    ms = 1e3  # seconds -> milliseconds
+    return pd.DataFrame({
+        "series": frame["series"],
+        "n": frame["n"],
+        "median ms": _num(frame, "median_s") * ms,
+        "IQR ms": _num(frame, "iqr_s") * ms,
+        "min ms": _num(frame, "min_s") * ms,
+        "max ms": _num(frame, "max_s") * ms,
+        "samples": frame["samples"],
+        "calls per sample": frame["calls_per_block"],
+        "first call ms": _num(frame, "first_call_s") * ms,
+        "GFLOP/s": _num(frame, "gflops"),
+        "unsynced ms": _num(frame, "unsynced_s") * ms,
+        "copy in ms": _num(frame, "h2d_s") * ms,
+        "copy out ms": _num(frame, "d2h_s") * ms,
+        "end to end ms": _num(frame, "end_to_end_s") * ms,
+        "rel. error": _num(frame, "rel_error"),
+    })
+
+
+def sync_bug_notes(frame: pd.DataFrame) -> list[str]:
+    """One sentence per GPU series: the true time at its largest size beside the unsynced one."""
+    notes = []
+    for series, rows in frame.dropna(subset=["unsynced_s"]).groupby("series", sort=False):
+        top = rows.sort_values("n").iloc[-1]
+        factor = top["median_s"] / top["unsynced_s"] if top["unsynced_s"] > 0 else float("inf")
+        notes.append(f"{series}, n = {int(top['n']):,}: {top['median_s'] * 1e3:.3g} ms with synchronize, "
+                     f"{top['unsynced_s'] * 1e3:.3g} ms without: forgetting it makes the GPU look {factor:,.0f}× faster")
+    return notes
