@@ -11,10 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from core.cli import devices, matmul
+from core.cli import devices, matmul, selfcheck
 from core.errors import DashboardError
 
-SUBCOMMANDS = [devices, matmul]
+SUBCOMMANDS = [devices, matmul, selfcheck]
 
 
 class _Parser(argparse.ArgumentParser):
