@@ -157,7 +157,7 @@ def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_
     """This engine's median against torch.utils.benchmark's blocked_autorange median, interleaved.
 
     Both time the same call on the same matrices with the same thread count (Timer defaults
-    to one thread, so it is passed explicitly); rounds alternate so drift hits both alike.
+    to one thread, so it is passed explicitly); the two take turns, so drift hits both alike.
     """
     cpu = torch.device("cpu")
     rows = []
@@ -166,9 +166,13 @@ def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_
         fn = product(ops)
         timer = benchmark.Timer(stmt="torch.matmul(a, b, out=c)", globals={"torch": torch, "a": ops.a, "b": ops.b, "c": ops.c},
                                 num_threads=threads)
-        for _ in range(rounds):
-            ours = timing.measure(fn, cpu, budget_s=budget_s)
-            theirs = timer.blocked_autorange(min_run_time=budget_s)
+        for i in range(rounds):
+            if i % 2 == 0:  # alternate who goes first, so neither always runs on a warmer cache
+                ours = timing.measure(fn, cpu, budget_s=budget_s)
+                theirs = timer.blocked_autorange(min_run_time=budget_s)
+            else:
+                theirs = timer.blocked_autorange(min_run_time=budget_s)
+                ours = timing.measure(fn, cpu, budget_s=budget_s)
             rows.append({"n": n, "threads": threads, "engine_s": ours.median_s, "torch_s": theirs.median,
                          "ratio": ours.median_s / theirs.median, "engine_samples": ours.samples,
                          "torch_samples": len(theirs.times)})
