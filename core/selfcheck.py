@@ -27,9 +27,7 @@ from core.device_lock import hold_devices
 from core.devices import available_devices, cuda_count, device_key
 from core.errors import DashboardError
 from core.hardware import inspect_machine
-from core.matmul import (
-    DTYPES, Series, cuda_event_seconds, make_operands, product, tf32_matmul,
-)
+from core.matmul import DTYPES, cuda_event_seconds, make_operands, product, tf32_matmul
 from core.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
 from core.units import gib
 
