@@ -82,11 +82,12 @@ def test_the_check_list_is_named_and_selectable():
         select(["nope"])
 
 
-def test_cpu_checks_pass_here(no_gpu):
+def test_cpu_checks_pass_here(no_gpu, monkeypatch):
+    monkeypatch.setattr(selfcheck, "CPU_SIZES", (32, 64, 128))  # the real list takes about 5 s
     report = run_checks(select(["devices", "cpu-sweep"]))
     assert report.passed, report.outcomes
     rows = report.outcomes[1].data["rows"]
-    assert [r["n"] for r in rows] == list(selfcheck.CPU_SIZES)
+    assert [r["n"] for r in rows] == [32, 64, 128]
 
 
 def test_agreement_rows_compare_like_with_like():
