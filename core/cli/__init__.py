@@ -11,10 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from core.cli import devices, results, why_parallel
+from core.cli import devices, matmul, results, selfcheck, why_parallel
 from core.errors import DashboardError
 
-SUBCOMMANDS = [devices, why_parallel, results]
+SUBCOMMANDS = [devices, matmul, why_parallel, results, selfcheck]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,196 @@
+"""Figures for the Matmul race: time, GFLOP/s and speed-up against matrix size.
+
+Pure functions of the sweep's results table (core.sweep.RESULT_COLUMNS) and its crossovers;
+every axis over sizes is logarithmic, since sizes double and times grow as n^3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+LECTURE_N = 10_000  # the lecture's matrix: 10,000 x 10,000 standard normal
+LECTURE_CPU_S = 23.0  # about 23 s for A @ A on the lecture's CPU
+LECTURE_GPU_S = 3.0  # about 3 s on a free Colab GPU, timed with torch.cuda.synchronize
+PALETTE = qualitative.Plotly
+HEIGHT_PX = 430
+
+
+def _colors(frame: pd.DataFrame) -> dict[str, str]:
+    """One colour per series, in the order the series first appear, the same on every chart."""
+    return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(dict.fromkeys(frame["series"]))}
+
+
+def _by_series(frame: pd.DataFrame, colors: dict[str, str]):
+    """(series, its rows by ascending n), in the order of the colour map."""
+    for series in colors:
+        yield series, frame[frame["series"] == series].sort_values("n")
+
+
+def _layout(fig: go.Figure, title: str, y_title: str, *, log_y: bool = True) -> go.Figure:
+    fig.update_layout(
+        title=title,
+        height=HEIGHT_PX,
+        margin=dict(l=10, r=10, t=50, b=10),
+        legend=dict(orientation="h", yanchor="top", y=-0.18),
+        hovermode="closest",
+    )
+    fig.update_xaxes(type="log", title="matrix size n (n × n)")
+    fig.update_yaxes(type="log" if log_y else "linear", title=y_title)
+    return fig
+
+
+def _empty(title: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text="no results yet", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    return _layout(fig, title, "")
+
+
+def _lecture_point(fig: go.Figure, y: float, label: str, symbol: str) -> None:
+    fig.add_scatter(
+        x=[LECTURE_N], y=[y], mode="markers+text", name=label, text=[label], textposition="middle left",
+        marker=dict(symbol=symbol, size=13, color="black", line=dict(width=1, color="white")),
+        hovertemplate=f"{label}<extra></extra>",
+    )
+
+
+def time_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
+    """Median time per product, with the interquartile range as error bars; log-log.
+
+    Where measured, GPU series also get a dashed line for the unsynchronized (wrong) figure and a
+    dotted one for end to end (copies included), so the bug and the copy cost sit beside the truth.
+    """
+    title = "Time per product (median; bars: interquartile range)"
+    if frame.empty:
+        return _empty(title)
+    colors = _colors(frame)
+    fig = go.Figure()
+    for series, rows in _by_series(frame, colors):
+        color = colors[series]
+        fig.add_scatter(
+            x=rows["n"], y=rows["median_s"], mode="lines+markers", name=series, line=dict(color=color),
+            error_y=dict(type="data", symmetric=False, array=rows["q3_s"] - rows["median_s"],
+                         arrayminus=rows["median_s"] - rows["q1_s"], thickness=1.2),
+            customdata=rows[["min_s", "max_s", "samples", "calls_per_block"]].to_numpy(),
+            hovertemplate=(f"{series}<br>n=%{{x}}<br>median %{{y:.4g}} s<br>min %{{customdata[0]:.4g}} s, "
+                           "max %{customdata[1]:.4g} s<br>%{customdata[2]} samples of %{customdata[3]} calls<extra></extra>"),
+        )
+        unsynced = rows.dropna(subset=["unsynced_s"])
+        if not unsynced.empty:
+            fig.add_scatter(x=unsynced["n"], y=unsynced["unsynced_s"], mode="lines+markers",
+                            name=f"{series}, not synchronized (wrong)", line=dict(color=color, dash="dash"),
+                            marker=dict(symbol="x"))
+        if rows["device"].iloc[0] != "cpu":
+            e2e = rows.dropna(subset=["end_to_end_s"])
+            if not e2e.empty:
+                fig.add_scatter(x=e2e["n"], y=e2e["end_to_end_s"], mode="lines+markers",
+                                name=f"{series}, with copies", line=dict(color=color, dash="dot"),
+                                marker=dict(symbol="diamond"))
+    if lecture:
+        _lecture_point(fig, LECTURE_CPU_S, f"lecture CPU ≈ {LECTURE_CPU_S:g} s", "square")
+        _lecture_point(fig, LECTURE_GPU_S, f"lecture Colab GPU ≈ {LECTURE_GPU_S:g} s", "star")
+    return _layout(fig, title, "seconds per product")
+
+
+def gflops_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
+    """Throughput 2n³/t against size: where each device reaches its speed."""
+    title = "Throughput (2n³ / median time)"
+    if frame.empty:
+        return _empty(title)
+    colors = _colors(frame)
+    fig = go.Figure()
+    for series, rows in _by_series(frame, colors):
+        fig.add_scatter(x=rows["n"], y=rows["gflops"], mode="lines+markers", name=series,
+                        line=dict(color=colors[series]),
+                        hovertemplate=f"{series}<br>n=%{{x}}<br>%{{y:.4g}} GFLOP/s<extra></extra>")
+    if lecture:
+        flop = 2 * LECTURE_N**3 / 1e9
+        _lecture_point(fig, flop / LECTURE_CPU_S, f"lecture CPU ≈ {flop / LECTURE_CPU_S:.0f} GFLOP/s", "square")
+        _lecture_point(fig, flop / LECTURE_GPU_S, f"lecture Colab GPU ≈ {flop / LECTURE_GPU_S:.0f} GFLOP/s", "star")
+    return _layout(fig, title, "GFLOP/s")
+
+
+def speedup_table(frame: pd.DataFrame, challenger: str, baseline: str, column: str = "median_s") -> pd.DataFrame:
+    """Columns n and speedup (baseline time / challenger time) at the sizes both measured."""
+    wide = frame.pivot_table(index="n", columns="series", values=column, aggfunc="median")
+    if challenger not in wide or baseline not in wide:
+        return pd.DataFrame({"n": [], "speedup": []})
+    both = wide[[challenger, baseline]].dropna()
+    return pd.DataFrame({"n": both.index, "speedup": (both[baseline] / both[challenger]).to_numpy()})
+
+
+def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[dict[str, Any]], *, lecture: bool = True) -> go.Figure:
+    """Speed-up of each challenger over its baseline, break-even at 1, each crossover marked.
+
+    `crossovers` is SweepResult.crossovers(): one entry per (challenger, baseline, time column).
+    """
+    title = "Speed-up over the baseline (above 1: the challenger is faster)"
+    if frame.empty or not crossovers:
+        return _empty(title)
+    colors = _colors(frame)
+    fig = go.Figure()
+    fig.add_hline(y=1.0, line=dict(color="grey", dash="dash"), annotation_text="break-even",
+                  annotation_position="bottom right")
+    gpu_vs_cpu = False
+    for c in crossovers:
+        table = speedup_table(frame, c["challenger"], c["baseline"], c["time"])
+        if table.empty:
+            continue
+        copies = c["time"] == "end_to_end_s"
+        name = f"{c['challenger']} vs {c['baseline']}" + (" (with copies)" if copies else "")
+        color = colors.get(c["challenger"], "black")
+        fig.add_scatter(x=table["n"], y=table["speedup"], mode="lines+markers", name=name,
+                        line=dict(color=color, dash="dot" if copies else "solid"),
+                        hovertemplate=f"{name}<br>n=%{{x}}<br>%{{y:.3g}}×<extra></extra>")
+        if c["n"] is not None:
+            fig.add_vline(x=c["n"], line=dict(color=color, dash="dot" if copies else "dash", width=1))
+            fig.add_scatter(x=[c["n"]], y=[1.0], mode="markers+text", name=f"crossover n ≈ {c['n']:,}",
+                            text=[f"crossover ≈ {c['n']:,}"], textposition="top right",
+                            marker=dict(color=color, size=12, symbol="circle-open", line=dict(width=2)))
+        gpu_vs_cpu = gpu_vs_cpu or c.get("gpu_vs_cpu", False)
+    if lecture and gpu_vs_cpu:
+        ratio = LECTURE_CPU_S / LECTURE_GPU_S
+        _lecture_point(fig, ratio, f"lecture ≈ {ratio:.1f}× (23 s vs 3 s)", "star")
+    return _layout(fig, title, "speed-up (×)")
+
+
+def _num(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A column as floats, None -> NaN (a column of only None arrives as objects)."""
+    return pd.to_numeric(frame[column], errors="coerce")
+
+
+def results_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The results as the page shows and exports them: milliseconds, GFLOP/s, error; no raw samples."""
+    ms = 1e3  # seconds -> milliseconds
+    return pd.DataFrame({
+        "series": frame["series"],
+        "n": frame["n"],
+        "median ms": _num(frame, "median_s") * ms,
+        "IQR ms": _num(frame, "iqr_s") * ms,
+        "min ms": _num(frame, "min_s") * ms,
+        "max ms": _num(frame, "max_s") * ms,
+        "samples": frame["samples"],
+        "calls per sample": frame["calls_per_block"],
+        "first call ms": _num(frame, "first_call_s") * ms,
+        "GFLOP/s": _num(frame, "gflops"),
+        "unsynced ms": _num(frame, "unsynced_s") * ms,
+        "copy in ms": _num(frame, "h2d_s") * ms,
+        "copy out ms": _num(frame, "d2h_s") * ms,
+        "end to end ms": _num(frame, "end_to_end_s") * ms,
+        "rel. error": _num(frame, "rel_error"),
+    })
+
+
+def sync_bug_notes(frame: pd.DataFrame) -> list[str]:
+    """One sentence per GPU series: the true time at its largest size beside the unsynced one."""
+    notes = []
+    for series, rows in frame.dropna(subset=["unsynced_s"]).groupby("series", sort=False):
+        top = rows.sort_values("n").iloc[-1]
+        factor = top["median_s"] / top["unsynced_s"] if top["unsynced_s"] > 0 else float("inf")
+        notes.append(f"{series}, n = {int(top['n']):,}: {top['median_s'] * 1e3:.3g} ms with synchronize, "
+                     f"{top['unsynced_s'] * 1e3:.3g} ms without: forgetting it makes the GPU look {factor:,.0f}× faster")
+    return notes

@@ -1,0 +1,106 @@
+"""`python -m core matmul`: the Matmul race without a browser."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from core.cli.output import format_table, print_json
+from core.devices import available_devices, has_gpu
+from core.errors import DashboardError
+from core.matmul import DTYPES
+from core.sweep import SweepConfig, SweepEvent, SweepResult, check_sizes_fit, plan_series, run_sweep
+
+EXAMPLE = "--sizes 256,512,1024"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("matmul", help="time C = A @ B across sizes on the CPU and GPU; find the crossover")
+    p.add_argument("--sizes", help=f"comma-separated matrix sizes n, e.g. {EXAMPLE} (default: 64 to 2048 by doubling)")
+    p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps (default: cpu and the first GPU, if any)")
+    p.add_argument("--dtype", default="float32", help=f"comma-separated dtypes to compare: {', '.join(DTYPES)}")
+    p.add_argument("--threads", help="CPU threads, or a comma-separated list to compare (default: torch's current count)")
+    p.add_argument("--tf32", nargs="?", const="on", default="off", choices=["off", "on", "both"],
+                   help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
+    p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1)")
+    p.add_argument("--end-to-end", action="store_true", help="also time copying inputs to the GPU and the result back")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(handler=run)
+
+
+def _whole_numbers(text: str, what: str, example: str) -> tuple[int, ...]:
+    values = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            values.append(int(part))
+        except ValueError:
+            raise DashboardError(f"{what} {part!r} is not a whole number; give e.g. {example}") from None
+    return tuple(values)
+
+
+def _budget(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise DashboardError(f"budget {text!r} is not a number of seconds; give e.g. --budget 2") from None
+
+
+def config_from_args(args: argparse.Namespace) -> SweepConfig:
+    """The flags as a SweepConfig; a bad value is a DashboardError naming it."""
+    kwargs: dict = {}
+    if args.sizes is not None:
+        kwargs["sizes"] = _whole_numbers(args.sizes, "size", EXAMPLE)
+    if args.devices is not None:
+        kwargs["devices"] = tuple(d.strip() for d in args.devices.split(",") if d.strip()) or ("",)
+    else:
+        kwargs["devices"] = ("cpu", available_devices()[0]) if has_gpu() else ("cpu",)
+    if args.threads is not None:
+        kwargs["threads"] = _whole_numbers(args.threads, "thread count", "--threads 1,2")
+    kwargs["dtypes"] = tuple(d.strip() for d in args.dtype.split(","))
+    kwargs["tf32"] = {"off": (False,), "on": (True,), "both": (False, True)}[args.tf32]
+    return SweepConfig(budget_s=_budget(args.budget), end_to_end=args.end_to_end, **kwargs)
+
+
+def _progress(event: SweepEvent) -> None:
+    if event.kind != "timing":
+        print(f"[{event.done}/{event.total}] {event.message}", file=sys.stderr, flush=True)
+
+
+def _waiting(device: str, ahead: int) -> None:
+    print(f"waiting for {device}: {ahead} job(s) ahead", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    plan = plan_series(config)
+    check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
+    result = run_sweep(config, on_progress=None if args.quiet else _progress, on_wait=_waiting)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(render(result))
+    return 0
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+def render(result: SweepResult) -> str:
+    rows = [
+        [r.series.label, r.n, _ms(r.median_s), _ms(r.iqr_s), r.samples, r.gflops, _ms(r.unsynced_s),
+         _ms(r.end_to_end_s) if r.series.is_gpu else None, r.rel_error]
+        for r in result.results
+    ]
+    headers = ["series", "n", "median ms", "IQR ms", "samples", "GFLOP/s", "unsynced ms", "end-to-end ms", "rel error"]
+    lines = [format_table(headers, rows), ""]
+    lines += [f"skipped n={s.n} on {s.series.label}: {s.message}" for s in result.skipped]
+    lines += [f"note: {n}" for n in result.notes]
+    lines += [f"{'crossover' if c['gpu_vs_cpu'] else 'comparison'}"
+              f"{' with copies' if c['time'] == 'end_to_end_s' else ''}: {c['text']}" for c in result.crossovers()]
+    if not any(r.series.is_gpu for r in result.results):
+        lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
+    lines.append(f"wall time {result.wall_s:.1f} s, of which timed {result.timed_s:.1f} s")
+    return "\n".join(lines)

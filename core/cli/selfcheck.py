@@ -1,0 +1,58 @@
+"""`python -m core selfcheck`: can this machine's timings be trusted? Table or JSON, and a JSON file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from core.cli.output import format_table, print_json
+from core.errors import DashboardError
+from core.paths import data_dir
+from core import selfcheck
+from core.selfcheck import Outcome, Report, run_checks, select
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("selfcheck", help="check that timings here are right: CPU parts, and the GPU ones with CUDA")
+    p.add_argument("--only", help=f"comma-separated checks to run (default: all): {', '.join(c.name for c in selfcheck.CHECKS)}")
+    p.add_argument("--out", help="where to write the JSON report (default: selfcheck/ in the data folder)")
+    p.add_argument("--json", action="store_true", help="print the JSON report instead of a table")
+    p.set_defaults(handler=run)
+
+
+def default_out() -> Path:
+    return data_dir() / "selfcheck" / f"selfcheck-{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def _progress(outcome: Outcome) -> None:
+    print(f"{outcome.status:4}  {outcome.name} ({outcome.seconds:.1f} s)", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    checks = select([n.strip() for n in args.only.split(",")] if args.only else None, selfcheck.CHECKS)
+    out = Path(args.out) if args.out else default_out()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DashboardError(f"cannot write the report to {out}: {exc.strerror}") from None
+    report = run_checks(checks, on_outcome=_progress)
+    out.write_text(json.dumps(report.to_json(), indent=2, default=str))
+    if args.json:
+        print_json(report.to_json())
+    else:
+        print(render(report))
+        print(f"report written to {out}")
+    return 0 if report.passed else 1
+
+
+def render(report: Report) -> str:
+    rows = [[o.name, o.status.upper(), round(o.seconds, 1), o.detail] for o in report.outcomes]
+    lines = [format_table(["check", "result", "s", "detail"], rows), ""]
+    if report.skipped:
+        lines.append(f"skipped (they need a CUDA GPU): {', '.join(report.skipped)}")
+    verdict = "all checks that ran passed" if report.passed else "SOME CHECKS FAILED"
+    lines.append(f"{verdict} in {report.wall_s:.0f} s")
+    return "\n".join(lines)

@@ -1,0 +1,509 @@
+"""Time one matrix product C = A @ B honestly, for one (device, dtype, size, options).
+
+The lecture's experiment, done right: standard-normal inputs made on the target device before
+the clock starts (zeros would let some hardware skip work), a warm-up that is never a sample,
+a synchronize before every clock read (all through `core.timing.measure` and `core.clock`),
+adaptive repetition within a time budget, and a float64 CPU reference on a few sampled rows so
+TF32 and half precision show their price in accuracy next to their gain in speed.
+
+The product writes into a preallocated output (`torch.matmul(a, b, out=c)`), so what is timed
+is the arithmetic, not the allocator, and the memory guard can count exactly: two inputs, one
+output and a workspace margin.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TypeVar
+
+import torch
+
+from core import timing
+from core.devices import device_key, is_async, resolve_device, synchronize
+from core.errors import DashboardError
+from core.memory import free_device_bytes, release_device_memory
+from core.timing import Measurement
+from core.units import GIB
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+WORKSPACE_FRACTION = 0.5  # of the operands' bytes: library workspace, allocator rounding, upcast buffers
+WORKSPACE_MIN_BYTES = 64 * 2**20  # 64 MiB: cuBLAS/MKL workspaces do not shrink with n
+ERROR_ROWS = 8  # rows of C checked against float64; the error is a norm over k*n entries
+REFERENCE_COLUMNS = 512  # the float64 reference is built this many columns at a time to bound RAM
+UNSYNCED_BUDGET_FRACTION = 0.2  # share of the per-size budget for the "forgot to sync" figure
+UNSYNCED_MAX_SAMPLES = 5
+COPY_BUDGET_FRACTION = 0.25  # share of the per-size budget for each copy direction (end to end)
+BF16_MIN_CAPABILITY = 8  # CUDA compute capability major version with native bfloat16 (Ampere)
+
+T = TypeVar("T")
+OutOfMemoryError: type[BaseException] = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+
+
+class DoesNotFit(DashboardError):
+    """A size refused before allocating: it needs more memory than the device has free."""
+
+
+class RanOutOfMemory(DashboardError):
+    """An allocation failed anyway; the memory has been released and the caller may go on."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line on the charts: a device, a dtype, and the knobs that change its speed."""
+
+    device: str  # device key: 'cpu', 'mps', 'cuda:0'
+    dtype: str  # a key of DTYPES
+    threads: int | None = None  # CPU only: torch threads for the timed calls
+    tf32: bool | None = None  # CUDA float32 only: allow TF32 tensor cores
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.device != "cpu"
+
+    @property
+    def label(self) -> str:
+        """'cpu float32 2 threads', 'cuda:0 float32 TF32 on', 'cuda:0 bfloat16'."""
+        parts = [self.device, self.dtype]
+        if self.tf32 is not None:
+            parts.append(f"TF32 {'on' if self.tf32 else 'off'}")
+        if self.threads is not None:
+            parts.append(f"{self.threads} thread{'s' if self.threads != 1 else ''}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class MatmulOptions:
+    """How to time each size; the same for every series of a sweep."""
+
+    budget_s: float = 1.0  # wall-clock budget of the main measurement, warm-up included
+    unsynced: bool = True  # also time without synchronizing (CUDA/MPS only: the classic bug)
+    end_to_end: bool = False  # also time copying the inputs in and the result out (GPU only)
+    check_error: bool = True  # relative error against a float64 CPU reference on ERROR_ROWS rows
+    seed: int = 0  # for the inputs and the sampled rows, so a rerun times the same matrices
+
+
+@dataclass(frozen=True)
+class MatmulResult:
+    """Raw measurements of one size of one series; every figure a table shows is derived."""
+
+    series: Series
+    n: int
+    compute: Measurement  # synchronized timing of C = A @ B
+    unsynced: Measurement | None  # the same product timed without waiting; None on the CPU
+    copy_in: Measurement | None  # host->device copy of A and B; None unless end to end on a GPU
+    copy_out: Measurement | None  # device->host copy of C
+    rel_error: float | None  # ||C - C64|| / ||C64|| on sampled rows; None when not checked
+    threads: int | None  # torch threads in effect during the CPU timing
+    tf32: bool | None  # TF32 setting in effect during CUDA float32 timing
+
+    @property
+    def flop(self) -> int:
+        """2n^3: n^2 outputs, each n multiplies and n adds."""
+        return 2 * self.n**3
+
+    @property
+    def median_s(self) -> float:
+        return self.compute.median_s
+
+    @property
+    def iqr_s(self) -> float:
+        return self.compute.iqr_s
+
+    @property
+    def samples(self) -> int:
+        return self.compute.samples
+
+    @property
+    def gflops(self) -> float:
+        return self.flop / self.compute.median_s / 1e9
+
+    @property
+    def unsynced_s(self) -> float | None:
+        return None if self.unsynced is None else self.unsynced.median_s
+
+    @property
+    def h2d_s(self) -> float | None:
+        if self.copy_in is not None:
+            return self.copy_in.median_s
+        return 0.0 if not self.series.is_gpu else None  # the CPU's inputs are already where they are used
+
+    @property
+    def d2h_s(self) -> float | None:
+        if self.copy_out is not None:
+            return self.copy_out.median_s
+        return 0.0 if not self.series.is_gpu else None
+
+    @property
+    def end_to_end_s(self) -> float | None:
+        """Copy in + product + copy out: what a user waits for when the data start on the host."""
+        if self.h2d_s is None or self.d2h_s is None:
+            return None
+        return self.h2d_s + self.compute.median_s + self.d2h_s
+
+    @property
+    def timed_s(self) -> float:
+        """Seconds spent inside timed blocks, for the sweep-overhead benchmark."""
+        parts = (self.compute, self.unsynced, self.copy_in, self.copy_out)
+        return sum(m.timed_s for m in parts if m is not None)
+
+    def to_row(self) -> dict[str, object]:
+        """One row of the results table and of the JSON `results` list."""
+        m = self.compute
+        return {
+            "device": self.series.device,
+            "n": self.n,
+            "dtype": self.series.dtype,
+            "series": self.series.label,
+            "tf32": self.tf32,
+            "threads": self.threads,
+            "median_s": m.median_s,
+            "iqr_s": m.iqr_s,
+            "q1_s": m.q1_s,
+            "q3_s": m.q3_s,
+            "min_s": m.min_s,
+            "max_s": m.max_s,
+            "samples": m.samples,
+            "calls_per_block": m.calls_per_block,
+            "first_call_s": m.first_call_s,
+            "gflops": self.gflops,
+            "unsynced_s": self.unsynced_s,
+            "h2d_s": self.h2d_s,
+            "d2h_s": self.d2h_s,
+            "end_to_end_s": self.end_to_end_s,
+            "rel_error": self.rel_error,
+            "times_s": list(m.times_s),
+        }
+
+
+# ---------------------------------------------------------------- what a device can do
+
+
+def supported_dtypes(device: torch.device) -> tuple[str, ...]:
+    """dtypes a matmul on `device` supports at a useful speed.
+
+    MPS has no float64. CUDA bfloat16 needs compute capability 8.0 (Ampere) or newer; older
+    GPUs only emulate it, far slower than float32, which would make a misleading race.
+    """
+    if device.type == "mps":
+        return ("float32", "float16", "bfloat16")
+    if device.type == "cuda":
+        major = torch.cuda.get_device_properties(device.index or 0).major
+        base = ("float32", "float64", "float16")
+        return base + ("bfloat16",) if major >= BF16_MIN_CAPABILITY else base
+    return tuple(DTYPES)
+
+
+def check_dtype(device: torch.device, dtype: str) -> torch.dtype:
+    if dtype not in DTYPES:
+        raise DashboardError(f"unknown dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
+    if dtype not in supported_dtypes(device):
+        raise DashboardError(
+            f"{dtype} is not supported on {device_key(device)}; choose one of: {', '.join(supported_dtypes(device))}"
+        )
+    return DTYPES[dtype]
+
+
+# ---------------------------------------------------------------- the memory guard
+
+
+@dataclass(frozen=True)
+class MemoryNeed:
+    """Bytes one size needs, on its device and on the host, before anything is allocated."""
+
+    device: str
+    n: int
+    dtype: str
+    inputs_bytes: int  # A and B
+    output_bytes: int  # C
+    workspace_bytes: int
+    host_bytes: int  # RAM besides the operands: the float64 reference, host copies for end to end
+
+    @property
+    def device_bytes(self) -> int:
+        total = self.inputs_bytes + self.output_bytes + self.workspace_bytes
+        return total + self.host_bytes if self.device == "cpu" else total
+
+
+def memory_need(device: torch.device, dtype: str, n: int, *, end_to_end: bool = False,
+                check_error: bool = True) -> MemoryNeed:
+    element = torch.empty((), dtype=DTYPES[dtype]).element_size()
+    matrix = n * n * element
+    operands = 3 * matrix
+    workspace = max(WORKSPACE_MIN_BYTES, int(WORKSPACE_FRACTION * operands))
+    host = 0
+    if check_error:
+        host += 8 * n * min(n, REFERENCE_COLUMNS) + 3 * 8 * ERROR_ROWS * n  # (n, cols) chunk + row blocks
+    if end_to_end and device.type != "cpu":
+        host += operands  # host copies of A, B and C
+    return MemoryNeed(device_key(device), n, dtype, 2 * matrix, matrix, workspace, host)
+
+
+def _gib(n_bytes: int) -> str:
+    return f"{n_bytes / GIB:.2f} GiB"
+
+
+def check_memory(need: MemoryNeed) -> None:
+    """Refuse a size that does not fit, naming what it needs and what is free.
+
+    A CPU allocation that does not fit does not raise: the kernel kills the process. So the
+    guard has to come first; the out-of-memory handler is only the second line of defence.
+    """
+    device = torch.device(need.device)
+    free = free_device_bytes(device)
+    if need.device_bytes > free:
+        raise DoesNotFit(
+            f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.device_bytes)} (inputs "
+            f"{_gib(need.inputs_bytes)}, output {_gib(need.output_bytes)}, workspace {_gib(need.workspace_bytes)}"
+            + (f", reference and host copies {_gib(need.host_bytes)}" if need.device == "cpu" and need.host_bytes else "")
+            + f") but only {_gib(free)} is free; choose a smaller size"
+        )
+    if need.device != "cpu" and need.host_bytes:
+        ram = free_device_bytes(torch.device("cpu"))
+        if need.host_bytes > ram:
+            raise DoesNotFit(
+                f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.host_bytes)} of RAM for the "
+                f"float64 check and host copies but only {_gib(ram)} is available; choose a smaller size "
+                "or turn off end to end"
+            )
+
+
+def largest_fitting_size(device: torch.device, dtype: str, candidates: list[int], **need_kwargs: bool) -> int | None:
+    """The largest of `candidates` that passes the memory guard now, or None."""
+    fitting = None
+    for n in sorted(candidates):
+        try:
+            check_memory(memory_need(device, dtype, n, **need_kwargs))
+        except DoesNotFit:
+            break
+        fitting = n
+    return fitting
+
+
+# ---------------------------------------------------------------- settings that change the speed
+
+
+@contextmanager
+def tf32_matmul(enabled: bool | None) -> Iterator[bool | None]:
+    """Set torch.backends.cuda.matmul.allow_tf32 for a block and restore it (None: leave alone).
+
+    TF32 rounds float32 inputs to a 10-bit mantissa inside the tensor cores: several times
+    faster on Ampere and newer, and visibly less exact, so it is always an explicit choice.
+    """
+    if enabled is None:
+        yield None
+        return
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    try:
+        yield torch.backends.cuda.matmul.allow_tf32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+# ---------------------------------------------------------------- operands and timing
+
+
+@dataclass
+class Operands:
+    """The matrices of one size; mutable holders because C is overwritten by every call."""
+
+    a: torch.Tensor  # (n, n) on the device
+    b: torch.Tensor  # (n, n) on the device
+    c: torch.Tensor  # (n, n) on the device, the output buffer
+    host: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # (A, B, C) in RAM, end to end only
+
+
+def make_operands(device: torch.device, dtype: torch.dtype, n: int, *, seed: int, end_to_end: bool) -> Operands:
+    """Standard-normal A and B made where they are used, before any clock starts.
+
+    For end to end on a GPU the inputs start in RAM (that is the point) and are copied once
+    here; the timed copies overwrite the same device buffers.
+    """
+    if end_to_end and device.type != "cpu":
+        gen = torch.Generator().manual_seed(seed)
+        a_h = torch.randn(n, n, dtype=dtype, generator=gen)
+        b_h = torch.randn(n, n, dtype=dtype, generator=gen)
+        c_h = torch.empty(n, n, dtype=dtype)
+        return Operands(a_h.to(device), b_h.to(device), torch.empty(n, n, dtype=dtype, device=device), (a_h, b_h, c_h))
+    gen = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn(n, n, dtype=dtype, device=device, generator=gen)
+    b = torch.randn(n, n, dtype=dtype, device=device, generator=gen)
+    return Operands(a, b, torch.empty(n, n, dtype=dtype, device=device))
+
+
+def product(ops: Operands) -> Callable[[], torch.Tensor]:
+    """C = A @ B into the preallocated C. A partial, not a lambda: no Python frame per call, so
+    at n = 64 (a few microseconds) the loop costs what torch.utils.benchmark's inlined statement does."""
+    return functools.partial(torch.matmul, ops.a, ops.b, out=ops.c)
+
+
+def measure_unsynced(fn: Callable[[], object], device: torch.device, truth: Measurement, *, budget_s: float) -> Measurement:
+    """The "forgot to synchronize" figure: the clock read right after the calls are queued.
+
+    Uses the synchronized measurement's block size, so both figures time the same number of
+    calls. (`timing.measure(sync=False)` would size its blocks from an unsynced probe of a few
+    microseconds and queue up to a million products.) The device is drained after each block,
+    outside the timed region.
+    """
+    block_s = truth.median_s * truth.calls_per_block
+    samples = max(1, min(UNSYNCED_MAX_SAMPLES, math.floor(budget_s / max(block_s, 1e-9))))
+    times = tuple(timing.time_block(fn, truth.calls_per_block, device, sync=False) / truth.calls_per_block
+                  for _ in range(samples))
+    return Measurement(times, truth.calls_per_block, first_call_s=0.0, synchronized=False)  # already warm
+
+
+def measure_product(fn: Callable[[], object], device: torch.device, *, budget_s: float,
+                    unsynced: bool) -> tuple[Measurement, Measurement | None]:
+    """The true (synchronized) time of `fn`, and on an asynchronous device the unsynced one.
+
+    Kept apart from tensor creation so tests can drive it with a fake device and a fake clock.
+    """
+    truth = timing.measure(fn, device, budget_s=budget_s)
+    if not (unsynced and is_async(device)):
+        return truth, None
+    return truth, measure_unsynced(fn, device, truth, budget_s=UNSYNCED_BUDGET_FRACTION * budget_s)
+
+
+def measure_copies(ops: Operands, device: torch.device, *, budget_s: float) -> tuple[Measurement, Measurement]:
+    """Host->device copy of both inputs and device->host copy of the result, timed apart.
+
+    Plain (pageable) host memory, as `tensor.to("cuda")` in a user's code would use.
+    """
+    assert ops.host is not None, "end-to-end timing needs host copies of the operands"
+    a_h, b_h, c_h = ops.host
+
+    def copy_in() -> None:
+        ops.a.copy_(a_h)
+        ops.b.copy_(b_h)
+
+    copy_in_m = timing.measure(copy_in, device, budget_s=budget_s, min_samples=3)
+    copy_out_m = timing.measure(lambda: c_h.copy_(ops.c), device, budget_s=budget_s, min_samples=3)
+    return copy_in_m, copy_out_m
+
+
+def relative_error(ops: Operands, *, rows: int = ERROR_ROWS, seed: int = 0) -> float:
+    """||C[r] - (A[r] @ B) in float64|| / ||(A[r] @ B) in float64|| over `rows` sampled rows r.
+
+    The reference uses the same (already rounded) inputs converted exactly to float64, so the
+    error is the product's own: TF32's rounding, half precision's accumulation and output.
+    """
+    n = ops.a.shape[0]
+    picked = torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:rows]
+    a_rows = ops.a[picked.to(ops.a.device)].cpu().double()  # (k, n); .cpu() first: MPS has no float64
+    got = ops.c[picked.to(ops.c.device)].cpu().double()  # (k, n)
+    ref = torch.empty_like(got)
+    for j in range(0, n, REFERENCE_COLUMNS):
+        ref[:, j:j + REFERENCE_COLUMNS] = a_rows @ ops.b[:, j:j + REFERENCE_COLUMNS].cpu().double()
+    return float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """torch's OOM error, or the RuntimeErrors the CPU and MPS allocators raise instead."""
+    if isinstance(exc, OutOfMemoryError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def time_matmul(series: Series, n: int, options: MatmulOptions = MatmulOptions()) -> MatmulResult:
+    """Measure C = A @ B for one size of one series.
+
+    Raises DoesNotFit before allocating when the size would not fit, and RanOutOfMemory
+    (after releasing what was allocated) when an allocation fails anyway.
+    """
+    if n < 1:
+        raise DashboardError(f"matrix size must be at least 1, got {n}")
+    device = resolve_device(series.device)
+    check_dtype(device, series.dtype)
+    check_memory(memory_need(device, series.dtype, n, end_to_end=options.end_to_end, check_error=options.check_error))
+    return _releasing_on_oom(lambda: _time_matmul(series, device, n, options), device, f"n={n} {series.dtype}")
+
+
+def _releasing_on_oom(work: Callable[[], T], device: torch.device, what: str) -> T:
+    """Run `work`; turn an out-of-memory error into RanOutOfMemory after freeing the memory."""
+    try:
+        return work()
+    except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
+        if not is_out_of_memory(exc):
+            raise
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    # Leaving the except block dropped the traceback and with it the frames holding the tensors.
+    gc.collect()
+    release_device_memory(device)
+    raise RanOutOfMemory(f"{what} on {device_key(device)} ran out of memory ({reason}); "
+                         "the memory was released; choose a smaller size")
+
+
+def _time_matmul(series: Series, device: torch.device, n: int, options: MatmulOptions) -> MatmulResult:
+    cpu_threads = series.threads if device.type == "cpu" else None
+    tf32 = series.tf32 if device.type == "cuda" and series.dtype == "float32" else None
+    with timing.torch_threads(cpu_threads) as threads, tf32_matmul(tf32) as tf32_in_effect:
+        ops = make_operands(device, DTYPES[series.dtype], n, seed=options.seed, end_to_end=options.end_to_end)
+        synchronize(device)  # randn is queued on a GPU: finish it before the first clock read
+        compute, unsynced = measure_product(product(ops), device, budget_s=options.budget_s, unsynced=options.unsynced)
+        copy_in = copy_out = None
+        if options.end_to_end and device.type != "cpu":
+            copy_in, copy_out = measure_copies(ops, device, budget_s=COPY_BUDGET_FRACTION * options.budget_s)
+    rel_error = relative_error(ops, seed=options.seed) if options.check_error else None
+    return MatmulResult(
+        series=series,
+        n=n,
+        compute=compute,
+        unsynced=unsynced,
+        copy_in=copy_in,
+        copy_out=copy_out,
+        rel_error=rel_error,
+        threads=threads if device.type == "cpu" else None,
+        tf32=tf32_in_effect,
+    )
+
+
+def probe_seconds(series: Series, n: int, *, seed: int = 0) -> float:
+    """Seconds for one warm product of size n: the time guard's calibration for a new series.
+
+    One warm-up call, then one timed call; cheap at the sizes the guard uses it with.
+    """
+    device = resolve_device(series.device)
+    check_memory(memory_need(device, series.dtype, n, check_error=False))
+
+    def probe() -> float:
+        cpu_threads = series.threads if device.type == "cpu" else None
+        tf32 = series.tf32 if device.type == "cuda" and series.dtype == "float32" else None
+        with timing.torch_threads(cpu_threads), tf32_matmul(tf32):
+            ops = make_operands(device, DTYPES[series.dtype], n, seed=seed, end_to_end=False)
+            fn = product(ops)
+            timing.time_block(fn, 1, device)
+            return timing.time_block(fn, 1, device)
+
+    return _releasing_on_oom(probe, device, f"probe n={n} {series.dtype}")
+
+
+# ---------------------------------------------------------------- CUDA events, for the self-check
+
+
+def cuda_event_seconds(fn: Callable[[], object], device: torch.device, calls: int) -> float:
+    """Seconds per call of `fn` measured by CUDA events on the device's current stream.
+
+    Events are timestamps the GPU itself writes between kernels, so they need no host clock;
+    the self-check uses them to confirm that sync-then-read-the-clock tells the same story.
+    """
+    stream = torch.cuda.current_stream(device)
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    synchronize(device)
+    start.record(stream)
+    for _ in range(calls):
+        fn()
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end) / 1000.0 / calls  # elapsed_time is in milliseconds

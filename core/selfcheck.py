@@ -1,0 +1,311 @@
+"""Can this machine's timings be trusted? A list of named checks, run by `python -m core selfcheck`.
+
+On a CUDA machine it runs the Matmul race to n = 8192 (float32 with TF32 off and on, and
+bfloat16), checks that synchronize-then-read-the-clock agrees with CUDA events within 5%, and
+that the unsynchronized figure is far below the true one. Without a GPU it runs the CPU checks
+and reports the GPU ones as skipped, never as passed.
+
+To add a check (for example "2-epoch CUDA training vs CPU"): write `def my_check(ctx: Context)
+-> CheckResult`, and append `Check("my-check", my_check, needs_cuda=True, about="...")` to CHECKS.
+A check that raises fails with the exception as its detail; a check that needs CUDA is skipped,
+with the reason, where there is none.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from torch.utils import benchmark
+
+from core import timing
+from core.device_lock import hold_devices
+from core.devices import available_devices, cuda_count, device_key
+from core.errors import DashboardError
+from core.hardware import inspect_machine
+from core.matmul import DTYPES, cuda_event_seconds, make_operands, product, tf32_matmul
+from core.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
+from core.units import gib
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+GPU_SIZES = log_sizes(256, 8192)  # the issue's sweep "to 8192"
+GPU_BUDGET_S = 2.0  # per size and series: about a minute for the whole GPU sweep
+CPU_SIZES = log_sizes(64, 1024)
+CPU_BUDGET_S = 1.0  # generous, so a busy machine does not make the time guard skip n = 1024
+EVENT_SIZES = (1024, 4096, 8192)
+EVENT_TOLERANCE = 0.05  # the issue: synchronized time within 5% of CUDA-event time
+EVENT_REPEATS = 5  # event-timed blocks per size; their median is compared
+UNSYNCED_FAR_BELOW = 0.1  # "far below": the unsynced figure under a tenth of the true one
+TORCH_BENCH_SIZES = (256, 1024)
+TORCH_BENCH_ROUNDS = 3
+TORCH_BENCH_TOLERANCE = 0.10  # looser than bench/timing_accuracy.py's 5%: a quick check on a maybe busy machine
+FLOAT32_MAX_ERROR = 1e-4  # float32 (no TF32) against float64 at n <= 8192: about 1e-6 expected
+BFLOAT16_MAX_ERROR = 3e-2  # bfloat16 keeps 8 bits of mantissa: about 3e-3 expected
+TF32_MIN_CAPABILITY = 8  # Ampere: the first GPUs with TF32 tensor cores
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What a check function returns."""
+
+    passed: bool
+    detail: str  # one line a person can act on
+    data: dict[str, Any] = field(default_factory=dict)  # numbers behind the verdict, for the JSON
+
+
+@dataclass
+class Context:
+    """What checks share: the CUDA device (None without one) and expensive results worth reusing."""
+
+    cuda: torch.device | None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def gpu_sweep(self) -> SweepResult:
+        """The issue's GPU sweep, run once however many checks read it."""
+        if "gpu_sweep" not in self.cache:
+            assert self.cuda is not None, "gpu_sweep needs a CUDA device"
+            config = SweepConfig(sizes=GPU_SIZES, devices=("cpu", device_key(self.cuda)),
+                                 dtypes=("float32", "bfloat16"), tf32=(False, True), budget_s=GPU_BUDGET_S)
+            self.cache["gpu_sweep"] = run_sweep(config)
+        return self.cache["gpu_sweep"]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    run: Callable[[Context], CheckResult]
+    needs_cuda: bool = False
+    about: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    status: str  # PASS, FAIL or SKIP
+    detail: str
+    seconds: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Report:
+    outcomes: tuple[Outcome, ...]
+    machine: dict[str, Any]
+    wall_s: float
+    finished_at: str
+
+    @property
+    def passed(self) -> bool:
+        """No check failed (skipped ones do not count either way)."""
+        return all(o.status != FAIL for o in self.outcomes)
+
+    @property
+    def skipped(self) -> list[str]:
+        return [o.name for o in self.outcomes if o.status == SKIP]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "selfcheck",
+            "schema_version": 1,
+            "passed": self.passed,
+            "checks": [o.to_dict() for o in self.outcomes],
+            "skipped": self.skipped,
+            "wall_s": self.wall_s,
+            "finished_at": self.finished_at,
+            "machine": self.machine,
+        }
+
+
+# ---------------------------------------------------------------- CPU checks
+
+
+def check_devices(ctx: Context) -> CheckResult:
+    info = inspect_machine()
+    cpu = f"CPU {info.cpu.name}, {info.cpu.logical_cores} logical cores, torch uses {info.cpu.torch_threads} threads"
+    gpus = [f"GPU {g.index} {g.name}, {gib(g.free_memory_bytes)} free of {gib(g.total_memory_bytes)}" for g in info.gpus]
+    where = "; ".join(gpus) if gpus else "no CUDA GPU visible: the GPU checks will be skipped"
+    return CheckResult(True, f"{cpu}; {where}", {"devices": available_devices(), "notes": info.notes})
+
+
+def check_cpu_sweep(ctx: Context) -> CheckResult:
+    """The CPU half of the race: every size timed, results plausible and exact to float32."""
+    result = run_sweep(SweepConfig(sizes=CPU_SIZES, budget_s=CPU_BUDGET_S))
+    problems = [f"n={s.n} skipped: {s.message}" for s in result.skipped]
+    for r in result.results:
+        if not (r.median_s > 0 and r.samples >= 1):
+            problems.append(f"n={r.n}: implausible median {r.median_s} s from {r.samples} samples")
+        if r.rel_error is None or r.rel_error > FLOAT32_MAX_ERROR:
+            problems.append(f"n={r.n}: relative error {r.rel_error} above {FLOAT32_MAX_ERROR:g}")
+    top = result.results[-1] if result.results else None
+    detail = (f"{len(result.results)} sizes timed; n={top.n}: {top.median_s * 1e3:.3g} ms, {top.gflops:.0f} GFLOP/s, "
+              f"relative error {top.rel_error:.1e}" if top else "nothing was timed")
+    data = {"rows": [{k: v for k, v in r.to_row().items() if k != "times_s"} for r in result.results],
+            "wall_s": result.wall_s, "timed_s": result.timed_s}
+    return CheckResult(not problems and top is not None, "; ".join(problems) or detail, data)
+
+
+def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_s: float) -> list[dict[str, float]]:
+    """This engine's median against torch.utils.benchmark's blocked_autorange median, interleaved.
+
+    Both time the same call on the same matrices with the same thread count (Timer defaults
+    to one thread, so it is passed explicitly); the two take turns, so drift hits both alike.
+    """
+    cpu = torch.device("cpu")
+    rows = []
+    with timing.torch_threads(threads):
+        ops = make_operands(cpu, DTYPES["float32"], n, seed=0, end_to_end=False)
+        fn = product(ops)
+        timer = benchmark.Timer(stmt="torch.matmul(a, b, out=c)", globals={"torch": torch, "a": ops.a, "b": ops.b, "c": ops.c},
+                                num_threads=threads)
+        for i in range(rounds):
+            if i % 2 == 0:  # alternate who goes first, so neither always runs on a warmer cache
+                ours = timing.measure(fn, cpu, budget_s=budget_s)
+                theirs = timer.blocked_autorange(min_run_time=budget_s)
+            else:
+                theirs = timer.blocked_autorange(min_run_time=budget_s)
+                ours = timing.measure(fn, cpu, budget_s=budget_s)
+            rows.append({"n": n, "threads": threads, "engine_s": ours.median_s, "torch_s": theirs.median,
+                         "ratio": ours.median_s / theirs.median, "engine_samples": ours.samples,
+                         "torch_samples": len(theirs.times)})
+    return rows
+
+
+def check_cpu_vs_torch_benchmark(ctx: Context) -> CheckResult:
+    """The engine's method agrees with torch.utils.benchmark's (one thread: the method, not the scaling)."""
+    rows = []
+    with hold_devices(["cpu"]):
+        for n in TORCH_BENCH_SIZES:
+            rows += agreement_with_torch_benchmark(n, threads=1, rounds=TORCH_BENCH_ROUNDS, budget_s=0.3)
+    ratios = {n: statistics.median(r["ratio"] for r in rows if r["n"] == n) for n in TORCH_BENCH_SIZES}
+    bad = {n: q for n, q in ratios.items() if abs(q - 1) > TORCH_BENCH_TOLERANCE}
+    text = ", ".join(f"n={n}: {q:.3f}" for n, q in ratios.items())
+    return CheckResult(not bad, f"median ratio engine / torch.utils.benchmark: {text} "
+                                f"(tolerance ±{TORCH_BENCH_TOLERANCE:.0%})", {"rows": rows})
+
+
+# ---------------------------------------------------------------- CUDA checks
+
+
+def judge_gpu_sweep(result: SweepResult, capability_major: int) -> CheckResult:
+    """Every GPU size timed to 8192; float32 exact; TF32 visibly less exact where the GPU has it."""
+    gpu_rows = [r for r in result.results if r.series.is_gpu]
+    problems = [f"{s.series.label} n={s.n} skipped: {s.message}" for s in result.skipped if s.series.is_gpu]
+    top = max((r.n for r in gpu_rows), default=0)
+    at_top = {r.series.label: r for r in gpu_rows if r.n == top}
+    fp32 = next((r for r in at_top.values() if r.series.dtype == "float32" and r.tf32 is False), None)
+    tf32 = next((r for r in at_top.values() if r.series.dtype == "float32" and r.tf32 is True), None)
+    bf16 = next((r for r in at_top.values() if r.series.dtype == "bfloat16"), None)
+    if top < max(GPU_SIZES):
+        problems.append(f"the GPU sweep reached n={top}, not {max(GPU_SIZES)}")
+    if fp32 is None or tf32 is None or bf16 is None:
+        problems.append("a GPU series is missing at the largest size")
+    else:
+        if fp32.rel_error > FLOAT32_MAX_ERROR:
+            problems.append(f"float32 (TF32 off) relative error {fp32.rel_error:.1e} above {FLOAT32_MAX_ERROR:g}")
+        if bf16.rel_error > BFLOAT16_MAX_ERROR:
+            problems.append(f"bfloat16 relative error {bf16.rel_error:.1e} above {BFLOAT16_MAX_ERROR:g}")
+        if capability_major >= TF32_MIN_CAPABILITY and not tf32.rel_error > 2 * fp32.rel_error:
+            problems.append(f"TF32 on changed nothing (error {tf32.rel_error:.1e} vs {fp32.rel_error:.1e}): "
+                            "is torch.backends.cuda.matmul.allow_tf32 honoured?")
+    crossover = result.crossover()
+    speeds = ", ".join(f"{label} {r.gflops:,.0f} GFLOP/s" for label, r in at_top.items())
+    detail = (f"n={top}: {speeds}; {crossover.describe() if crossover else 'no crossover computed'}")
+    data = {"sweep": result.to_json()}
+    return CheckResult(not problems, "; ".join(problems) or detail, data)
+
+
+def check_gpu_sweep(ctx: Context) -> CheckResult:
+    major = torch.cuda.get_device_properties(ctx.cuda).major
+    return judge_gpu_sweep(ctx.gpu_sweep(), major)
+
+
+def check_cuda_events(ctx: Context) -> CheckResult:
+    """Synchronize-then-read-the-clock against CUDA events on the same blocks of products."""
+    device = ctx.cuda
+    rows = []
+    with hold_devices([device_key(device)]), tf32_matmul(False):
+        for n in EVENT_SIZES:
+            fn = product(make_operands(device, DTYPES["float32"], n, seed=0, end_to_end=False))
+            clock_m = timing.measure(fn, device, budget_s=1.0)
+            events = statistics.median(cuda_event_seconds(fn, device, clock_m.calls_per_block)
+                                       for _ in range(EVENT_REPEATS))
+            rows.append({"n": n, "clock_s": clock_m.median_s, "events_s": events, "ratio": clock_m.median_s / events,
+                         "calls_per_block": clock_m.calls_per_block})
+            del fn
+            torch.cuda.empty_cache()
+    bad = [r for r in rows if abs(r["ratio"] - 1) > EVENT_TOLERANCE]
+    text = ", ".join(f"n={r['n']}: {r['ratio']:.3f}" for r in rows)
+    return CheckResult(not bad, f"clock / CUDA events: {text} (tolerance ±{EVENT_TOLERANCE:.0%})", {"rows": rows})
+
+
+def check_unsynced_far_below(ctx: Context) -> CheckResult:
+    """The 'forgot to synchronize' figure must be far below the truth at the largest size."""
+    result = ctx.gpu_sweep()
+    rows = [r for r in result.results if r.series.is_gpu and r.unsynced_s is not None]
+    if not rows:
+        return CheckResult(False, "no unsynchronized figure was measured on the GPU")
+    top = max(r.n for r in rows)
+    data, problems = [], []
+    for r in (r for r in rows if r.n == top):
+        ratio = r.unsynced_s / r.median_s
+        data.append({"series": r.series.label, "n": top, "median_s": r.median_s, "unsynced_s": r.unsynced_s,
+                     "ratio": ratio})
+        if ratio > UNSYNCED_FAR_BELOW:
+            problems.append(f"{r.series.label}: unsynced {r.unsynced_s * 1e3:.3g} ms is {ratio:.0%} of "
+                            f"{r.median_s * 1e3:.3g} ms")
+    text = ", ".join(f"{d['series']}: {d['unsynced_s'] * 1e3:.3g} ms vs {d['median_s'] * 1e3:.3g} ms" for d in data)
+    return CheckResult(not problems, "; ".join(problems) or f"n={top}: {text}", {"rows": data})
+
+
+CHECKS: list[Check] = [
+    Check("devices", check_devices, about="what CPU and GPUs torch sees"),
+    Check("cpu-sweep", check_cpu_sweep, about=f"CPU float32 race, n = {CPU_SIZES[0]}..{CPU_SIZES[-1]}"),
+    Check("cpu-vs-torch-benchmark", check_cpu_vs_torch_benchmark,
+          about="engine median vs torch.utils.benchmark, interleaved, one thread"),
+    Check("gpu-sweep", check_gpu_sweep, needs_cuda=True,
+          about="CPU vs GPU to n = 8192: float32 TF32 off and on, bfloat16; crossover"),
+    Check("cuda-events", check_cuda_events, needs_cuda=True, about="synchronized clock vs CUDA events within 5%"),
+    Check("unsynced-far-below", check_unsynced_far_below, needs_cuda=True,
+          about="the unsynchronized figure is under a tenth of the true one"),
+]
+
+
+def select(names: Sequence[str] | None, checks: Sequence[Check] = CHECKS) -> list[Check]:
+    """The named checks in their listed order (all when `names` is None); unknown names are an error."""
+    if names is None:
+        return list(checks)
+    known = {c.name for c in checks}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise DashboardError(f"unknown check {', '.join(map(repr, unknown))}; choose from: {', '.join(sorted(known))}")
+    return [c for c in checks if c.name in names]
+
+
+def run_checks(checks: Sequence[Check] = CHECKS, *, on_outcome: Callable[[Outcome], None] | None = None) -> Report:
+    """Run each check once, in order; one check's failure or crash does not stop the others."""
+    ctx = Context(cuda=torch.device("cuda", 0) if cuda_count() > 0 else None)
+    outcomes = []
+    start = time.perf_counter()
+    for check in checks:
+        t0 = time.perf_counter()
+        if check.needs_cuda and ctx.cuda is None:
+            outcome = Outcome(check.name, SKIP, "needs a CUDA GPU; none is visible here", 0.0)
+        else:
+            try:
+                result = check.run(ctx)
+                outcome = Outcome(check.name, PASS if result.passed else FAIL, result.detail,
+                                  time.perf_counter() - t0, result.data)
+            except Exception as exc:  # noqa: BLE001 - a crashing check is a failed check, reported
+                outcome = Outcome(check.name, FAIL, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return Report(tuple(outcomes), inspect_machine().to_dict(), time.perf_counter() - start,
+                  time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

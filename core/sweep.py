@@ -1,0 +1,441 @@
+"""A sweep over matrix sizes and series (device x dtype x threads x TF32), with guards and the crossover.
+
+The page builds a `SweepConfig` from its widgets and the CLI from its flags; `run_sweep` holds
+the devices it times, reports each step through a callback, can be stopped between steps, and
+never lets one size sink the sweep: a size that does not fit in memory, runs out of memory, or
+would blow the time budget is skipped with a message and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+import torch
+
+from core.crossover import Crossover, crossover_from_frame
+from core.device_lock import hold_devices
+from core.devices import device_key, resolve_device
+from core.errors import DashboardError
+from core.hardware import inspect_machine
+from core.matmul import (
+    DTYPES, DoesNotFit, MatmulOptions, MatmulResult, RanOutOfMemory, Series, check_dtype, check_memory,
+    largest_fitting_size, memory_need, probe_seconds, supported_dtypes, time_matmul,
+)
+
+SCHEMA = "matmul_race"  # the "kind" of the JSON object, for the result store
+SCHEMA_VERSION = 1
+MIN_SIZE = 16  # smallest n the page offers; the CLI accepts any n >= 1
+MAX_BUDGET_S = 600.0  # 10 minutes per size: beyond that a sweep is not interactive any more
+CALIBRATION_N = 128  # the time guard probes sizes down to this one for a series with no history
+GUARD_CALLS = 2  # a size costs at least its warm-up call and one timed call
+RESULT_COLUMNS = [
+    "device", "n", "dtype", "series", "tf32", "threads", "median_s", "iqr_s", "q1_s", "q3_s", "min_s",
+    "max_s", "samples", "calls_per_block", "first_call_s", "gflops", "unsynced_s", "h2d_s", "d2h_s",
+    "end_to_end_s", "rel_error", "times_s",
+]
+
+
+def log_sizes(lo: int, hi: int, per_doubling: int = 1) -> tuple[int, ...]:
+    """Sizes from lo to hi evenly spaced on a log scale, `per_doubling` of them per factor 2."""
+    if lo < 1 or hi < lo:
+        raise DashboardError(f"need 1 <= smallest size <= largest size, got {lo} and {hi}")
+    if per_doubling < 1:
+        raise DashboardError(f"points per doubling must be at least 1, got {per_doubling}")
+    steps = round(per_doubling * math.log2(hi / lo))
+    sizes = {round(lo * 2 ** (k / per_doubling)) for k in range(steps + 1)}
+    return tuple(sorted(s for s in sizes | {lo} if s <= hi))
+
+
+def size_options(max_n: int) -> list[int]:
+    """Powers of two from MIN_SIZE up to max_n, for the page's size slider."""
+    options, n = [], MIN_SIZE
+    while n <= max_n:
+        options.append(n)
+        n *= 2
+    return options
+
+
+def thread_choices() -> list[int]:
+    """CPU thread counts a user may compare: 1 to the logical core count."""
+    return list(range(1, (os.cpu_count() or 1) + 1))
+
+
+def dtype_choices(devices: Sequence[str]) -> list[str]:
+    """dtypes at least one of `devices` supports, in DTYPES order."""
+    supported = {d for name in devices for d in supported_dtypes(resolve_device(name))}
+    return [d for d in DTYPES if d in supported]
+
+
+def size_choices(devices: Sequence[str], dtypes: Sequence[str], *, end_to_end: bool = False,
+                 ceiling: int = 1 << 17) -> list[int]:
+    """Powers of two from MIN_SIZE up to the largest that fits now on every chosen device.
+
+    At least [MIN_SIZE], so a slider always has something to show; beyond that, a size
+    the memory guard would refuse is not offered.
+    """
+    largest = ceiling
+    for name in devices:
+        device = resolve_device(name)
+        for dtype in dtypes:
+            if dtype in supported_dtypes(device):
+                fits = largest_fitting_size(device, dtype, size_options(largest), end_to_end=end_to_end)
+                largest = min(largest, fits or MIN_SIZE)
+    return size_options(max(largest, MIN_SIZE))
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What to time. Defaults finish in well under 20 s on a 2-core CPU (see README)."""
+
+    sizes: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048)  # n of each n x n @ n x n product
+    devices: tuple[str, ...] = ("cpu",)  # 'cpu', 'cuda', 'cuda:1', 'mps'; the page/CLI add the GPU when present
+    dtypes: tuple[str, ...] = ("float32",)  # keys of core.matmul.DTYPES
+    threads: tuple[int | None, ...] = (None,)  # CPU thread counts to compare; None: torch's current count
+    tf32: tuple[bool, ...] = (False,)  # TF32 settings to compare for CUDA float32
+    budget_s: float = 1.0  # seconds per size and series, warm-up included; also the time guard's limit
+    unsynced: bool = True  # also show the "forgot to synchronize" figure on CUDA/MPS
+    end_to_end: bool = False  # also time the copies to and from the GPU
+    check_error: bool = True  # relative error against a float64 CPU reference on a few rows
+    seed: int = 0  # same seed, same matrices
+
+    def __post_init__(self) -> None:
+        if not self.sizes:
+            raise DashboardError("give at least one matrix size")
+        for n in self.sizes:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise DashboardError(f"matrix sizes must be whole numbers of at least 1, got {n!r}")
+        object.__setattr__(self, "sizes", tuple(sorted(set(self.sizes))))  # the time guard needs ascending
+        if not self.devices:
+            raise DashboardError("choose at least one device")
+        if not self.dtypes:
+            raise DashboardError("choose at least one dtype")
+        for dtype in self.dtypes:
+            if dtype not in DTYPES:
+                raise DashboardError(f"unknown dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
+        if not self.threads:
+            raise DashboardError("choose at least one CPU thread count")
+        if any(t is not None and t < 1 for t in self.threads):
+            raise DashboardError(f"thread counts must be at least 1, got {list(self.threads)}")
+        if not self.tf32:
+            raise DashboardError("choose TF32 off, on, or both")
+        if not (0 < self.budget_s <= MAX_BUDGET_S):
+            raise DashboardError(f"the time budget per size must be between 0 and {MAX_BUDGET_S:.0f} s, got {self.budget_s}")
+
+    @property
+    def options(self) -> MatmulOptions:
+        return MatmulOptions(budget_s=self.budget_s, unsynced=self.unsynced, end_to_end=self.end_to_end,
+                             check_error=self.check_error, seed=self.seed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The series a config turns into on this machine, and what was left out and why."""
+
+    series: tuple[Series, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def devices(self) -> list[str]:
+        return sorted({s.device for s in self.series})
+
+
+def plan_series(config: SweepConfig) -> Plan:
+    """Resolve devices, dtypes, thread counts and TF32 settings into series, or say what is wrong.
+
+    A dtype that one of several devices lacks (float64 on MPS) is left out there with a note;
+    a dtype no chosen device supports, an absent device, or more threads than cores is an error.
+    """
+    cores = os.cpu_count() or 1
+    series: list[Series] = []
+    notes: list[str] = []
+    devices = list(dict.fromkeys(device_key(resolve_device(d)) for d in config.devices))
+    for dtype in config.dtypes:
+        if not any(dtype in supported_dtypes(torch.device(d)) for d in devices):
+            check_dtype(torch.device(devices[0]), dtype)  # raises with the list of supported dtypes
+    for name in devices:
+        device = torch.device(name)
+        for dtype in config.dtypes:
+            if dtype not in supported_dtypes(device):
+                notes.append(f"{dtype} is not supported on {name}; left out there")
+                continue
+            if device.type == "cpu":
+                for threads in dict.fromkeys(config.threads):
+                    count = torch.get_num_threads() if threads is None else threads
+                    if count > cores:
+                        raise DashboardError(f"{count} threads asked for, but this machine has {cores} logical cores")
+                    series.append(Series(name, dtype, threads=count))
+            elif device.type == "cuda" and dtype == "float32":
+                series += [Series(name, dtype, tf32=tf32) for tf32 in dict.fromkeys(config.tf32)]
+            else:
+                series.append(Series(name, dtype))
+    return Plan(tuple(dict.fromkeys(series)), tuple(notes))
+
+
+def check_sizes_fit(config: SweepConfig, plan: Plan) -> None:
+    """Raise DoesNotFit for the first size that would not fit now (the CLI's up-front check)."""
+    for s in plan.series:
+        for n in config.sizes:
+            check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=config.end_to_end,
+                                     check_error=config.check_error))
+
+
+# ---------------------------------------------------------------- progress and results
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A size of a series that was not timed, and why."""
+
+    series: Series
+    n: int
+    reason: str  # "memory" (refused before allocating), "out_of_memory" (failed anyway), "time" (guard)
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.series.device, "n": self.n, "dtype": self.series.dtype, "series": self.series.label,
+                "reason": self.reason, "message": self.message}
+
+
+@dataclass(frozen=True)
+class SweepEvent:
+    """What a progress callback hears: about to time a step, a result, or a skip."""
+
+    kind: str  # "timing", "result" or "skipped"
+    done: int  # steps finished (timed or skipped)
+    total: int
+    series: Series
+    n: int
+    result: MatmulResult | None = None
+    skipped: Skipped | None = None
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 1.0
+
+    @property
+    def message(self) -> str:
+        where = f"n={self.n:,} on {self.series.label}"
+        if self.kind == "timing":
+            return f"timing {where} ({self.done} of {self.total} done)"
+        if self.result is not None:
+            return f"{where}: {self.result.median_s * 1e3:.3g} ms, {self.result.gflops:.3g} GFLOP/s"
+        assert self.skipped is not None, "a skipped event carries its Skipped"
+        return f"skipped {where}: {self.skipped.message}"
+
+
+ProgressCallback = Callable[[SweepEvent], None]
+StopCheck = Callable[[], bool]
+WaitCallback = Callable[[str, int], None]
+
+
+def results_frame(results: Sequence[MatmulResult]) -> pd.DataFrame:
+    """One row per timed size of each series, columns RESULT_COLUMNS even when empty."""
+    return pd.DataFrame([r.to_row() for r in results], columns=RESULT_COLUMNS)
+
+
+def comparisons(series: Sequence[Series]) -> list[tuple[Series, Series]]:
+    """(challenger, baseline) pairs worth a crossover and a speed-up line.
+
+    With a GPU: each GPU series against the CPU series of the same dtype (the one with the
+    most threads), else against the CPU's float32. Without: each series against the first.
+    """
+    cpus = [s for s in series if not s.is_gpu]
+    gpus = [s for s in series if s.is_gpu]
+    if not gpus:
+        return [(s, cpus[0]) for s in cpus[1:]]
+    pairs = []
+    for g in gpus:
+        same = [c for c in cpus if c.dtype == g.dtype] or [c for c in cpus if c.dtype == "float32"]
+        if same:
+            pairs.append((g, max(same, key=lambda c: c.threads or 0)))
+    return pairs
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Everything a sweep measured, kept raw; tables, crossovers and the JSON are derived."""
+
+    config: SweepConfig
+    series: tuple[Series, ...]
+    results: tuple[MatmulResult, ...]
+    skipped: tuple[Skipped, ...] = ()
+    notes: tuple[str, ...] = ()
+    stopped: bool = False  # True when stopped (or interrupted) before the last step
+    wall_s: float | None = None  # from holding the devices to the end; None for a partial result
+    machine: dict[str, Any] | None = None  # inspect_machine().to_dict() when the sweep started
+    finished_at: str | None = None  # ISO 8601 UTC
+
+    def frame(self) -> pd.DataFrame:
+        return results_frame(self.results)
+
+    @property
+    def timed_s(self) -> float:
+        return sum(r.timed_s for r in self.results)
+
+    def crossovers(self) -> list[dict[str, Any]]:
+        """Every comparison's crossover, for compute time and (if timed) end to end."""
+        frame = self.frame()
+        columns = ["median_s"] + (["end_to_end_s"] if self.config.end_to_end else [])
+        out = []
+        for challenger, baseline in comparisons(self.series):
+            for column in columns:
+                c = crossover_from_frame(frame, challenger.label, baseline.label, column)
+                out.append({"challenger": challenger.label, "baseline": baseline.label, "time": column,
+                            "gpu_vs_cpu": challenger.is_gpu and not baseline.is_gpu, "status": c.status,
+                            "n": c.n_int, "lower_n": c.lower_n, "upper_n": c.upper_n,
+                            "text": c.describe(challenger.label, baseline.label)})
+        return out
+
+    def crossover(self, column: str = "median_s") -> Crossover | None:
+        """The headline crossover: the first GPU series against its CPU baseline; None without a GPU."""
+        pairs = [p for p in comparisons(self.series) if p[0].is_gpu]
+        if not pairs:
+            return None
+        challenger, baseline = pairs[0]
+        return crossover_from_frame(self.frame(), challenger.label, baseline.label, column)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `python -m core matmul --json` object, also what the result store saves."""
+        headline = self.crossover()
+        end_to_end = self.crossover("end_to_end_s") if self.config.end_to_end else None
+        return {
+            "kind": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "results": [r.to_row() for r in self.results],
+            "crossover_n": None if headline is None else headline.n_int,
+            "crossover_end_to_end_n": None if end_to_end is None else end_to_end.n_int,
+            "crossovers": self.crossovers(),
+            "skipped": [s.to_dict() for s in self.skipped],
+            "notes": list(self.notes),
+            "settings": {**self.config.to_dict(), "series": [s.label for s in self.series]},
+            "stopped": self.stopped,
+            "wall_s": self.wall_s,
+            "timed_s": self.timed_s,
+            "finished_at": self.finished_at,
+            "machine": self.machine if self.machine is not None else inspect_machine().to_dict(),
+        }
+
+
+# ---------------------------------------------------------------- the time guard
+
+
+def predict_seconds(history: Sequence[tuple[int, float]], n: int) -> tuple[float, int] | None:
+    """(seconds per product at n, the size it was extrapolated from), or None without history.
+
+    t grows as n^3, extrapolated from the largest measured size not above n (the nearest, since
+    efficiency changes with size), or from the smallest above it if none is below.
+    """
+    if not history:
+        return None
+    below = [(m, t) for m, t in history if m <= n]
+    m, t = max(below) if below else min(history)
+    return t * (n / m) ** 3, m
+
+
+@dataclass
+class TimeGuard:
+    """Per series: measured (n, seconds per product) so far, and the rule that skips a size."""
+
+    budget_s: float
+    probe: Callable[[Series, int], float]  # seconds per warm product of a size, for calibration
+    history: dict[Series, list[tuple[int, float]]] = field(default_factory=dict)
+
+    def record(self, series: Series, n: int, seconds: float) -> None:
+        self.history.setdefault(series, []).append((n, seconds))
+
+    def refuse(self, series: Series, n: int) -> str | None:
+        """A message if size n would overrun the budget, else None (after probing if needed).
+
+        With no measured size at or above n/2, smaller sizes n/2, n/4, ... (down to
+        CALIBRATION_N) are probed first, smallest first, so no extrapolation spans more than
+        a factor 8 in time. Each probe is itself guarded.
+        """
+        ladder = []
+        m = n // 2
+        while m >= CALIBRATION_N and not any(m <= k <= n for k, _ in self.history.get(series, [])):
+            ladder.append(m)
+            m //= 2
+        for size in reversed(ladder):
+            message = self._overrun(series, size, n)
+            if message:
+                return message
+            self.record(series, size, self.probe(series, size))
+        return self._overrun(series, n, n)
+
+    def _overrun(self, series: Series, size: int, target: int) -> str | None:
+        predicted = predict_seconds(self.history.get(series, []), size)
+        if predicted is None or GUARD_CALLS * predicted[0] <= self.budget_s:
+            return None
+        target_s, source = predict_seconds(self.history[series], target) or predicted
+        return (f"predicted {target_s:.3g} s per product (t ~ n^3 from n={source:,}), so warm-up plus one "
+                f"timed product would exceed the {self.budget_s:g} s budget per size; raise the budget to time it")
+
+
+# ---------------------------------------------------------------- the sweep
+
+
+def run_sweep(
+    config: SweepConfig,
+    *,
+    on_progress: ProgressCallback | None = None,
+    should_stop: StopCheck | None = None,
+    on_wait: WaitCallback | None = None,
+) -> SweepResult:
+    """Time every size of every series, smallest size first, holding the devices throughout.
+
+    `should_stop` is checked before each step (and while waiting for a device); a stopped
+    sweep returns what it has. Results also reach `on_progress` as they arrive, so a caller
+    that is interrupted mid-sweep (Streamlit's Stop) keeps them too.
+    """
+    plan = plan_series(config)
+    machine = inspect_machine().to_dict()
+    guard = TimeGuard(config.budget_s, lambda s, n: probe_seconds(s, n, seed=config.seed))
+    results: list[MatmulResult] = []
+    skipped: list[Skipped] = []
+    total = len(config.sizes) * len(plan.series)
+    stopped = False
+
+    def emit(kind: str, s: Series, n: int, **kw: Any) -> None:
+        if on_progress is not None:
+            on_progress(SweepEvent(kind, len(results) + len(skipped), total, s, n, **kw))
+
+    with hold_devices(plan.devices, on_wait=on_wait, should_cancel=should_stop):
+        start = time.perf_counter()
+        for n in config.sizes:
+            for s in plan.series:
+                if should_stop is not None and should_stop():
+                    stopped = True
+                    break
+                emit("timing", s, n)
+                try:
+                    check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=config.end_to_end,
+                                             check_error=config.check_error))
+                    refusal = guard.refuse(s, n)
+                    if refusal is not None:
+                        skip = Skipped(s, n, "time", refusal)
+                    else:
+                        result = time_matmul(s, n, config.options)
+                        guard.record(s, n, result.median_s)
+                        results.append(result)
+                        emit("result", s, n, result=result)
+                        continue
+                except DoesNotFit as exc:
+                    skip = Skipped(s, n, "memory", str(exc))
+                except RanOutOfMemory as exc:
+                    skip = Skipped(s, n, "out_of_memory", str(exc))
+                skipped.append(skip)
+                emit("skipped", s, n, skipped=skip)
+            if stopped:
+                break
+        wall = time.perf_counter() - start
+    return SweepResult(config, plan.series, tuple(results), tuple(skipped), plan.notes, stopped, wall, machine,
+                       time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

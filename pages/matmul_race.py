@@ -1,0 +1,126 @@
+"""Matmul race: time C = A @ B on the CPU and the GPU for growing sizes, correctly, and find the crossover."""
+
+import json
+
+import streamlit as st
+
+from core.charts.matmul import gflops_figure, results_table, speedup_figure, sync_bug_notes, time_figure
+from core.devices import GET_A_GPU, available_devices, has_gpu
+from core.errors import DashboardError
+from core.sweep import (
+from pages.shared.entry import through_app
+
+through_app()
+    SweepConfig, SweepEvent, SweepResult, dtype_choices, log_sizes, plan_series, run_sweep, size_choices,
+    thread_choices,
+)
+
+BUDGETS_S = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0]
+DEFAULT_SIZES = (64, 2048)
+state = st.session_state
+for key, value in {"mm_results": [], "mm_skipped": [], "mm_final": None, "mm_config": None, "mm_series": ()}.items():
+    state.setdefault(key, value)
+
+st.title("Matmul race")
+st.caption(
+    "Time C = A @ B for n × n matrices of standard-normal numbers, the honest way: warm-up first, "
+    "synchronize before every clock read, median of many runs. From which size does the GPU win?"
+)
+
+gpu_here = has_gpu()
+if not gpu_here:
+    st.info(
+        "**No GPU here**, so this race is between CPU settings: thread counts and dtypes. With a GPU the "
+        "page adds the GPU's line, its speed-up and the crossover size, the *forgot to synchronize* figure "
+        f"beside the true one, and the cost of copying data to and from the GPU.\n\n{GET_A_GPU}",
+        icon=":material/info:",
+    )
+
+with st.container(border=True):
+    c1, c2, c3 = st.columns(3)
+    devices = c1.multiselect("Devices", available_devices(), default=available_devices(), key="mm_devices")
+    dtypes = c2.multiselect("dtypes", dtype_choices(devices or ["cpu"]), default=["float32"], key="mm_dtypes",
+                            help="float16 on a CPU is very slow; the time guard skips sizes that would overrun the budget.")
+    cores = thread_choices()
+    threads = c3.multiselect("CPU threads (each is a series)", cores,
+                             default=[cores[-1]] if gpu_here or len(cores) == 1 else [1, cores[-1]], key="mm_threads")
+    c1, c2, c3 = st.columns([2, 1, 1])
+    end_to_end = c3.checkbox("End to end: count the copies to and from the GPU", value=False, key="mm_end_to_end",
+                             disabled=not gpu_here)
+    options = size_choices(devices or ["cpu"], dtypes or ["float32"], end_to_end=end_to_end)
+    low, high = c1.select_slider("Matrix sizes n (log scale; larger sizes offered while memory allows)", options,
+                                 value=(min(DEFAULT_SIZES[0], options[-1]), min(DEFAULT_SIZES[1], options[-1])),
+                                 key="mm_sizes")
+    per_doubling = c2.selectbox("Sizes per doubling", [1, 2, 4], key="mm_per_doubling")
+    budget = c3.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget")
+    c1, c2, c3 = st.columns(3)
+    cuda_chosen = any(d.startswith("cuda") for d in devices)
+    tf32 = c1.radio("TF32 for CUDA float32", ["off", "on", "both"], horizontal=True, key="mm_tf32",
+                    disabled=not cuda_chosen, help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it.")
+    unsynced = c2.checkbox("Also time without synchronizing (the classic bug)", value=True, key="mm_unsynced",
+                           disabled=not gpu_here, help="On a CPU nothing is asynchronous, so there is nothing to show.")
+    b1, b2 = c3.columns(2)
+    run = b1.button("Run", type="primary", key="mm_run", icon=":material/play_arrow:")
+    b2.button("Stop", key="mm_stop", icon=":material/stop:")
+
+if run:
+    try:
+        config = SweepConfig(
+            sizes=log_sizes(low, high, per_doubling), devices=tuple(devices), dtypes=tuple(dtypes),
+            threads=tuple(threads), tf32={"off": (False,), "on": (True,), "both": (False, True)}[tf32],
+            budget_s=float(budget), unsynced=unsynced, end_to_end=end_to_end,
+        )
+        state.mm_results, state.mm_skipped, state.mm_final = [], [], None
+        state.mm_config, state.mm_series = config, plan_series(config).series
+        progress = st.progress(0.0, text="starting")
+        waiting = st.empty()
+
+        def on_progress(event: SweepEvent) -> None:
+            if event.result is not None:
+                state.mm_results.append(event.result)  # kept even if Stop interrupts the run
+            if event.skipped is not None:
+                state.mm_skipped.append(event.skipped)
+            waiting.empty()
+            progress.progress(event.fraction, text=event.message)
+
+        state.mm_final = run_sweep(config, on_progress=on_progress,
+                                   on_wait=lambda device, ahead: waiting.info(f"waiting for {device}: {ahead} ahead"))
+        progress.progress(1.0, text=f"done in {state.mm_final.wall_s:.1f} s")
+    except DashboardError as exc:
+        st.error(str(exc))
+
+if state.mm_results or state.mm_skipped:
+    shown = state.mm_final or SweepResult(state.mm_config, state.mm_series, tuple(state.mm_results),
+                                          tuple(state.mm_skipped), stopped=True)
+    if state.mm_final is None:
+        total = len(state.mm_config.sizes) * len(state.mm_series)
+        st.warning(f"Stopped after {len(state.mm_results) + len(state.mm_skipped)} of {total} steps; "
+                   "what was measured is kept below.", icon=":material/stop_circle:")
+    frame = shown.frame()
+    crossovers = shown.crossovers()
+    headline = [c for c in crossovers if c["gpu_vs_cpu"]] or crossovers
+    for c in headline:
+        (st.success if c["n"] is not None else st.info)(
+            f"**{'Crossover' if c['gpu_vs_cpu'] else 'Comparison'}"
+            f"{' with copies' if c['time'] == 'end_to_end_s' else ''}:** {c['text']}")
+    for note in sync_bug_notes(frame):
+        st.warning(note, icon=":material/timer_off:")
+    if frame["unsynced_s"].isna().all():
+        st.caption("No *forgot to synchronize* figure: the CPU runs each product to the end before returning, "
+                   "so there is nothing asynchronous to forget. On a GPU the difference is dramatic.")
+    t1, t2, t3 = st.tabs(["Time", "GFLOP/s", "Speed-up"])
+    t1.plotly_chart(time_figure(frame), key="mm_time_chart")
+    t2.plotly_chart(gflops_figure(frame), key="mm_gflops_chart")
+    t3.plotly_chart(speedup_figure(frame, crossovers), key="mm_speedup_chart")
+    st.caption("Black markers: the lecture's 10,000 × 10,000 product, about 23 s on a CPU and 3 s on a free "
+               "Colab GPU. Bars: interquartile range of the samples.")
+    for skip in shown.skipped:
+        st.warning(f"Skipped n = {skip.n:,} on {skip.series.label}: {skip.message}", icon=":material/skip_next:")
+    for note in shown.notes:
+        st.info(note)
+    table = results_table(frame)
+    st.dataframe(table, hide_index=True, key="mm_table")
+    d1, d2 = st.columns(2)
+    d1.download_button("Download CSV", table.to_csv(index=False), "matmul_race.csv", "text/csv", key="mm_csv")
+    d2.download_button("Download JSON", json.dumps(shown.to_json(), indent=2, default=str), "matmul_race.json",
+                       "application/json", key="mm_json")

@@ -1,0 +1,81 @@
+"""The Matmul race figures, built from a synthetic sweep."""
+
+import pytest
+
+from core import sweep
+from core.charts.matmul import LECTURE_N, gflops_figure, speedup_figure, speedup_table, time_figure
+from core.matmul import MatmulResult, Series
+from core.sweep import SweepConfig, run_sweep
+from core.timing import Measurement
+
+
+@pytest.fixture
+def result(monkeypatch, fake_cuda):
+    """CPU n^3 ns, GPU 1 ms flat (equal at n = 100); the GPU's unsynced figure 1 us."""
+
+    def time_matmul(series, n, options):
+        t = 1e-3 if series.is_gpu else n**3 / 1e9
+        m = Measurement((t * 0.9, t, t * 1.2), 1, t * 10)
+        unsynced = Measurement((1e-6,), 1, 0.0, synchronized=False) if series.is_gpu else None
+        copy = Measurement((2e-4,), 1, 0.0) if series.is_gpu else None
+        return MatmulResult(series, n, m, unsynced, copy, copy, 1e-7, series.threads, series.tf32)
+
+    monkeypatch.setattr(sweep, "time_matmul", time_matmul)
+    config = SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), end_to_end=True)
+    return run_sweep(config)
+
+
+def _names(fig):
+    return [t.name for t in fig.data]
+
+
+def test_time_figure_has_truth_bug_copies_and_lecture_points(result):
+    fig = time_figure(result.frame())
+    names = _names(fig)
+    assert "cpu float32 1 thread" in names and "cuda:0 float32 TF32 off" in names
+    assert "cuda:0 float32 TF32 off, not synchronized (wrong)" in names
+    assert "cuda:0 float32 TF32 off, with copies" in names
+    assert "cpu float32 1 thread, not synchronized (wrong)" not in names  # nothing asynchronous on a CPU
+    lecture = [t for t in fig.data if t.name.startswith("lecture")]
+    assert [(t.x[0], t.y[0]) for t in lecture] == [(LECTURE_N, 23.0), (LECTURE_N, 3.0)]
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    cpu = next(t for t in fig.data if t.name == "cpu float32 1 thread")
+    assert list(cpu.x) == [32, 64, 128, 256] and cpu.error_y.array is not None  # spread shown
+
+
+def test_gflops_figure(result):
+    fig = gflops_figure(result.frame())
+    cpu = next(t for t in fig.data if t.name == "cpu float32 1 thread")
+    assert cpu.y[0] == pytest.approx(2.0)  # 2n^3 / n^3 ns = 2 GFLOP/s
+    assert any("lecture CPU ≈ 87 GFLOP/s" == t.name for t in fig.data)
+
+
+def test_speedup_figure_marks_the_crossover(result):
+    crossovers = result.crossovers()
+    fig = speedup_figure(result.frame(), crossovers)
+    names = _names(fig)
+    assert "cuda:0 float32 TF32 off vs cpu float32 1 thread" in names
+    assert "cuda:0 float32 TF32 off vs cpu float32 1 thread (with copies)" in names
+    assert "crossover n ≈ 100" in names
+    assert any(t.name.startswith("lecture ≈ 7.7×") for t in fig.data)
+    table = speedup_table(result.frame(), "cuda:0 float32 TF32 off", "cpu float32 1 thread")
+    assert table["speedup"].tolist() == pytest.approx([32**3 / 1e6, 64**3 / 1e6, 128**3 / 1e6, 256**3 / 1e6])
+
+
+def test_empty_results_give_placeholder_figures():
+    empty = sweep.results_frame([])
+    for fig in (time_figure(empty), gflops_figure(empty), speedup_figure(empty, [])):
+        assert fig.layout.annotations[0].text == "no results yet"
+
+
+def test_cpu_only_speedup_has_no_lecture_gpu_point(monkeypatch):
+    series = [Series("cpu", "float32", threads=1), Series("cpu", "float32", threads=2)]
+    rows = []
+    for s in series:
+        for n in (64, 128):
+            t = n**3 / 1e9 / s.threads
+            rows.append(MatmulResult(s, n, Measurement((t,), 1, t), None, None, None, None, s.threads, None))
+    result = sweep.SweepResult(SweepConfig(sizes=(64, 128)), tuple(series), tuple(rows), machine={})
+    fig = speedup_figure(result.frame(), result.crossovers())
+    assert "cpu float32 2 threads vs cpu float32 1 thread" in _names(fig)
+    assert not any(t.name.startswith("lecture") for t in fig.data)

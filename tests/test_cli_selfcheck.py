@@ -1,0 +1,50 @@
+"""`python -m core selfcheck`: exit status, the table, the JSON report file."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from core import selfcheck
+from core.cli import main
+from core.selfcheck import Check, CheckResult
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_gpu_checks_are_skipped_not_passed_from_a_real_process(tmp_path):
+    out = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "core", "selfcheck", "--only", "devices,cuda-events", "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    statuses = {c["name"]: c["status"] for c in report["checks"]}
+    assert statuses["devices"] == "pass"
+    if not torch.cuda.is_available():
+        assert statuses["cuda-events"] == "skip" and report["skipped"] == ["cuda-events"]
+        assert "skipped (they need a CUDA GPU): cuda-events" in proc.stdout
+    assert f"report written to {out}" in proc.stdout
+
+
+def test_unknown_check_exits_2_with_one_line():
+    proc = subprocess.run([sys.executable, "-m", "core", "selfcheck", "--only", "nope"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "unknown check 'nope'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_json_report_goes_to_the_data_folder_by_default(capsys, isolated_dirs):
+    assert main(["selfcheck", "--only", "devices", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["passed"] is True and [c["name"] for c in obj["checks"]] == ["devices"]
+    (written,) = (isolated_dirs / "data" / "selfcheck").glob("selfcheck-*.json")
+    assert json.loads(written.read_text())["checks"] == obj["checks"]
+
+
+def test_a_failed_check_exits_1(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(selfcheck, "CHECKS", [Check("always-wrong", lambda ctx: CheckResult(False, "2 + 2 = 5"))])
+    assert main(["selfcheck", "--out", str(tmp_path / "r.json")]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "2 + 2 = 5" in out and "SOME CHECKS FAILED" in out

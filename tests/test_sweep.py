@@ -1,0 +1,299 @@
+"""The sweep: config, series plan, time guard, skips, stop, lock, the DataFrame and the JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+from core import matmul, sweep
+from core.device_lock import JobCancelled, hold_devices
+from core.errors import DashboardError
+from core.matmul import DoesNotFit, MatmulResult, Series
+from core.sweep import SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, run_sweep
+from core.timing import Measurement
+from core.units import GIB
+
+CPU1 = Series("cpu", "float32", threads=1)
+ISSUE_KEYS = {"device", "n", "dtype", "median_s", "iqr_s", "samples", "gflops", "unsynced_s", "rel_error"}
+
+
+def fake_result(series: Series, n: int, seconds: float) -> MatmulResult:
+    m = Measurement((seconds, seconds * 1.1, seconds * 0.9), 1, seconds * 5)
+    unsynced = Measurement((seconds / 1000,), 1, 0.0, synchronized=False) if series.is_gpu else None
+    return MatmulResult(series, n, m, unsynced, None, None, 1e-7, series.threads, series.tf32)
+
+
+@pytest.fixture
+def fake_timer(monkeypatch):
+    """Replace the engine: CPU takes n^3 ns, a GPU 20 us + n^3/50 ns; records the order of calls."""
+    calls: list[tuple[str, int]] = []
+
+    def time_matmul(series, n, options):
+        calls.append((series.label, n))
+        seconds = 20e-6 + n**3 / 50e9 if series.is_gpu else n**3 / 1e9
+        return fake_result(series, n, seconds)
+
+    monkeypatch.setattr(sweep, "time_matmul", time_matmul)
+    monkeypatch.setattr(sweep, "probe_seconds", lambda s, n, seed=0: pytest.fail("probed a size"))
+    return calls
+
+
+# ---------------------------------------------------------------- config and plan
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"sizes": ()}, "at least one matrix size"),
+    ({"sizes": (0, 64)}, "at least 1, got 0"),
+    ({"sizes": (-5,)}, "at least 1, got -5"),
+    ({"sizes": (64.5,)}, "whole numbers"),
+    ({"sizes": (True,)}, "whole numbers"),
+    ({"dtypes": ("int8",)}, "unknown dtype 'int8'"),
+    ({"threads": (0,)}, "at least 1"),
+    ({"budget_s": 0}, "between 0 and 600"),
+    ({"devices": ()}, "at least one device"),
+    ({"tf32": ()}, "TF32"),
+])
+def test_bad_configs_are_refused(kwargs, message):
+    with pytest.raises(DashboardError, match=message):
+        SweepConfig(**kwargs)
+
+
+def test_sizes_are_sorted_and_deduplicated():
+    assert SweepConfig(sizes=(512, 64, 512, 128)).sizes == (64, 128, 512)
+
+
+def test_log_sizes():
+    assert log_sizes(16, 128) == (16, 32, 64, 128)
+    assert log_sizes(64, 256, per_doubling=2) == (64, 91, 128, 181, 256)
+    assert log_sizes(100, 100) == (100,)
+    with pytest.raises(DashboardError):
+        log_sizes(0, 10)
+    assert sweep.size_options(100) == [16, 32, 64]
+
+
+def test_plan_on_cpu_resolves_the_default_thread_count():
+    plan = plan_series(SweepConfig(threads=(None, 1), dtypes=("float32", "bfloat16")))
+    labels = [s.label for s in plan.series]
+    n = torch.get_num_threads()
+    assert labels[0] == f"cpu float32 {n} thread{'s' if n > 1 else ''}" and "cpu bfloat16 1 thread" in labels
+    assert plan.devices == ["cpu"]
+
+
+def test_plan_refuses_more_threads_than_cores():
+    with pytest.raises(DashboardError, match="logical cores"):
+        plan_series(SweepConfig(threads=((os.cpu_count() or 1) + 1,)))
+
+
+def test_plan_refuses_absent_devices(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(DashboardError, match="not available"):
+        plan_series(SweepConfig(devices=("cpu", "cuda")))
+    with pytest.raises(DashboardError, match="unknown device 'tpu'"):
+        plan_series(SweepConfig(devices=("tpu",)))
+
+
+def test_plan_with_a_gpu_has_tf32_series_for_float32_only(fake_cuda):
+    plan = plan_series(SweepConfig(devices=("cpu", "cuda"), dtypes=("float32", "bfloat16"), tf32=(False, True),
+                                   threads=(1,)))
+    labels = [s.label for s in plan.series]
+    assert labels == ["cpu float32 1 thread", "cpu bfloat16 1 thread", "cuda:0 float32 TF32 off",
+                      "cuda:0 float32 TF32 on", "cuda:0 bfloat16"]
+    assert plan.devices == ["cpu", "cuda:0"]
+
+
+def test_comparisons_pair_each_gpu_with_the_fastest_cpu_of_its_dtype():
+    cpu1, cpu2 = Series("cpu", "float32", threads=1), Series("cpu", "float32", threads=2)
+    g32, g16 = Series("cuda:0", "float32", tf32=False), Series("cuda:0", "bfloat16")
+    assert sweep.comparisons([cpu1, cpu2, g32, g16]) == [(g32, cpu2), (g16, cpu2)]
+    assert sweep.comparisons([cpu1, cpu2]) == [(cpu2, cpu1)]
+
+
+def test_check_sizes_fit_refuses_a_size_too_big_for_memory():
+    config = SweepConfig(sizes=(64, 1_000_000))
+    with pytest.raises(DoesNotFit, match="n=1000000 float32 on cpu needs"):
+        sweep.check_sizes_fit(config, plan_series(config))
+
+
+# ---------------------------------------------------------------- the time guard
+
+
+def test_prediction_scales_with_n_cubed_from_the_nearest_size_below():
+    history = [(128, 0.001), (256, 0.004), (1024, 1.0)]
+    assert predict_seconds(history, 512) == (pytest.approx(0.032), 256)
+    assert predict_seconds(history, 2048) == (pytest.approx(8.0), 1024)
+    assert predict_seconds(history, 64) == (pytest.approx(0.000125), 128)
+    assert predict_seconds([], 64) is None
+
+
+def test_guard_skips_a_size_that_would_overrun_the_budget():
+    guard = TimeGuard(budget_s=1.0, probe=lambda s, n: pytest.fail("no probe needed"))
+    guard.record(CPU1, 1024, 0.2)
+    assert guard.refuse(CPU1, 1024 + 1) is None  # 2 x 0.2 s fits
+    message = guard.refuse(CPU1, 2048)  # 1.6 s per product
+    assert "predicted 1.6 s per product" in message and "from n=1,024" in message and "1 s budget" in message
+
+
+def test_guard_probes_down_a_ladder_for_a_new_series():
+    probed = []
+
+    def probe(series, n):
+        probed.append(n)
+        return n**3 / 1e9
+
+    guard = TimeGuard(budget_s=1e4, probe=probe)
+    assert guard.refuse(CPU1, 2048) is None
+    assert probed == [128, 256, 512, 1024]  # smallest first: no extrapolation beyond a factor 8
+    guard.record(CPU1, 2048, 2048**3 / 1e9)  # as the sweep does after timing 2048
+    assert guard.refuse(CPU1, 4096) is None and len(probed) == 4  # 2048 is near enough: no probe
+    assert guard.refuse(CPU1, 16384) is None and probed[4:] == [4096, 8192]  # from 2048 up, by doubling
+
+
+def test_guard_stops_probing_a_slow_dtype_early():
+    """float16 on this project's CPU: about 1 GFLOP/s. Sizes up to 512 are cheap, 2048 is not."""
+    probed = []
+
+    def probe(series, n):
+        probed.append(n)
+        return 2 * n**3 / 1e9
+
+    guard = TimeGuard(budget_s=1.0, probe=probe)
+    message = guard.refuse(Series("cpu", "float16", threads=2), 4096)
+    assert message is not None and "raise the budget" in message
+    assert probed == [128, 256, 512]  # 1024 would take 2 x 2.1 s: refused without running it
+    assert "predicted 137 s per product" in message  # for n=4096 itself
+
+
+def test_sizes_up_to_the_calibration_size_need_no_probe():
+    guard = TimeGuard(budget_s=1.0, probe=lambda s, n: pytest.fail("probed"))
+    assert guard.refuse(CPU1, 200) is None
+
+
+# ---------------------------------------------------------------- running sweeps
+
+
+def test_sweep_order_events_frame_and_json(fake_timer, fake_cuda):
+    events = []
+    config = SweepConfig(sizes=(64, 128, 256), devices=("cpu", "cuda"), threads=(1,), budget_s=5.0)
+    result = run_sweep(config, on_progress=events.append)
+    assert fake_timer == [("cpu float32 1 thread", 64), ("cuda:0 float32 TF32 off", 64),
+                          ("cpu float32 1 thread", 128), ("cuda:0 float32 TF32 off", 128),
+                          ("cpu float32 1 thread", 256), ("cuda:0 float32 TF32 off", 256)]
+    assert [e.kind for e in events] == ["timing", "result"] * 6
+    assert [e.done for e in events if e.kind == "result"] == [1, 2, 3, 4, 5, 6]
+    assert events[-1].total == 6 and "GFLOP/s" in events[-1].message
+
+    frame = result.frame()
+    assert list(frame.columns) == sweep.RESULT_COLUMNS and len(frame) == 6
+    assert set(frame["series"]) == {"cpu float32 1 thread", "cuda:0 float32 TF32 off"}
+    assert frame["unsynced_s"].isna().tolist() == [True, False] * 3
+
+    obj = json.loads(json.dumps(result.to_json()))
+    assert {"results", "crossover_n", "machine"} <= set(obj)
+    assert obj["kind"] == "matmul_race" and obj["schema_version"] == 1
+    for row in obj["results"]:
+        assert ISSUE_KEYS <= set(row)
+    # CPU n^3 ns vs GPU 20 us + n^3/50 ns: the GPU wins from n ~ 28; below the first size here
+    assert obj["crossover_n"] == 64
+    assert obj["crossovers"][0]["status"] == "below_range" and obj["crossovers"][0]["gpu_vs_cpu"]
+    assert obj["settings"]["budget_s"] == 5.0 and obj["settings"]["tf32"] == [False]
+    assert obj["settings"]["series"] == ["cpu float32 1 thread", "cuda:0 float32 TF32 off"]
+    assert obj["machine"]["gpus"][0]["name"] == "Fake GPU 80GB"
+    assert obj["crossover_end_to_end_n"] is None and obj["stopped"] is False and obj["wall_s"] >= 0
+
+
+def test_crossover_is_interpolated_inside_the_range(monkeypatch, fake_cuda):
+    def time_matmul(series, n, options):  # GPU 1 ms flat, CPU n^3 ns: equal at n = 100
+        return fake_result(series, n, 1e-3 if series.is_gpu else n**3 / 1e9)
+
+    monkeypatch.setattr(sweep, "time_matmul", time_matmul)
+    result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), budget_s=5))
+    crossover = result.crossover()
+    assert crossover.status == "interpolated" and crossover.n == pytest.approx(100, rel=1e-6)
+    assert result.to_json()["crossover_n"] == 100
+
+
+def test_without_a_gpu_there_is_no_crossover_n_but_thread_comparisons(fake_timer):
+    result = run_sweep(SweepConfig(sizes=(64, 128), threads=(1, 2) if (os.cpu_count() or 1) > 1 else (1,)))
+    obj = result.to_json()
+    assert obj["crossover_n"] is None and result.crossover() is None
+    assert all(not c["gpu_vs_cpu"] for c in obj["crossovers"])
+
+
+def test_time_guard_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
+    def time_matmul(series, n, options):
+        return fake_result(series, n, 2 * n**3 / 1e9 if series.dtype == "float16" else n**3 / 1e11)
+
+    monkeypatch.setattr(sweep, "time_matmul", time_matmul)
+    events = []
+    result = run_sweep(SweepConfig(sizes=(64, 128, 256, 512, 1024, 2048), dtypes=("float32", "float16"),
+                                   threads=(1,), budget_s=1.0), on_progress=events.append)
+    timed = {(r.series.dtype, r.n) for r in result.results}
+    assert ("float32", 2048) in timed and ("float16", 512) in timed
+    skipped = {(s.series.dtype, s.n): s for s in result.skipped}
+    assert set(skipped) == {("float16", 1024), ("float16", 2048)}
+    assert skipped[("float16", 1024)].reason == "time" and "budget" in skipped[("float16", 1024)].message
+    assert any(e.kind == "skipped" and e.message.startswith("skipped n=1,024 on cpu float16") for e in events)
+    assert result.to_json()["skipped"][0]["reason"] == "time"
+
+
+def test_memory_refusal_skips_the_size_and_the_sweep_goes_on(monkeypatch):
+    monkeypatch.setattr(matmul, "free_device_bytes", lambda device: GIB // 2)  # 64 MiB workspace + small operands fit
+    result = run_sweep(SweepConfig(sizes=(32, 8192, 64), threads=(1,), budget_s=0.05))
+    assert [r.n for r in result.results] == [32, 64]
+    (skip,) = result.skipped
+    assert skip.n == 8192 and skip.reason == "memory" and "needs" in skip.message and "0.50 GiB is free" in skip.message
+
+
+def test_out_of_memory_is_recovered_and_the_sweep_goes_on(monkeypatch):
+    real = matmul.make_operands
+    released = []
+
+    def make_operands(device, dtype, n, **kwargs):
+        if n == 64:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 48.00 KiB")
+        return real(device, dtype, n, **kwargs)
+
+    monkeypatch.setattr(matmul, "make_operands", make_operands)
+    monkeypatch.setattr(matmul, "release_device_memory", released.append)
+    result = run_sweep(SweepConfig(sizes=(32, 64, 128), threads=(1,), budget_s=0.2))
+    assert [r.n for r in result.results] == [32, 128]
+    (skip,) = result.skipped
+    assert skip.reason == "out_of_memory" and "memory was released" in skip.message
+    assert released == [torch.device("cpu")]
+
+
+def test_stop_keeps_what_was_measured(fake_timer):
+    events = []
+    result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128), threads=(1,)), on_progress=events.append,
+                       should_stop=lambda: len([e for e in events if e.kind == "result"]) >= 2)
+    assert result.stopped and [r.n for r in result.results] == [16, 32]
+
+
+def test_the_device_is_held_while_the_sweep_runs(fake_timer):
+    held = []
+
+    def on_progress(event):
+        if event.kind == "timing":
+            try:
+                with hold_devices(["cpu"], should_cancel=lambda: True):
+                    held.append(False)
+            except JobCancelled:
+                held.append(True)
+
+    run_sweep(SweepConfig(sizes=(16, 32), threads=(1,)), on_progress=on_progress)
+    assert held == [True, True]
+    with hold_devices(["cpu"], should_cancel=lambda: True):  # released afterwards
+        pass
+
+
+def test_a_real_tiny_sweep_on_the_cpu():
+    result = run_sweep(SweepConfig(sizes=(16, 32), threads=(1,), budget_s=0.05))
+    frame = result.frame()
+    assert frame["n"].tolist() == [16, 32] and (frame["median_s"] > 0).all() and (frame["samples"] >= 1).all()
+    assert result.timed_s <= result.wall_s
+    obj = json.loads(json.dumps(result.to_json()))
+    assert obj["results"][0]["threads"] == 1 and obj["results"][0]["unsynced_s"] is None
+    assert obj["machine"]["cpu"]["logical_cores"] == os.cpu_count()
