@@ -8,12 +8,12 @@ from core.charts.matmul import gflops_figure, results_table, speedup_figure, syn
 from core.devices import GET_A_GPU, available_devices, has_gpu
 from core.errors import DashboardError
 from core.sweep import (
-from pages.shared.entry import through_app
-
-through_app()
     SweepConfig, SweepEvent, SweepResult, dtype_choices, log_sizes, plan_series, run_sweep, size_choices,
     thread_choices,
 )
+from pages.shared.entry import through_app
+
+through_app()
 
 BUDGETS_S = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0]
 DEFAULT_SIZES = (64, 2048)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
 import pytest
 import torch
@@ -275,13 +276,18 @@ def test_stop_keeps_what_was_measured(fake_timer):
 def test_the_device_is_held_while_the_sweep_runs(fake_timer):
     held = []
 
+    def try_cpu():  # another job: same-thread holds pass through, so ask from another thread
+        try:
+            with hold_devices(["cpu"], should_cancel=lambda: True):
+                held.append(False)
+        except JobCancelled:
+            held.append(True)
+
     def on_progress(event):
         if event.kind == "timing":
-            try:
-                with hold_devices(["cpu"], should_cancel=lambda: True):
-                    held.append(False)
-            except JobCancelled:
-                held.append(True)
+            other = threading.Thread(target=try_cpu)
+            other.start()
+            other.join(10)
 
     run_sweep(SweepConfig(sizes=(16, 32), threads=(1,)), on_progress=on_progress)
     assert held == [True, True]
