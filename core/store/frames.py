@@ -1,6 +1,7 @@
 """Tidy tables of saved runs, for overlays, listings and CSV export.
 
-Matmul runs give one row per (run, series, size) (a series: device, dtype, TF32, threads); training runs one row per (run, epoch).
+Matmul runs give one row per (run, series, size), a series being a device with its dtype, TF32 and
+threads; training runs one row per (run, epoch).
 Each row carries the run's id, time, machine and a `series` name, so a chart draws one line per
 series and can put a laptop's CPU beside a lab's GPU.
 """
