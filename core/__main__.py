@@ -12,13 +12,17 @@ import sys
 
 from core.cli import main
 
+PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader left (`| head -2`)
+
 try:
     code = main()
-except BrokenPipeError:  # `python -m core devices | head -2`: the reader left; no traceback
-    code = 141  # 128 + SIGPIPE, what a shell reports for a command whose pipe closed
+except BrokenPipeError:  # the reader left while we printed: no traceback
+    code = PIPE_CLOSED
 for stream in (sys.stdout, sys.stderr):
     try:
         stream.flush()
-    except (BrokenPipeError, OSError):  # e.g. `| head` closed the pipe: nothing left to say
+    except BrokenPipeError:  # ... or before the last buffered output went out
+        code = code or PIPE_CLOSED
+    except OSError:
         pass
 os._exit(code)
