@@ -214,3 +214,17 @@ def test_sizes_beyond_memory_are_skipped_with_a_message_and_nothing_is_saved(app
     assert "Skipped n = 16 on cpu float32 1 thread: n=16 float32 on cpu needs" in text and "choose a smaller size" in text
     assert "Nothing was measured, so nothing was saved" in text and not open_store().list_runs()
     assert not [b for b in app.button if b.key == "mm_save"]
+
+
+def test_a_gpu_that_vanished_since_the_page_drew_is_a_message(app, fake_cuda, monkeypatch):
+    app.switch_page(PAGE).run()
+    assert "cuda:0" in app.multiselect(key="mm_devices").value
+    app.select_slider(key="mm_sizes").set_value((16, 32)).run()
+    fake_cuda.count = 0  # the GPU is gone (driver reset, another process took the MIG slice, ...)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    app.button(key="mm_run").click().run()
+    assert not app.exception, app.exception
+    text = _text(app)
+    assert "No GPU here" in text
+    assert app.multiselect(key="mm_devices").value == ["cpu"], "the page offers what is there now"
+    assert {s.device for s in app.session_state["mm_final"].series} == {"cpu"}, "and times only that"
