@@ -20,7 +20,7 @@ interpreter teardown after it released the lock, while the next job is timing (`
 skips it), and `unlocked` gives each process its own lock folder, so nothing waits: what the lock
 prevents. The machine may be shared: the load average is printed with the figures.
 
-    python bench/classroom.py [--jobs 5] [--sizes 64,128,256,512] [--budget 0.25] [--threads 1,2]
+    python bench/classroom.py [--jobs 5] [--sizes 64,128,256,512] [--budget 0.25] [--threads 1] [--devices cpu,cuda]
                               [--modes threads,processes,processes-teardown,unlocked]
 """
 
@@ -47,6 +47,7 @@ from core.charts.matmul import gflops_figure, results_table, speedup_figure, tim
 from core.cli.matmul import render  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
 from core.device_lock import hold_devices  # noqa: E402
+from core.devices import available_devices, has_gpu  # noqa: E402
 from core.paths import LOCK_ENV  # noqa: E402
 from core.sweep import SweepConfig, plan_series, run_sweep  # noqa: E402
 
@@ -216,20 +217,26 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=5, help="K: students pressing Run at once")
     parser.add_argument("--sizes", type=_ints, default=(64, 128, 256, 512), help="the small sweep's sizes")
     parser.add_argument("--budget", type=float, default=0.25, help="seconds per size and series")
-    parser.add_argument("--threads", type=_ints, default=(1, os.cpu_count() or 1),
-                        help="CPU thread counts (series), as the page's default without a GPU")
+    parser.add_argument("--threads", type=_ints, default=(1,),
+                        help="CPU thread counts (series). Default 1: on a small shared CPU a 2-thread product "
+                             "flips between its normal time and a ~16 ms stall, lock or no lock")
+    parser.add_argument("--devices", default=None,
+                        help="comma-separated (default: cpu and the first GPU, if any, as the page)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of: {', '.join(MODES)}")
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",")]
     if set(modes) - set(MODES) or args.jobs < 2:
         parser.error(f"--modes takes {', '.join(MODES)}; --jobs at least 2")
 
-    config = SweepConfig(sizes=args.sizes, devices=("cpu",), threads=tuple(dict.fromkeys(args.threads)),
+    gpu = available_devices()[:1] if has_gpu() else []
+    devices = tuple(args.devices.split(",")) if args.devices else ("cpu", *gpu)
+    config = SweepConfig(sizes=args.sizes, devices=devices, threads=tuple(dict.fromkeys(args.threads)),
                          budget_s=args.budget)
     scratch = Path(tempfile.mkdtemp(prefix="classroom-bench-"))
     os.environ[LOCK_ENV] = str(scratch / "locks")  # a lock folder of its own: no real user waits on it
-    print(f"K = {args.jobs} sweeps of n = {list(config.sizes)}, threads {list(config.threads)}, "
-          f"{config.budget_s:g} s per size and series; {os.cpu_count()} logical cores", file=sys.stderr)
+    print(f"K = {args.jobs} sweeps of n = {list(config.sizes)} on {', '.join(devices)}, threads "
+          f"{list(config.threads)}, {config.budget_s:g} s per size and series; {os.cpu_count()} logical cores",
+          file=sys.stderr)
 
     run_sweep(config)  # warm-up: the first sweep of this process pays for torch's lazy setup
     alone: dict[str, dict[str, Any]] = {}
@@ -250,7 +257,8 @@ def main() -> int:
     rows = []
     for kind, base in alone.items():
         rows += [[f"{kind}, alone", a["job"], 0.0, a["ended"] - a["started"], a["rendered_s"], a["ratio"],
-                  f"{a['worst_ratio']:.3f} at {a['worst_point']}", f"{a['within']}/{a['points']}"] for a in base["runs"]]
+                  f"{a['worst_ratio']:.3f} at {a['worst_point']}", f"{a['within']}/{a['points']}"]
+                 for a in base["runs"]]
     for phase in phases:
         rows += [[f"{phase['mode']}, together", j["job"], j["waited_s"], j["ended"] - j["started"], j["rendered_s"],
                   j["ratio"],
