@@ -7,6 +7,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from core.store import open_store
+from tests.lock_helpers import hold_cpu_for
+
 PAGE = "pages/matmul_race.py"
 
 
@@ -89,25 +92,6 @@ def test_page_with_fake_gpu_offers_it_and_tf32(app, fake_cuda):
 # ---------------------------------------------------------------- the classroom: line, cap, saving (issue 5)
 
 
-def _hold_cpu_for(seconds: float):
-    import threading
-    import time
-
-    from core.device_lock import hold_devices
-
-    held = threading.Event()
-
-    def hold():
-        with hold_devices(["cpu"], label="another student's sweep"):
-            held.set()
-            time.sleep(seconds)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    assert held.wait(10)
-    return thread
-
-
 def _values(array) -> list:
     """A plotly JSON array as a list: plain, or typed ({'dtype': 'i2', 'bdata': base64})."""
     if isinstance(array, dict):
@@ -124,8 +108,6 @@ def _progress_text(at: AppTest) -> str:
 
 
 def test_a_finished_sweep_is_saved_with_its_label_and_overlays_on_results(app, no_gpu):
-    from core.store import open_store
-
     cores = os.cpu_count() or 1
     app.switch_page(PAGE).run()
     app.select_slider(key="mm_sizes").set_value((16, 32))
@@ -152,8 +134,6 @@ def test_a_finished_sweep_is_saved_with_its_label_and_overlays_on_results(app, n
 
 
 def test_a_stopped_sweep_is_saved_only_on_request(app, no_gpu):
-    from core.store import open_store
-
     _tiny_run(app)
     open_store().delete(1)
     app.session_state["mm_final"] = None  # as if Stop had interrupted the sweep after these rows
@@ -169,8 +149,6 @@ def test_a_stopped_sweep_is_saved_only_on_request(app, no_gpu):
 
 
 def test_the_per_job_cap_stops_the_sweep_and_keeps_its_rows(app, no_gpu, monkeypatch):
-    from core.store import open_store
-
     monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "0.2")
     app.switch_page(PAGE).run()
     app.select_slider(key="mm_sizes").set_value((16, 256))
@@ -192,7 +170,7 @@ def test_a_sweep_waits_for_a_busy_cpu_and_says_so(app, no_gpu):
     app.select_slider(key="mm_sizes").set_value((16, 32))
     app.select_slider(key="mm_budget").set_value(0.25)
     app.multiselect(key="mm_threads").set_value([1])
-    holder = _hold_cpu_for(1.5)
+    holder = hold_cpu_for(1.5)
     app.button(key="mm_run").click().run()
     holder.join(10)
     assert not app.exception and not app.error
@@ -202,8 +180,6 @@ def test_a_sweep_waits_for_a_busy_cpu_and_says_so(app, no_gpu):
 
 
 def test_sizes_beyond_memory_are_skipped_with_a_message_and_nothing_is_saved(app, no_gpu, monkeypatch):
-    from core.store import open_store
-
     app.switch_page(PAGE).run()
     app.select_slider(key="mm_sizes").set_value((16, 32))
     app.multiselect(key="mm_threads").set_value([1])

@@ -12,6 +12,7 @@ from core import parallel_demos as demos
 from core.device_lock import JobCancelled
 from core.errors import DashboardError
 from core.timing import Measurement
+from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/why_parallel.py"
 SECTIONS = {"marbles": demos.MarblesResult, "chain": demos.ChainResult, "timing_bug": demos.TimingBugResult,
@@ -114,28 +115,9 @@ def test_the_page_sits_after_hardware_check():
 # ---------------------------------------------------------------- the classroom: line and cap (issue 5)
 
 
-def _hold_cpu_for(seconds: float):
-    import threading
-    import time
-
-    from core.device_lock import hold_devices
-
-    held = threading.Event()
-
-    def hold():
-        with hold_devices(["cpu"], label="another student's sweep"):
-            held.set()
-            time.sleep(seconds)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    assert held.wait(10)
-    return thread
-
-
 def test_a_section_waits_for_a_busy_cpu_and_says_so(app, no_gpu):
     _open_tiny(app)
-    holder = _hold_cpu_for(1.5)
+    holder = hold_cpu_for(1.5)
     app.button(key="wp_run_chain").click().run()
     holder.join(10)
     assert not app.exception and not app.error

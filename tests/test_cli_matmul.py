@@ -9,6 +9,8 @@ import pytest
 
 from core.cli import build_parser, main
 from core.cli.matmul import config_from_args
+from core.store import open_store
+from tests.lock_helpers import hold_cpu_for
 
 ROOT = Path(__file__).resolve().parents[1]
 ISSUE_KEYS = {"device", "n", "dtype", "median_s", "iqr_s", "samples", "gflops", "unsynced_s", "rel_error"}
@@ -94,31 +96,10 @@ def test_default_devices_add_the_gpu_when_present(fake_cuda, monkeypatch):
 # ---------------------------------------------------------------- the classroom: line, cap, --save (issue 5)
 
 
-def _hold_cpu_for(seconds: float):
-    import threading
-    import time
-
-    from core.device_lock import hold_devices
-
-    held = threading.Event()
-
-    def hold():
-        with hold_devices(["cpu"], label="a student's sweep"):
-            held.set()
-            time.sleep(seconds)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    assert held.wait(10)
-    return thread
-
-
 TINY = ["matmul", "--sizes", "16,32", "--budget", "0.05", "--threads", "1"]
 
 
 def test_save_with_a_label_stores_the_printed_json(capsys):
-    from core.store import open_store
-
     assert main([*TINY, "--json", "--quiet", "--save", "--label", "lab box"]) == 0
     captured = capsys.readouterr()
     printed = json.loads(captured.out)
@@ -129,14 +110,12 @@ def test_save_with_a_label_stores_the_printed_json(capsys):
 
 
 def test_without_save_nothing_is_stored(capsys):
-    from core.store import open_store
-
     assert main([*TINY, "--quiet"]) == 0
     assert "saved" not in capsys.readouterr().err and not open_store().list_runs()
 
 
 def test_a_busy_cpu_prints_the_waiting_line_then_runs(capsys):
-    holder = _hold_cpu_for(1.0)
+    holder = hold_cpu_for(1.0, "a student's sweep")
     assert main([*TINY, "--quiet"]) == 0
     holder.join(10)
     err = capsys.readouterr().err.splitlines()
@@ -145,8 +124,6 @@ def test_a_busy_cpu_prints_the_waiting_line_then_runs(capsys):
 
 
 def test_the_per_job_cap_stops_the_sweep_and_says_why(monkeypatch, capsys):
-    from core.store import open_store
-
     monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "0.2")
     args = ["matmul", "--sizes", "16,32,64,128", "--budget", "0.25", "--threads", "1", "--json", "--quiet"]
     assert main([*args, "--save"]) == 0
@@ -161,8 +138,6 @@ def test_the_per_job_cap_stops_the_sweep_and_says_why(monkeypatch, capsys):
 def test_save_when_every_size_was_skipped_saves_nothing_and_says_so(monkeypatch, capsys):
     from core import sweep
     from core.matmul import DoesNotFit
-    from core.store import open_store
-
     def no_memory(need):
         raise DoesNotFit(f"n={need.n} needs more than is free; choose a smaller size")
 
@@ -194,8 +169,6 @@ def test_save_when_every_size_was_skipped_saves_nothing_and_says_so(monkeypatch,
     (["--save", "--label"], "expected one argument"),
 ])
 def test_even_more_bad_input_gets_one_clear_line(args, message, capsys, monkeypatch):
-    from core.store import open_store
-
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
     monkeypatch.setattr("torch.backends.mps.is_available", lambda: False)
     assert main(["matmul", *args]) == 2

@@ -5,6 +5,7 @@ import json
 import torch
 
 from core.cli import main
+from tests.lock_helpers import hold_cpu_for
 
 
 def test_location_json_without_gpu(monkeypatch, capsys):
@@ -41,27 +42,8 @@ def test_a_bad_budget_is_one_line(capsys):
     assert err.startswith("error: argument --budget: must be at least 0.05 s, got 0") and err.count("\n") == 1
 
 
-def _hold_cpu_for(seconds: float):
-    import threading
-    import time
-
-    from core.device_lock import hold_devices
-
-    held = threading.Event()
-
-    def hold():
-        with hold_devices(["cpu"], label="a student's sweep"):
-            held.set()
-            time.sleep(seconds)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    assert held.wait(10)
-    return thread
-
-
 def test_a_busy_cpu_prints_the_waiting_line_then_runs(capsys):
-    holder = _hold_cpu_for(1.0)
+    holder = hold_cpu_for(1.0, "a student's sweep")
     assert main(["why-parallel", "--section", "timing-bug", "--budget", "0.1"]) == 0
     holder.join(10)
     out, err = capsys.readouterr()
