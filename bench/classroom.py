@@ -232,7 +232,13 @@ def main() -> int:
     devices = tuple(args.devices.split(",")) if args.devices else ("cpu", *gpu)
     config = SweepConfig(sizes=args.sizes, devices=devices, threads=tuple(dict.fromkeys(args.threads)),
                          budget_s=args.budget)
-    scratch = Path(tempfile.mkdtemp(prefix="classroom-bench-"))
+    with tempfile.TemporaryDirectory(prefix="classroom-bench-") as tmp:
+        return run_bench(args, modes, config, devices, Path(tmp))
+
+
+def run_bench(args: argparse.Namespace, modes: list[str], config: SweepConfig, devices: tuple[str, ...],
+              scratch: Path) -> int:
+    """Every phase, the tables and the JSON file; `scratch` holds the lock folders."""
     os.environ[LOCK_ENV] = str(scratch / "locks")  # a lock folder of its own: no real user waits on it
     print(f"K = {args.jobs} sweeps of n = {list(config.sizes)} on {', '.join(devices)}, threads "
           f"{list(config.threads)}, {config.budget_s:g} s per size and series; {os.cpu_count()} logical cores",
