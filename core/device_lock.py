@@ -94,14 +94,17 @@ class Job:
     def timed_out(self) -> bool:
         return self.remaining_s <= 0
 
+    @property
+    def limit_message(self) -> str:
+        """What to tell the user when the job was stopped at its cap (a job that stops itself shows it too)."""
+        return (f"this job held {', '.join(self.devices)} for more than {self.max_job_s:g} s, the limit per job, "
+                f"and was stopped so the next one can run; choose fewer or smaller sizes or epochs, "
+                f"or raise {MAX_JOB_ENV} on the server")
+
     def check(self) -> None:
         """Raise JobTimedOut once the job has run past its cap; call it between steps."""
         if self.timed_out:
-            raise JobTimedOut(
-                f"this job held {', '.join(self.devices)} for more than {self.max_job_s:g} s, the limit per job, "
-                f"and was stopped so the next one can run; choose fewer or smaller sizes or epochs, "
-                f"or raise {MAX_JOB_ENV} on the server"
-            )
+            raise JobTimedOut(self.limit_message)
 
 
 class WaitStatus:

@@ -249,7 +249,9 @@ def memory_need(device: torch.device, dtype: str, n: int, *, end_to_end: bool = 
 
 
 def _gib(n_bytes: int) -> str:
-    return f"{n_bytes / GIB:.2f} GiB"
+    """'1.50 GiB'; past a million GiB (a mistyped size) '1.68e+32 GiB', not a 33-digit number."""
+    value = n_bytes / GIB
+    return f"{value:.2f} GiB" if value < 1e6 else f"{value:.3g} GiB"
 
 
 def check_memory(need: MemoryNeed) -> None:

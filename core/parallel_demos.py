@@ -21,7 +21,7 @@ import torch
 
 from core import clock
 from core.cold_start import FreshRunner, run_in_fresh_process
-from core.device_lock import CancelCheck, JobCancelled, WaitCallback, hold_devices
+from core.device_lock import CancelCheck, Job, JobCancelled, WaitCallback, hold_devices
 from core.devices import available_devices, device_key
 from core.errors import DashboardError
 from core.memory import free_device_bytes, release_device_memory
@@ -64,14 +64,18 @@ class JobHooks:
     on_progress: Callable[[Progress], None] | None = None
     on_wait: WaitCallback | None = None  # (device, jobs ahead) while waiting for the lock
     should_cancel: CancelCheck | None = None  # checked while waiting and between steps
+    job: Job | None = None  # the caller's hold of the devices: its time cap is checked between steps
 
     def report(self, progress: Progress) -> None:
         if self.on_progress is not None:
             self.on_progress(progress)
 
     def check_cancel(self) -> None:
+        """Between steps: raise JobCancelled if the user stopped, JobTimedOut past the job's time cap."""
         if self.should_cancel is not None and self.should_cancel():
             raise JobCancelled("stopped by the user; the steps finished so far are kept")
+        if self.job is not None:
+            self.job.check()
 
 
 def pick_gpu(devices: Sequence[str] | None = None) -> str | None:
@@ -532,6 +536,21 @@ def run_location(
 
 
 # All sections -------------------------------------------------------------------------------------
+
+UNTIMED_SECTIONS = frozenset({"location"})  # 2 x 2 and not timed: needs no device lock
+
+
+def section_devices(key: str, devices: Sequence[str] | None = None) -> list[str]:
+    """The devices section `key` times, and so holds: the CPU and the first GPU if any; none if untimed.
+
+    A page or the CLI holds these around the section (to show the line and enforce the cap); the
+    section's own hold of the same devices in the same thread then passes straight through.
+    """
+    if key in UNTIMED_SECTIONS:
+        return []
+    gpu = pick_gpu(devices)
+    return [CPU] + ([gpu] if gpu else [])
+
 
 SectionRunner = Callable[[JobHooks], object]
 

@@ -11,15 +11,24 @@ from core.sweep import (
     SweepConfig, SweepEvent, SweepResult, dtype_choices, log_sizes, plan_series, run_sweep, size_choices,
     thread_choices,
 )
+from pages.shared.device_wait import device_turn
 from pages.shared.entry import through_app
+from pages.shared.result_store import save_run
 
 through_app()
 
 BUDGETS_S = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0]
 DEFAULT_SIZES = (64, 2048)
 state = st.session_state
-for key, value in {"mm_results": [], "mm_skipped": [], "mm_final": None, "mm_config": None, "mm_series": ()}.items():
+for key, value in {"mm_results": [], "mm_skipped": [], "mm_final": None, "mm_config": None, "mm_series": (),
+                   "mm_saved": None, "mm_stop_reason": None}.items():
     state.setdefault(key, value)
+
+
+def save(result: SweepResult) -> None:
+    """Save a sweep for the Results page (a callback, so the page redraws already knowing it is saved)."""
+    state.mm_saved = save_run("matmul", result.to_json(), result.config.to_dict(), label=state.mm_label.strip())
+
 
 st.title("Matmul race")
 st.caption(
@@ -59,6 +68,8 @@ with st.container(border=True):
                     disabled=not cuda_chosen, help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it.")
     unsynced = c2.checkbox("Also time without synchronizing (the classic bug)", value=True, key="mm_unsynced",
                            disabled=not gpu_here, help="On a CPU nothing is asynchronous, so there is nothing to show.")
+    label = c3.text_input("Name for the Results page (optional)", key="mm_label", max_chars=200,
+                          placeholder="e.g. Ana's laptop", help="finished sweeps are saved there, under this name")
     b1, b2 = c3.columns(2)
     run = b1.button("Run", type="primary", key="mm_run", icon=":material/play_arrow:")
     b2.button("Stop", key="mm_stop", icon=":material/stop:")
@@ -70,32 +81,46 @@ if run:
             threads=tuple(threads), tf32={"off": (False,), "on": (True,), "both": (False, True)}[tf32],
             budget_s=float(budget), unsynced=unsynced, end_to_end=end_to_end,
         )
-        state.mm_results, state.mm_skipped, state.mm_final = [], [], None
-        state.mm_config, state.mm_series = config, plan_series(config).series
-        progress = st.progress(0.0, text="starting")
-        waiting = st.empty()
+        plan = plan_series(config)  # a bad choice is refused here, before waiting in line
+        with device_turn(plan.devices, key="mm", label="matmul sweep") as job:
+            state.mm_results, state.mm_skipped, state.mm_final, state.mm_saved = [], [], None, None
+            state.mm_config, state.mm_series, state.mm_stop_reason = config, plan.series, None
+            progress = st.progress(0.0, text="starting")
 
-        def on_progress(event: SweepEvent) -> None:
-            if event.result is not None:
-                state.mm_results.append(event.result)  # kept even if Stop interrupts the run
-            if event.skipped is not None:
-                state.mm_skipped.append(event.skipped)
-            waiting.empty()
-            progress.progress(event.fraction, text=event.message)
+            def on_progress(event: SweepEvent) -> None:
+                if event.result is not None:
+                    state.mm_results.append(event.result)  # kept even if Stop interrupts the run
+                if event.skipped is not None:
+                    state.mm_skipped.append(event.skipped)
+                progress.progress(event.fraction, text=event.message)
 
-        state.mm_final = run_sweep(config, on_progress=on_progress,
-                                   on_wait=lambda device, ahead: waiting.info(f"waiting for {device}: {ahead} ahead"))
-        progress.progress(1.0, text=f"done in {state.mm_final.wall_s:.1f} s")
+            state.mm_final = run_sweep(config, on_progress=on_progress, should_stop=lambda: job.timed_out)
+        waited = f", after waiting {job.waited_s:.0f} s for {', '.join(job.devices)}" if job.waited_s >= 0.5 else ""
+        progress.progress(1.0, text=f"done in {state.mm_final.wall_s:.1f} s{waited}")
+        if state.mm_final.stopped:
+            state.mm_stop_reason = job.limit_message
+        elif state.mm_final.results:  # a finished sweep goes to the Results page; a stopped one on request
+            save(state.mm_final)
     except DashboardError as exc:
         st.error(str(exc))
 
 if state.mm_results or state.mm_skipped:
     shown = state.mm_final or SweepResult(state.mm_config, state.mm_series, tuple(state.mm_results),
                                           tuple(state.mm_skipped), stopped=True)
-    if state.mm_final is None:
+    if shown.stopped:
         total = len(state.mm_config.sizes) * len(state.mm_series)
-        st.warning(f"Stopped after {len(state.mm_results) + len(state.mm_skipped)} of {total} steps; "
+        why = f" ({state.mm_stop_reason})" if state.mm_stop_reason else ""
+        st.warning(f"Stopped after {len(state.mm_results) + len(state.mm_skipped)} of {total} steps{why}; "
                    "what was measured is kept below.", icon=":material/stop_circle:")
+    if state.mm_saved:
+        st.caption(f"Saved as run #{state.mm_saved}: the **Results** page can overlay it with other machines' runs.")
+    elif not shown.results:
+        st.caption("Nothing was measured, so nothing was saved to the Results page.")
+    else:
+        st.caption("Not saved to the Results page: "
+                   + ("an incomplete sweep is saved only on request." if shown.stopped else "the save did not go through."))
+        st.button("Save the measured points to Results", key="mm_save", icon=":material/save:",
+                  on_click=save, args=(shown,))
     frame = shown.frame()
     crossovers = shown.crossovers()
     headline = [c for c in crossovers if c["gpu_vs_cpu"]] or crossovers

@@ -8,6 +8,7 @@ from core import parallel_demos as demos
 from core import parallel_text as text
 from core.charts import parallel as charts
 from core.errors import DashboardError
+from pages.shared.device_wait import device_turn
 from pages.shared.entry import through_app
 
 through_app()
@@ -73,24 +74,24 @@ SHOW = {  # key -> (figure builder, summary)
 
 
 def run_section(key: str) -> None:
-    """Run one section, keeping each finished step in session_state so a stop loses nothing."""
-    bar = st.progress(0.0, text="Starting…")
-    st.session_state[f"wp_partial_{key}"] = True
+    """Wait for the devices, then run one section; each finished step goes to session_state, so a stop loses nothing."""
 
     def on_progress(p: demos.Progress) -> None:
         st.session_state[f"wp_result_{key}"] = p.partial
         bar.progress(p.fraction, text=f"{p.label}: {p.done} of {p.total} steps done")
 
-    def on_wait(device: str, ahead: int) -> None:
-        bar.progress(0.0, text=f"Waiting for {device}: {ahead} job(s) ahead of this one")
-
+    devices, label = demos.section_devices(key), f"Why parallel: {text.SECTIONS[key]}"
     try:
-        st.session_state[f"wp_result_{key}"] = JOBS[key](demos.JobHooks(on_progress=on_progress, on_wait=on_wait))
-        st.session_state[f"wp_partial_{key}"] = False
+        with device_turn(devices, key=f"wp_{key}", label=label) as job:
+            st.session_state[f"wp_partial_{key}"] = True
+            bar = st.progress(0.0, text="Starting…")
+            try:
+                st.session_state[f"wp_result_{key}"] = JOBS[key](demos.JobHooks(on_progress=on_progress, job=job))
+                st.session_state[f"wp_partial_{key}"] = False
+            finally:
+                bar.empty()
     except DashboardError as exc:
         st.error(str(exc))
-    finally:
-        bar.empty()
 
 
 for key, title in text.SECTIONS.items():

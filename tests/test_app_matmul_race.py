@@ -1,10 +1,14 @@
 """AppTests of the Matmul race page: without a GPU, with a fake one, a tiny real run, stop, errors."""
 
+import json
 import os
 
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
+
+from core.store import open_store
+from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/matmul_race.py"
 
@@ -83,3 +87,120 @@ def test_page_with_fake_gpu_offers_it_and_tf32(app, fake_cuda):
     assert "No GPU here" not in _text(app)
     assert app.multiselect(key="mm_threads").value == [os.cpu_count() or 1]
     assert "bfloat16" in app.multiselect(key="mm_dtypes").options
+
+
+# ---------------------------------------------------------------- the classroom: line, cap, saving (issue 5)
+
+
+def _values(array) -> list:
+    """A plotly JSON array as a list: plain, or typed ({'dtype': 'i2', 'bdata': base64})."""
+    if isinstance(array, dict):
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
+
+
+def _progress_text(at: AppTest) -> str:
+    return " ".join(str(p.proto.text) for p in at.get("progress"))
+
+
+def test_a_finished_sweep_is_saved_with_its_label_and_overlays_on_results(app, no_gpu):
+    cores = os.cpu_count() or 1
+    app.switch_page(PAGE).run()
+    app.select_slider(key="mm_sizes").set_value((16, 32))
+    app.select_slider(key="mm_budget").set_value(0.25)
+    app.multiselect(key="mm_threads").set_value(sorted({1, cores}))
+    app.text_input(key="mm_label").input("Ana's laptop")
+    app.button(key="mm_run").click().run()
+    assert not app.exception and not app.error
+    assert "Saved as run #1" in _text(app)
+    assert not [b for b in app.button if b.key == "mm_save"], "nothing left to save"
+    [run] = open_store().list_runs()
+    assert run.kind == "matmul" and run.label == "Ana's laptop"
+    assert run.payload == app.session_state["mm_final"].to_json() | {"machine": run.payload["machine"]}
+    assert run.settings["threads"] == sorted({1, cores}) and not run.payload["stopped"]
+
+    app.switch_page("pages/results.py").run()
+    assert not app.exception
+    chart = json.loads(app.get("plotly_chart")[0].proto.spec)
+    lines = {t["name"]: _values(t["x"]) for t in chart["data"] if t["name"].startswith("#1 ")}
+    expected = {f"float32 {t} thread{'s' if t > 1 else ''}" for t in {1, cores}}  # one line per thread count
+    assert {name.split(") ", 1)[1].removesuffix(" · Ana's laptop") for name in lines} == expected
+    assert all(name.startswith("#1 cpu (") and name.endswith(" · Ana's laptop") for name in lines)
+    assert all(x == [16, 32] for x in lines.values()), "one point per size on each line"
+
+
+def test_a_stopped_sweep_is_saved_only_on_request(app, no_gpu):
+    _tiny_run(app)
+    open_store().delete(1)
+    app.session_state["mm_final"] = None  # as if Stop had interrupted the sweep after these rows
+    app.session_state["mm_saved"] = None
+    app.button(key="mm_stop").click().run()
+    assert "an incomplete sweep is saved only on request" in _text(app)
+    assert not open_store().list_runs()
+    app.button(key="mm_save").click().run()
+    assert not app.exception
+    [run] = open_store().list_runs()
+    assert run.payload["stopped"] and [r["n"] for r in run.payload["results"]] == [16, 32]
+    assert "Saved as run #2" in _text(app)
+
+
+def test_the_per_job_cap_stops_the_sweep_and_keeps_its_rows(app, no_gpu, monkeypatch):
+    monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "0.2")
+    app.switch_page(PAGE).run()
+    app.select_slider(key="mm_sizes").set_value((16, 256))
+    app.selectbox(key="mm_per_doubling").set_value(4)
+    app.select_slider(key="mm_budget").set_value(0.25)  # each size takes about 0.25 s: the cap hits after one
+    app.multiselect(key="mm_threads").set_value([1])
+    app.button(key="mm_run").click().run()
+    assert not app.exception and not app.error
+    final = app.session_state["mm_final"]
+    assert final.stopped and 1 <= len(final.results) < 17
+    text = _text(app)
+    assert "the limit per job" in text and "GPU_VS_CPU_MAX_JOB_S" in text and "Stopped after" in text
+    assert "an incomplete sweep is saved only on request" in text and not open_store().list_runs()
+    assert len(app.get("plotly_chart")) == 3, "the rows measured before the cap are drawn"
+
+
+def test_a_sweep_waits_for_a_busy_cpu_and_says_so(app, no_gpu):
+    app.switch_page(PAGE).run()
+    app.select_slider(key="mm_sizes").set_value((16, 32))
+    app.select_slider(key="mm_budget").set_value(0.25)
+    app.multiselect(key="mm_threads").set_value([1])
+    holder = hold_cpu_for(1.5)
+    app.button(key="mm_run").click().run()
+    holder.join(10)
+    assert not app.exception and not app.error
+    assert any(c.value.startswith("Waited ") and c.value.endswith(" s for cpu.") for c in app.caption)
+    assert "after waiting" in _progress_text(app) and "for cpu" in _progress_text(app)
+    assert [r.n for r in app.session_state["mm_final"].results] == [16, 32]
+
+
+def test_sizes_beyond_memory_are_skipped_with_a_message_and_nothing_is_saved(app, no_gpu, monkeypatch):
+    app.switch_page(PAGE).run()
+    app.select_slider(key="mm_sizes").set_value((16, 32))
+    app.multiselect(key="mm_threads").set_value([1])
+    monkeypatch.setattr("core.matmul.free_device_bytes", lambda device: 1024)  # memory gone since the page drew
+    app.button(key="mm_run").click().run()
+    assert not app.exception and not app.error
+    text = _text(app)
+    assert "Skipped n = 16 on cpu float32 1 thread: n=16 float32 on cpu needs" in text and "choose a smaller size" in text
+    assert "Nothing was measured, so nothing was saved" in text and not open_store().list_runs()
+    assert not [b for b in app.button if b.key == "mm_save"]
+
+
+def test_a_gpu_that_vanished_since_the_page_drew_is_a_message(app, fake_cuda, monkeypatch):
+    app.switch_page(PAGE).run()
+    assert "cuda:0" in app.multiselect(key="mm_devices").value
+    app.select_slider(key="mm_sizes").set_value((16, 32)).run()
+    fake_cuda.count = 0  # the GPU is gone (driver reset, another process took the MIG slice, ...)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    app.button(key="mm_run").click().run()
+    assert not app.exception, app.exception
+    text = _text(app)
+    assert "No GPU here" in text
+    assert app.multiselect(key="mm_devices").value == ["cpu"], "the page offers what is there now"
+    assert {s.device for s in app.session_state["mm_final"].series} == {"cpu"}, "and times only that"

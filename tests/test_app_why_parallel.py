@@ -12,6 +12,7 @@ from core import parallel_demos as demos
 from core.device_lock import JobCancelled
 from core.errors import DashboardError
 from core.timing import Measurement
+from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/why_parallel.py"
 SECTIONS = {"marbles": demos.MarblesResult, "chain": demos.ChainResult, "timing_bug": demos.TimingBugResult,
@@ -109,3 +110,38 @@ def test_a_stopped_section_keeps_and_shows_its_finished_steps(app, no_gpu, monke
 def test_the_page_sits_after_hardware_check():
     app_py = (Path(__file__).resolve().parents[1] / "app.py").read_text()
     assert app_py.index('"pages/hardware.py"') < app_py.index('"pages/why_parallel.py"')
+
+
+# ---------------------------------------------------------------- the classroom: line and cap (issue 5)
+
+
+def test_a_section_waits_for_a_busy_cpu_and_says_so(app, no_gpu):
+    _open_tiny(app)
+    holder = hold_cpu_for(1.5)
+    app.button(key="wp_run_chain").click().run()
+    holder.join(10)
+    assert not app.exception and not app.error
+    assert any(c.value.startswith("Waited ") and c.value.endswith(" s for cpu.") for c in app.caption)
+    assert isinstance(app.session_state["wp_result_chain"], demos.ChainResult) and _charts(app) == 1
+
+
+def test_the_untimed_section_needs_no_turn(app, no_gpu):
+    from core.device_lock import hold_devices
+
+    _open_tiny(app)
+    with hold_devices(["cpu"], label="a long sweep"):  # held by this thread: the page's thread would wait
+        app.button(key="wp_run_location").click().run()
+    assert not app.exception and not any(c.value.startswith("Waited ") for c in app.caption)
+    assert isinstance(app.session_state["wp_result_location"], demos.LocationResult)
+
+
+def test_the_per_job_cap_stops_a_section_and_keeps_its_steps(app, no_gpu, monkeypatch):
+    monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "0.3")
+    _open_tiny(app)
+    app.number_input(key="wp_budget_s").set_value(2.0)  # the section would take 2 s; the cap is 0.3 s
+    app.button(key="wp_run_marbles").click().run()
+    assert not app.exception
+    assert "the limit per job" in app.error[0].value and "GPU_VS_CPU_MAX_JOB_S" in app.error[0].value
+    result = app.session_state["wp_result_marbles"]
+    assert 1 <= len(result.points) < 2 * len(result.threads), "stopped between steps, the first ones kept"
+    assert "Stopped before the end" in _text(app) and _charts(app) == 1

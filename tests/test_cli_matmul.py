@@ -9,6 +9,8 @@ import pytest
 
 from core.cli import build_parser, main
 from core.cli.matmul import config_from_args
+from core.store import open_store
+from tests.lock_helpers import hold_cpu_for
 
 ROOT = Path(__file__).resolve().parents[1]
 ISSUE_KEYS = {"device", "n", "dtype", "median_s", "iqr_s", "samples", "gflops", "unsynced_s", "rel_error"}
@@ -89,3 +91,93 @@ def test_default_devices_add_the_gpu_when_present(fake_cuda, monkeypatch):
     fake_cuda.count = 0
     monkeypatch.setattr("torch.backends.mps.is_available", lambda: False)
     assert config_from_args(_args()).devices == ("cpu",)
+
+
+# ---------------------------------------------------------------- the classroom: line, cap, --save (issue 5)
+
+
+TINY = ["matmul", "--sizes", "16,32", "--budget", "0.05", "--threads", "1"]
+
+
+def test_save_with_a_label_stores_the_printed_json(capsys):
+    assert main([*TINY, "--json", "--quiet", "--save", "--label", "lab box"]) == 0
+    captured = capsys.readouterr()
+    printed = json.loads(captured.out)
+    assert captured.err.startswith("saved as run #1 in the SQLite file")
+    [run] = open_store().list_runs()
+    assert run.kind == "matmul" and run.label == "lab box" and run.payload == printed
+    assert run.settings["sizes"] == "16,32" and "save" not in run.settings and "label" not in run.settings
+
+
+def test_without_save_nothing_is_stored(capsys):
+    assert main([*TINY, "--quiet"]) == 0
+    assert "saved" not in capsys.readouterr().err and not open_store().list_runs()
+
+
+def test_a_busy_cpu_prints_the_waiting_line_then_runs(capsys):
+    holder = hold_cpu_for(1.0, "a student's sweep")
+    assert main([*TINY, "--quiet"]) == 0
+    holder.join(10)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("waiting for cpu: 1 ahead") and "now running: a student's sweep" in err[0]
+    assert err[0].endswith("(Ctrl+C to leave the line)") and len(err) == 1
+
+
+def test_the_per_job_cap_stops_the_sweep_and_says_why(monkeypatch, capsys):
+    monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "0.2")
+    args = ["matmul", "--sizes", "16,32,64,128", "--budget", "0.25", "--threads", "1", "--json", "--quiet"]
+    assert main([*args, "--save"]) == 0
+    captured = capsys.readouterr()
+    obj = json.loads(captured.out)
+    assert obj["stopped"] and 1 <= len(obj["results"]) < 4
+    assert "stopped: this job held cpu for more than 0.2 s, the limit per job" in captured.err
+    [run] = open_store().list_runs()
+    assert run.payload["stopped"], "asked to save: the incomplete sweep is saved, marked stopped"
+
+
+def test_save_when_every_size_was_skipped_saves_nothing_and_says_so(monkeypatch, capsys):
+    from core import sweep
+    from core.matmul import DoesNotFit
+    def no_memory(need):
+        raise DoesNotFit(f"n={need.n} needs more than is free; choose a smaller size")
+
+    monkeypatch.setattr(sweep, "check_sizes_fit", lambda config, plan: None)  # memory went after the check
+    monkeypatch.setattr("core.cli.matmul.check_sizes_fit", lambda config, plan: None)
+    monkeypatch.setattr(sweep, "check_memory", no_memory)
+    assert main([*TINY, "--save"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped n=16 on cpu float32 1 thread: n=16 needs more than is free" in captured.out
+    assert "nothing was measured, so nothing was saved" in captured.err and not open_store().list_runs()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sizes", ""], "size '' is not a whole number"),
+    (["--sizes", "1e3"], "size '1e3' is not a whole number"),
+    (["--sizes", "0x10"], "size '0x10' is not a whole number"),
+    (["--sizes", "16,-1"], "at least 1, got -1"),
+    (["--sizes", "99999999999999999999"], "choose a smaller size"),
+    (["--budget", "nan"], "between 0 and 600 s, got nan"),
+    (["--budget", "-1"], "between 0 and 600 s, got -1"),
+    (["--budget", "inf"], "between 0 and 600 s, got inf"),
+    (["--devices", ""], "unknown device ''"),
+    (["--devices", "cpu,gpu"], "unknown device 'gpu'; choose one of"),
+    (["--devices", "cuda"], "device 'cuda' is not available"),
+    (["--devices", "mps"], "device 'mps' is not available"),
+    (["--dtype", ""], "unknown dtype ''"),
+    (["--threads", "two"], "thread count 'two' is not a whole number"),
+    (["--threads", "-1"], "at least 1"),
+    (["--save", "--label"], "expected one argument"),
+])
+def test_even_more_bad_input_gets_one_clear_line(args, message, capsys, monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    monkeypatch.setattr("torch.backends.mps.is_available", lambda: False)
+    assert main(["matmul", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
+    assert not open_store().list_runs()
+
+
+def test_a_size_far_beyond_memory_names_its_need_readably(capsys):
+    assert main(["matmul", "--sizes", "99999999999999999999"]) == 2
+    err = capsys.readouterr().err
+    assert "needs 1.68e+32 GiB" in err and "choose a smaller size" in err, err

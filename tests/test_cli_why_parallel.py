@@ -5,6 +5,7 @@ import json
 import torch
 
 from core.cli import main
+from tests.lock_helpers import hold_cpu_for
 
 
 def test_location_json_without_gpu(monkeypatch, capsys):
@@ -39,3 +40,20 @@ def test_a_bad_budget_is_one_line(capsys):
     assert main(["why-parallel", "--section", "chain", "--budget", "0"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: argument --budget: must be at least 0.05 s, got 0") and err.count("\n") == 1
+
+
+def test_a_busy_cpu_prints_the_waiting_line_then_runs(capsys):
+    holder = hold_cpu_for(1.0, "a student's sweep")
+    assert main(["why-parallel", "--section", "timing-bug", "--budget", "0.1"]) == 0
+    holder.join(10)
+    out, err = capsys.readouterr()
+    waiting = [line for line in err.splitlines() if line.startswith("waiting for cpu")]
+    assert len(waiting) == 1 and "1 ahead" in waiting[0] and "now running: a student's sweep" in waiting[0]
+    assert out.startswith("3. The timing bug")
+
+
+def test_the_per_job_cap_stops_a_section_with_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "0.2")
+    assert main(["why-parallel", "--section", "marbles", "--budget", "2"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("error: this job held cpu for more than 0.2 s, the limit per job")

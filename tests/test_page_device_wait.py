@@ -85,3 +85,22 @@ def test_save_run_with_an_unusable_store_warns(monkeypatch):
     at = AppTest.from_function(_saving_page, default_timeout=30).run()
     assert not at.exception
     assert at.warning[0].value.startswith("The run was not saved to the Results page:")
+
+
+def _job_that_stops_itself():
+    import streamlit as st
+
+    from core.device_lock import JobCancelled
+    from pages.shared.device_wait import device_turn
+
+    try:
+        with device_turn(["cpu"], key="t"):
+            raise JobCancelled("stopped by the user; the steps finished so far are kept")
+    except JobCancelled as exc:
+        st.write(f"the page handles it: {exc}")
+
+
+def test_a_cancel_raised_by_the_job_itself_is_the_pages_not_left_the_line():
+    at = AppTest.from_function(_job_that_stops_itself, default_timeout=30).run()
+    assert not at.exception and not at.info
+    assert at.markdown[0].value == "the page handles it: stopped by the user; the steps finished so far are kept"

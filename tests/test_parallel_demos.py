@@ -301,3 +301,21 @@ def test_a_size_too_big_for_the_gpu_is_refused(fake_cuda):
     fake_cuda.free = 2**30  # 1 GiB free on the fake GPU: n = 16384 needs 3 GiB
     with pytest.raises(DashboardError, match="on cuda:0"):
         demos.run_timing_bug(demos.TimingBugConfig(cpu_size=8, gpu_size=16384, budget_s=TINY), make=on_cpu)
+
+
+def test_section_devices_are_what_each_section_holds(fake_cuda):
+    for key in ("marbles", "chain", "timing_bug", "first_call"):
+        assert demos.section_devices(key) == ["cpu", "cuda:0"]
+        assert demos.section_devices(key, devices=["cpu"]) == ["cpu"]
+    assert demos.section_devices("location") == [], "2 x 2 and untimed: no lock"
+
+
+def test_hooks_with_a_job_enforce_its_time_cap():
+    from core.device_lock import JobTimedOut, hold_devices
+
+    with hold_devices(["cpu"], max_job_s=0.05) as job:
+        hooks = demos.JobHooks(job=job)
+        hooks.check_cancel()  # within the cap
+        with pytest.raises(JobTimedOut, match="more than 0.05 s, the limit per job"):
+            while True:
+                hooks.check_cancel()

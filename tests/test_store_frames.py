@@ -30,6 +30,24 @@ def test_matmul_frame_has_one_row_per_run_device_and_size(runs):
     assert row["median_s"] == pytest.approx(3.0 * (512 / 10_000) ** 3)
 
 
+def test_series_of_one_device_stay_apart_when_threads_or_tf32_differ():
+    """A sweep comparing 1 and 2 CPU threads and TF32 off/on (as the page and CLI save it) draws four lines."""
+    payload = matmul_payload(LAB, sizes=(256, 512))
+    rows = []
+    for row in payload["results"]:
+        variants = [{"threads": 1, "tf32": None}, {"threads": 2, "tf32": None}] if row["device"] == "cpu" else \
+            [{"threads": None, "tf32": False}, {"threads": None, "tf32": True}]
+        rows += [{**row, **v} for v in variants]
+    open_store().save("matmul", {**payload, "results": rows})
+    frame = matmul_frame(open_store().list_runs())
+    assert sorted(set(frame["series"])) == [
+        "#1 cpu (Lab Xeon 8480C) float32 1 thread", "#1 cpu (Lab Xeon 8480C) float32 2 threads",
+        "#1 cuda:0 (NVIDIA H200) float32 TF32 off", "#1 cuda:0 (NVIDIA H200) float32 TF32 on",
+    ]
+    for _, series in frame.groupby("series"):
+        assert list(series["n"]) == [256, 512], "one point per size in each line"
+
+
 def test_train_frame_has_one_row_per_epoch_with_elapsed_time(runs):
     frame = train_frame(runs)
     assert list(frame["epoch"]) == [1, 2, 3]

@@ -6,6 +6,9 @@ import argparse
 import sys
 
 from core.cli.output import format_table, print_json
+from core.cli.results import add_save_options, save_if_requested
+from core.cli.waiting import print_waiting
+from core.device_lock import hold_devices
 from core.devices import available_devices, has_gpu
 from core.errors import DashboardError
 from core.matmul import DTYPES
@@ -26,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--end-to-end", action="store_true", help="also time copying inputs to the GPU and the result back")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_save_options(p)
     p.set_defaults(handler=run)
 
 
@@ -68,19 +72,23 @@ def _progress(event: SweepEvent) -> None:
         print(f"[{event.done}/{event.total}] {event.message}", file=sys.stderr, flush=True)
 
 
-def _waiting(device: str, ahead: int) -> None:
-    print(f"waiting for {device}: {ahead} job(s) ahead", file=sys.stderr, flush=True)
-
-
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     plan = plan_series(config)
     check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
-    result = run_sweep(config, on_progress=None if args.quiet else _progress, on_wait=_waiting)
+    with hold_devices(plan.devices, on_wait=print_waiting(), label="matmul sweep (command line)") as job:
+        result = run_sweep(config, on_progress=None if args.quiet else _progress, should_stop=lambda: job.timed_out)
+    if result.stopped:
+        print(f"stopped: {job.limit_message}", file=sys.stderr)
+    payload = result.to_json()
     if args.json:
-        print_json(result.to_json())
+        print_json(payload)
     else:
         print(render(result))
+    if result.results:  # a stopped sweep is saved too when asked: its payload says "stopped": true
+        save_if_requested(args, "matmul", payload)
+    elif args.save:
+        print("nothing was measured, so nothing was saved", file=sys.stderr)
     return 0
 
 

@@ -10,8 +10,11 @@ import time
 from core import parallel_demos as demos
 from core import parallel_text as text
 from core.cli.output import print_json
+from core.cli.waiting import print_waiting
+from core.device_lock import hold_devices
 
 NAMES = {key.replace("_", "-"): key for key in text.SECTIONS}  # CLI spelling -> section key
+NAMES_BY_KEY = {key: name for name, key in NAMES.items()}
 SUMMARIES = {
     "marbles": text.summarize_marbles,
     "chain": text.summarize_chain,
@@ -45,19 +48,17 @@ def _progress(progress: demos.Progress) -> None:
     print(f"  {progress.label}: {progress.done} of {progress.total} steps done", file=sys.stderr)
 
 
-def _waiting(device: str, ahead: int) -> None:
-    print(f"  waiting for {device}: {ahead} job(s) ahead", file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
     runners = demos.section_runners(args.budget)
     keys = list(runners) if args.section == "all" else [NAMES[args.section]]
-    hooks = demos.JobHooks(on_progress=_progress, on_wait=_waiting)
+    waiting = print_waiting()
     sections = {}
     for key in keys:
         print(f"{text.SECTIONS[key]} …", file=sys.stderr)
         start = time.perf_counter()
-        result = runners[key](hooks)
+        with hold_devices(demos.section_devices(key), on_wait=waiting,
+                          label=f"why-parallel {NAMES_BY_KEY[key]} (command line)") as job:
+            result = runners[key](demos.JobHooks(on_progress=_progress, job=job))
         wall_s = time.perf_counter() - start
         sections[key] = {"wall_s": wall_s, "summary": SUMMARIES[key](result), "result": dataclasses.asdict(result)}
         if not args.json:

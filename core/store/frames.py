@@ -1,6 +1,7 @@
 """Tidy tables of saved runs, for overlays, listings and CSV export.
 
-Matmul runs give one row per (run, device, size, dtype); training runs one row per (run, epoch).
+Matmul runs give one row per (run, series, size), a series being a device with its dtype, TF32 and
+threads; training runs one row per (run, epoch).
 Each row carries the run's id, time, machine and a `series` name, so a chart draws one line per
 series and can put a laptop's CPU beside a lab's GPU.
 """
@@ -14,7 +15,8 @@ import pandas as pd
 from core.store.records import StoredRun, device_title
 
 RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine"]
-MATMUL_FIELDS = ["device", "n", "dtype", "median_s", "iqr_s", "samples", "gflops", "unsynced_s", "rel_error"]
+MATMUL_FIELDS = ["device", "n", "dtype", "threads", "tf32", "median_s", "iqr_s", "samples", "gflops", "unsynced_s",
+                 "rel_error"]
 EPOCH_FIELDS = ["epoch", "train_loss", "test_loss", "test_accuracy", "seconds"]
 MATMUL_COLUMNS = [*RUN_COLUMNS, "series", "device_title", *MATMUL_FIELDS]
 TRAIN_COLUMNS = [*RUN_COLUMNS, "series", "device", "device_title", *EPOCH_FIELDS, "elapsed_s"]
@@ -31,15 +33,30 @@ def _series(run: StoredRun, title: str, extra: str = "") -> str:
     return f"{name} · {run.label}" if run.label else name
 
 
+def _variant(result: dict) -> str:
+    """What sets a sweep's series apart on one device: dtype, plus TF32 and CPU threads when recorded.
+
+    A sweep comparing 1 and 2 CPU threads (or TF32 off and on) has two rows per size on one
+    device; without these in the name they would be drawn as one zigzag line.
+    """
+    parts = [str(result["dtype"])]
+    if result.get("tf32") is not None:
+        parts.append(f"TF32 {'on' if result['tf32'] else 'off'}")
+    threads = result.get("threads")
+    if isinstance(threads, int) and not isinstance(threads, bool):
+        parts.append(f"{threads} thread{'s' if threads != 1 else ''}")
+    return " ".join(parts)
+
+
 def matmul_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """One row per measured (run, device, n, dtype), sorted by size within each series."""
+    """One row per measured (run, series, n), sorted by size within each series."""
     rows = []
     for run in runs:
         if run.kind != "matmul":
             continue
         for result in run.payload["results"]:
             title = device_title(run.machine, str(result["device"]))
-            row = {**_run_columns(run), "series": _series(run, title, str(result["dtype"])), "device_title": title}
+            row = {**_run_columns(run), "series": _series(run, title, _variant(result)), "device_title": title}
             row.update({field: result.get(field) for field in MATMUL_FIELDS})
             rows.append(row)
     frame = pd.DataFrame(rows, columns=MATMUL_COLUMNS)

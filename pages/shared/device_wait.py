@@ -9,7 +9,7 @@ anything else that reruns): the stop exception is raised there, and `hold_device
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import streamlit as st
 
@@ -47,14 +47,15 @@ def device_turn(devices: Iterable[str], *, key: str, label: str = "", max_job_s:
         parts["note"].info(status.message, icon=":material/hourglass_top:")
 
     status = WaitStatus(on_change=draw, should_cancel=_tab_closed)
-    try:
-        with hold_devices(devices, on_wait=status.on_wait, should_cancel=status.should_cancel,
-                          max_job_s=max_job_s, label=label) as job:
+    with ExitStack() as stack:
+        try:  # only a cancel while waiting means "left the line"; one raised by the job itself is the caller's
+            job = stack.enter_context(hold_devices(devices, on_wait=status.on_wait, should_cancel=status.should_cancel,
+                                                   max_job_s=max_job_s, label=label))
+        except JobCancelled:
             box.empty()
-            if status.waiting:
-                st.caption(f"Waited {job.waited_s:.0f} s for {', '.join(job.devices)}.")
-            yield job
-    except JobCancelled:
+            st.info("Left the line; nothing ran.", icon=":material/cancel:")
+            st.stop()
         box.empty()
-        st.info("Left the line; nothing ran.", icon=":material/cancel:")
-        st.stop()
+        if status.waiting:
+            st.caption(f"Waited {job.waited_s:.0f} s for {', '.join(job.devices)}.")
+        yield job

@@ -14,17 +14,24 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def seeded(e2e_home):
-    """Runs in the server's own store (its GPU_VS_CPU_DATA_DIR), written before the page opens."""
+    """Runs in the server's own store (its GPU_VS_CPU_DATA_DIR), written before the page opens.
+
+    Other browser tests of the session save sweeps there too, and ids are never reused, so the
+    runs are named by the ids their saves return.
+    """
     store = open_store(f"sqlite:///{e2e_home / 'data' / SQLITE_FILE}")
     for run in store.list_runs():
         store.delete(run.run_id)
-    store.save("matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024, 2048)), {"sizes": "256..2048"}, label="Ana")
-    store.save("matmul", matmul_payload(LAB, sizes=(256, 512, 1024, 2048, 4096)), {"sizes": "256..4096"})
-    store.save("train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB)
-    return store
+    ids = (
+        store.save("matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024, 2048)), {"sizes": "256..2048"}, label="Ana"),
+        store.save("matmul", matmul_payload(LAB, sizes=(256, 512, 1024, 2048, 4096)), {"sizes": "256..4096"}),
+        store.save("train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB),
+    )
+    return store, ids
 
 
 def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, seeded, tmp_path):
+    store, (laptop, lab, _) = seeded
     # The root first: until app.py's st.navigation has run once, Streamlit serves a direct page URL
     # in its old pages/-folder mode (no app.py, a sidebar listing files). Then the page by its URL.
     page.goto(streamlit_url)
@@ -43,7 +50,8 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
     sweep.locator(".main-svg").first.wait_for()
     legend = sweep.locator(".legendtext").all_text_contents()  # SVG text has no innerText
     assert "lecture (n = 10,000)" in legend
-    assert "#2 cuda:0 (NVIDIA H200) float32" in legend and "#1 cpu (Student Laptop CPU i5) float32 · Ana" in legend
+    assert f"#{lab} cuda:0 (NVIDIA H200) float32" in legend
+    assert f"#{laptop} cpu (Student Laptop CPU i5) float32 · Ana" in legend
     assert sweep.get_by_text("lecture: CPU ≈ 23 s").count() == 1
     screenshot(page, "results")
 
@@ -57,7 +65,7 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
     page.get_by_text("bens-laptop.json: imported 1 run(s).").wait_for()
     wait_for_idle(page)
     assert_no_exception(page)
-    assert len(seeded.list_runs()) == 4
+    assert len(store.list_runs()) == 4
 
     bad = tmp_path / "broken.json"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
@@ -68,5 +76,5 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
     page.get_by_text("broken.json: the file is not text").wait_for()
     wait_for_idle(page)
     assert_no_exception(page)
-    assert len(seeded.list_runs()) == 4
+    assert len(store.list_runs()) == 4
     screenshot(page, "results-after-import")
