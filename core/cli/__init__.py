@@ -11,10 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from core.cli import devices
+from core.cli import data, devices, train
 from core.errors import DashboardError
 
-SUBCOMMANDS = [devices]
+SUBCOMMANDS = [devices, data, train]
 
 
 class _Parser(argparse.ArgumentParser):
