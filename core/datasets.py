@@ -231,4 +231,8 @@ def load_source(source: str, *, allow_download: bool = True, progress: ProgressC
         raise DashboardError(f"no data given; name a built-in data set ({', '.join(BUILTIN_DATASETS)}) or a path")
     if text in BUILTIN_DATASETS:
         return load_dataset(text, allow_download=allow_download, progress=progress)
+    if not Path(text).expanduser().exists():
+        raise DashboardError(
+            f"{text!r} is neither a built-in data set ({', '.join(BUILTIN_DATASETS)}) nor an existing file or folder"
+        )
     return load_path(text)
