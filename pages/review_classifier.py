@@ -71,9 +71,9 @@ if not has_gpu():
     st.info("No GPU here, so runs use the CPU. With a GPU you could train the same run there and watch the two loss "
             "curves race by wall time below. " + GET_A_GPU, icon=":material/info:")
 
-b1, b2, _ = st.columns([1, 1, 6])
-go = b1.button("Train", type="primary", key="clf_train", icon=":material/play_arrow:")
-b2.button("Stop", key="clf_stop", icon=":material/stop:", help="stops after the current batch; results so far stay")
+buttons = st.container(horizontal=True)
+go = buttons.button("Train", type="primary", key="clf_train", icon=":material/play_arrow:")
+buttons.button("Stop", key="clf_stop", icon=":material/stop:", help="stops within a few batches; results so far stay")
 status, metrics_slot, loss_slot, acc_slot = st.empty(), st.empty(), st.empty(), st.empty()
 
 
@@ -142,9 +142,12 @@ if runs:
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("Test accuracy (kept epoch)", "—" if kept is None else f"{kept.test.accuracy:.1%}",
                   None if kept is None or base is None else f"{kept.test.accuracy - base.accuracy:+.1%} vs baseline")
-        m2.metric("LogisticRegression, same split", "—" if base is None else f"{base.accuracy:.1%}")
-        m3.metric("Seconds per epoch", "—" if last.seconds_per_epoch is None else f"{last.seconds_per_epoch:.2f}")
-        m4.metric("Epochs done", f"{len(last.epochs)} of {last.config.epochs} ({last.status}, {last.device})")
+        m2.metric("Baseline accuracy", "—" if base is None else f"{base.accuracy:.1%}",
+                  help="scikit-learn LogisticRegression on the same features and the same split")
+        m3.metric("Seconds per epoch", "—" if last.seconds_per_epoch is None else f"{last.seconds_per_epoch:.3f}",
+                  help="median over the completed epochs, device-synchronized, evaluation excluded")
+        m4.metric("Epochs done", f"{len(last.epochs)} / {last.config.epochs}", f"{last.status} on {last.device}",
+                  delta_color="off", delta_arrow="off")
     loss_slot.plotly_chart(loss_curves(last.reports, baseline_loss=base and base.test_loss, epochs=last.config.epochs),
                            key="clf_loss")
     acc_slot.plotly_chart(accuracy_curve(last.epochs, baseline_accuracy=base and base.accuracy,
