@@ -59,7 +59,10 @@ class Vectorizer:
 
     def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
         """(n, V) float32 CSR for new texts, weighted exactly as the training rows were."""
-        x = self.vectorizer.transform(list(texts)).astype(np.float32)
+        texts = list(texts)
+        if not texts:  # e.g. no validation rows; TF-IDF refuses an empty input
+            return sp.csr_matrix((0, self.vocab_size), dtype=np.float32)
+        x = self.vectorizer.transform(texts).astype(np.float32)
         if self.column_scale is not None:
             x = x @ sp.diags(self.column_scale)
         return sp.csr_matrix(x, dtype=np.float32)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core.baseline import logistic_regression
 from core.charts.classifier import METRICS, accuracy_curve, loss_curves, overlay
-from core.classifier_model import ClassifierConfig
+from core.classifier_model import INPUT_MODES, ClassifierConfig
 from core.classifier_runs import RunRecord, interrupted, table_rows
 from core.datasets import BUILTIN_DATASETS, fetch, is_cached, load_source
 from core.devices import GET_A_GPU, available_devices, has_gpu
@@ -64,7 +64,10 @@ with st.expander("Vectorizer and model settings", expanded=False):
     momentum = c3.number_input("Momentum", 0.0, 0.999, D.momentum, key="clf_momentum")
     decay = c3.number_input("Weight decay", 0.0, 1.0, D.weight_decay, format="%.5f", key="clf_decay")
     seed = c4.number_input("Seed", 0, 2**31 - 1, D.seed, key="clf_seed")
+    val_share = c4.number_input("Validation share (0: keep the last epoch)", 0.0, 0.5, D.val_fraction,
+                                key="clf_val", help="training reviews held back to choose the kept epoch")
     every = c4.number_input("Also report every N batches (0: per epoch)", 0, 100_000, 0, key="clf_every")
+    input_mode = c1.selectbox("Input path", list(INPUT_MODES), format_func=INPUT_MODES.get, key="clf_input")
 devices = ["auto", *available_devices()] if has_gpu() else ["cpu"]
 device = st.selectbox("Device", devices, key="clf_device")
 if not has_gpu():
@@ -97,9 +100,11 @@ if go:
     try:
         config = ClassifierConfig(weighting=weighting, ngrams=ngrams, max_features=max_features or None, hidden=hidden,
                                   lr=lr, momentum=momentum, weight_decay=decay, batch_size=batch, epochs=epochs,
-                                  seed=seed, device=device, report_every=every)
+                                  seed=seed, device=device, report_every=every, val_fraction=val_share,
+                                  input_mode=input_mode)
         reviews = _reviews()
-        prep_key = (state.clf_reviews_key, config.weighting, config.ngrams, config.max_features, config.seed)
+        prep_key = (state.clf_reviews_key, config.weighting, config.ngrams, config.max_features, config.seed,
+                    config.val_fraction)
         if state.get("clf_prep_key") != prep_key:
             with st.spinner("building the document-term matrix and the LogisticRegression baseline"):
                 features = features_for(reviews, config)

@@ -40,6 +40,12 @@ def test_binary_counts_and_tfidf():
     assert np.allclose(sp.linalg.norm(tfidf, axis=1), 1.0)
 
 
+@pytest.mark.parametrize("weighting", ["counts", "binary", "tfidf", "nb"])
+def test_transform_of_no_texts(weighting):
+    vec, x = fit_vectorizer(["good film", "bad film"], np.array([1, 0]), weighting=weighting, ngrams=1, max_features=None)
+    assert vec.transform([]).shape == (0, x.shape[1])
+
+
 def test_nb_weighting_signs_follow_the_classes():
     texts = ["great fun", "great film", "awful film", "awful mess"]
     y = np.array([1, 1, 0, 0])

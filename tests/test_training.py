@@ -18,7 +18,7 @@ from core.training import (
 )
 from tests.review_fixtures import toy_reviews
 
-FAST = dict(hidden=8, lr=0.3, batch_size=16, epochs=6, weighting="binary", ngrams=1)
+FAST = dict(hidden=8, lr=0.3, batch_size=16, epochs=6, weighting="binary", ngrams=1, val_fraction=0.1)
 
 
 @pytest.fixture(scope="module")
