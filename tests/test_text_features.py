@@ -32,12 +32,15 @@ def test_vocabulary_cap_keeps_the_most_frequent_terms():
 
 
 def test_binary_counts_and_tfidf():
-    texts = ["good good good", "bad film"]
+    texts = ["good good good film", "bad film"]
     _, counts = fit_vectorizer(texts, np.array([1, 0]), weighting="counts", ngrams=1, max_features=None)
     _, binary = fit_vectorizer(texts, np.array([1, 0]), weighting="binary", ngrams=1, max_features=None)
-    _, tfidf = fit_vectorizer(texts, np.array([1, 0]), weighting="tfidf", ngrams=1, max_features=None)
+    vec, tfidf = fit_vectorizer(texts, np.array([1, 0]), weighting="tfidf", ngrams=1, max_features=None)
     assert counts.max() == 3 and binary.max() == 1
-    assert np.allclose(sp.linalg.norm(tfidf, axis=1), 1.0)
+    vocab = vec.vectorizer.vocabulary_
+    idf_good = 1 + np.log(3 / 2)  # smoothed idf of a word in 1 of 2 reviews; 'film' is in both: idf 1
+    assert tfidf[0, vocab["good"]] == pytest.approx((1 + np.log(3)) * idf_good)  # sublinear tf, rows not normalized
+    assert tfidf[0, vocab["film"]] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("weighting", ["counts", "binary", "tfidf", "nb"])
