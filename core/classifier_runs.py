@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from core.baseline import BaselineResult
-from core.charts.classifier import RunCurve
 from core.classifier_model import ClassifierConfig
 from core.training import EpochReport, TrainResult
 
@@ -56,9 +55,6 @@ class RunRecord:
     def finished(self, result: TrainResult) -> "RunRecord":
         return replace(self, device=result.device, status=STOPPED if result.stopped else DONE,
                        best_epoch=result.best_epoch)
-
-    def curve(self) -> RunCurve:
-        return RunCurve(self.label, self.reports)
 
 
 def interrupted(records: Sequence[RunRecord]) -> list[RunRecord]:

@@ -19,7 +19,9 @@ import torch
 from torch import nn
 
 from core import clock
-from core.classifier_model import ClassifierConfig, build_model, forward, make_batch, resolve_input_mode
+from core.classifier_model import (
+    ClassifierConfig, SparseBatch, build_model, forward, make_batch, resolve_input_mode,
+)
 from core.device_lock import WaitCallback, hold_devices
 from core.devices import device_key, resolve_device
 from core.errors import DashboardError
@@ -156,6 +158,21 @@ def train(
         return _train_locked(features, config, device, mode, on_progress, should_stop)
 
 
+def _sgd_step(model: nn.Sequential, optimizer: torch.optim.Optimizer, loss_fn: nn.Module,
+              batch: SparseBatch | torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """One update; returns the batch's mean loss, detached and still on the device (no sync)."""
+    loss = loss_fn(forward(model, batch), target)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def _cpu_copy(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights as they are now, copied to the CPU: the kept epoch survives later epochs."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
 def _train_locked(
     features: Features, config: ClassifierConfig, device: torch.device, mode: str,
     on_progress: ProgressCallback | None, should_stop: StopCheck | None,
@@ -192,11 +209,7 @@ def _train_locked(
             rows = order[b * config.batch_size:(b + 1) * config.batch_size]
             batch = make_batch(features.x_train[rows], mode).to(device)  # only these rows, to the device
             target = torch.from_numpy(y_train[rows]).to(device)
-            loss = loss_fn(forward(model, batch), target)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            loss_sum += loss.detach() * len(rows)
+            loss_sum += _sgd_step(model, optimizer, loss_fn, batch, target) * len(rows)
             seen += len(rows)
             last = b + 1 == n_batches
             if last or (config.report_every and (b + 1) % config.report_every == 0):
@@ -215,7 +228,7 @@ def _train_locked(
         score = reports[-1].val.loss if has_val else -epoch  # without validation: keep the last epoch
         if score < best_val or best_state is None:
             best_val, best_epoch = score, epoch
-            best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+            best_state = _cpu_copy(model)
     kept = build_model(features.vocab_size, config.hidden, config.seed)
     if best_state is not None:
         kept.load_state_dict(best_state)

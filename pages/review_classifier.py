@@ -175,7 +175,7 @@ if runs:
     by = h1.radio("x axis", ["seconds", "epoch"], key="clf_by", horizontal=True,
                   format_func=lambda b: "wall time (the race)" if b == "seconds" else "epoch")
     metric = h2.selectbox("Show", list(METRICS), format_func=METRICS.get, key="clf_metric")
-    st.plotly_chart(overlay([r.curve() for r in runs], by=by, metric=metric), key="clf_overlay")
+    st.plotly_chart(overlay(runs, by=by, metric=metric), key="clf_overlay")
     st.dataframe(table_rows(runs), hide_index=True, key="clf_table")
     if st.button("Clear history", key="clf_clear"):
         state.clf_runs = []

@@ -2,7 +2,9 @@
 
 import pytest
 
-from core.charts.classifier import RunCurve, accuracy_curve, loss_curves, overlay
+from core.charts.classifier import accuracy_curve, loss_curves, overlay
+from core.classifier_model import ClassifierConfig
+from core.classifier_runs import RunRecord
 from core.training import EpochReport, Evaluation
 
 
@@ -31,8 +33,8 @@ def test_accuracy_curve_marks_kept_epoch():
 
 
 def test_overlay_by_epoch_and_by_wall_time():
-    cpu = RunCurve("run 1 · cpu", (_report(1, seconds=2.0), _report(2, seconds=2.0)))
-    gpu = RunCurve("run 2 · cuda:0", (_report(1, seconds=0.1), _report(2, seconds=0.1)))
+    cpu = RunRecord(1, "toy", ClassifierConfig(), "cpu", (_report(1, seconds=2.0), _report(2, seconds=2.0)))
+    gpu = RunRecord(2, "toy", ClassifierConfig(), "cuda:0", (_report(1, seconds=0.1), _report(2, seconds=0.1)))
     by_epoch = overlay([cpu, gpu], by="epoch", metric="train_loss")
     assert [list(t.x) for t in by_epoch.data] == [[1.0, 2.0], [1.0, 2.0]]
     race = overlay([cpu, gpu], by="seconds", metric="test_accuracy")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Protocol
 
 import plotly.graph_objects as go
 
@@ -71,15 +71,17 @@ def accuracy_curve(reports: Sequence[EpochReport], *, baseline_accuracy: float |
     return fig
 
 
-@dataclass(frozen=True)
-class RunCurve:
-    """One run as the overlay needs it: a label and its epoch reports."""
+class Run(Protocol):
+    """What the overlay needs of a run (core.classifier_runs.RunRecord has it)."""
 
-    label: str  # e.g. "run 2 · cuda:0"
-    reports: tuple[EpochReport, ...]
+    @property
+    def label(self) -> str: ...  # e.g. "run 2 · cuda:0"
+
+    @property
+    def reports(self) -> Sequence[EpochReport]: ...
 
 
-def overlay(runs: Sequence[RunCurve], *, by: str = "epoch", metric: str = "test_loss") -> go.Figure:
+def overlay(runs: Sequence[Run], *, by: str = "epoch", metric: str = "test_loss") -> go.Figure:
     """Several runs on one chart, by epoch (which learns more per pass) or by wall time (the race:
     which device gets to a given loss first)."""
     if by not in ("epoch", "seconds"):
