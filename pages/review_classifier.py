@@ -115,19 +115,21 @@ if go:
         slot = len(state.clf_runs) - 1
         status.info(f"{features.n_train} training, {features.n_val} validation, {features.n_test} test reviews; "
                     f"{features.vocab_size:,} terms. Training…")
+        line = [f"training on {device}…"]
         ticks = [0]
 
         def on_progress(report):
             state.clf_runs[slot] = rec = state.clf_runs[slot].with_report(report)
             loss_slot.plotly_chart(loss_curves(rec.reports, baseline_loss=baseline.test_loss, epochs=config.epochs),
                                    key=f"clf_live_{rec.number}_{len(rec.reports)}")
-            status.info(f"epoch {report.epoch}/{config.epochs}: train loss {report.train_loss:.4f}, test accuracy "
-                        f"{report.test.accuracy:.3f}, {report.seconds:.2f} s")
+            line[0] = (f"epoch {report.epoch}/{config.epochs}: train loss {report.train_loss:.4f}, "
+                       f"test accuracy {report.test.accuracy:.3f}, {report.seconds:.2f} s")
+            status.info(line[0])
 
-        def tick():
+        def tick():  # any page update lets a Stop click end the run here, between batches
             ticks[0] += 1
             if ticks[0] % TICK_BATCHES == 0:
-                status.caption(f"training… {ticks[0]} batches")
+                status.info(f"{line[0]} · {ticks[0]} batches")
             return False
 
         result = train(features, config, on_progress=on_progress, should_stop=tick,
