@@ -23,10 +23,10 @@ from torch import nn
 from core.errors import DashboardError
 from core.text_features import WEIGHTINGS
 
-INPUT_MODES = {
-    "auto": "sparse, except dense on Apple MPS (whose sparse kernels are incomplete)",
-    "sparse": "sparse: sum the weight columns of the words present (EmbeddingBag)",
-    "dense": "dense: densify each batch, then the plain Linear layer",
+INPUT_MODES = {  # short labels for a selectbox
+    "auto": "auto (sparse; dense on MPS)",  # Apple MPS's sparse kernels are incomplete
+    "sparse": "sparse (EmbeddingBag)",  # sum the Linear's weight columns of the words present
+    "dense": "dense per batch",  # densify each batch, then the plain Linear layer
 }
 
 

@@ -32,11 +32,11 @@ from sklearn.model_selection import train_test_split
 from core.errors import DashboardError
 from core.review_loaders import Reviews
 
-WEIGHTINGS = {
-    "nb": "binary, scaled by naive-Bayes log-count ratios (NBSVM)",
-    "tfidf": "TF-IDF (sublinear term frequency, rows not normalized)",
-    "binary": "binary (word present or not)",
-    "counts": "word counts (the lecture's bag of words)",
+WEIGHTINGS = {  # short labels for a selectbox; the module docstring says what each one is
+    "nb": "NB-weighted (NBSVM)",
+    "tfidf": "TF-IDF",
+    "binary": "binary",
+    "counts": "counts (the lecture)",
 }
 NB_ALPHA = 1.0  # Laplace smoothing of the naive-Bayes ratios: a word seen once is not a verdict
 _MARKUP = re.compile(r"<[^>]*>")  # HTML tags, IMDB's <br /> above all

@@ -5,7 +5,7 @@ import streamlit as st
 from core.baseline import logistic_regression
 from core.charts.classifier import METRICS, accuracy_curve, loss_curves, overlay
 from core.classifier_model import INPUT_MODES, ClassifierConfig
-from core.classifier_runs import RunRecord, interrupted, table_rows
+from core.classifier_runs import DONE, RunRecord, interrupted, table_rows
 from core.datasets import BUILTIN_DATASETS, fetch, is_cached, load_source
 from core.devices import GET_A_GPU, available_devices, has_gpu
 from core.errors import DashboardError
@@ -53,7 +53,9 @@ else:
 # ---- settings
 with st.expander("Vectorizer and model settings", expanded=False):
     c1, c2, c3, c4 = st.columns(4)
-    weighting = c1.selectbox("Weighting", list(WEIGHTINGS), format_func=WEIGHTINGS.get, key="clf_weighting")
+    weighting = c1.selectbox("Weighting", list(WEIGHTINGS), format_func=WEIGHTINGS.get, key="clf_weighting",
+                             help="NB-weighted: binary word and pair features scaled by how strongly each one "
+                                  "leans positive or negative in the training reviews (best accuracy here)")
     ngrams = c1.radio("n-grams", [1, 2], index=D.ngrams - 1, key="clf_ngrams", horizontal=True,
                       format_func=lambda n: "words" if n == 1 else "words + pairs")
     max_features = c1.number_input("Vocabulary cap (0: none)", 0, 5_000_000, D.max_features or 0, key="clf_maxf")
@@ -67,7 +69,9 @@ with st.expander("Vectorizer and model settings", expanded=False):
     val_share = c4.number_input("Validation share (0: keep the last epoch)", 0.0, 0.5, D.val_fraction,
                                 key="clf_val", help="training reviews held back to choose the kept epoch")
     every = c4.number_input("Also report every N batches (0: per epoch)", 0, 100_000, 0, key="clf_every")
-    input_mode = c1.selectbox("Input path", list(INPUT_MODES), format_func=INPUT_MODES.get, key="clf_input")
+    input_mode = c1.selectbox("Input path", list(INPUT_MODES), format_func=INPUT_MODES.get, key="clf_input",
+                              help="sparse sums the weights of the words present; dense builds each batch as a "
+                                   "full (batch x vocabulary) matrix first: same numbers, more work")
 devices = ["auto", *available_devices()] if has_gpu() else ["cpu"]
 device = st.selectbox("Device", devices, key="clf_device")
 if not has_gpu():
@@ -155,8 +159,8 @@ if runs:
                   help="median over the completed epochs, device-synchronized, evaluation excluded")
         m4.metric("Epochs done", f"{len(last.epochs)} / {last.config.epochs}", f"{last.status} on {last.device}",
                   delta_color="off", delta_arrow="off")
-    loss_slot.plotly_chart(loss_curves(last.reports, baseline_loss=base and base.test_loss, epochs=last.config.epochs),
-                           key="clf_loss")
+    loss_slot.plotly_chart(loss_curves(last.reports, baseline_loss=base and base.test_loss,
+                                       epochs=last.config.epochs if last.status == DONE else None), key="clf_loss")
     acc_slot.plotly_chart(accuracy_curve(last.epochs, baseline_accuracy=base and base.accuracy,
                                          best_epoch=last.best_epoch), key="clf_acc")
 

@@ -39,3 +39,35 @@ def test_upload_train_and_see_the_loss_chart(page, streamlit_url, tmp_path):
     screenshot(page, "review_classifier")
     page.get_by_text("Run history").scroll_into_view_if_needed()
     screenshot(page, "review_classifier_history")
+
+
+def test_stop_keeps_the_epochs_done(page, streamlit_url, tmp_path):
+    reviews = toy_reviews(400)
+    csv = tmp_path / "longer_reviews.csv"
+    csv.write_bytes(csv_bytes([(t, str(int(y))) for t, y in zip(reviews.texts, reviews.labels)]))
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Review classifier").click()
+    page.get_by_role("heading", name="Review classifier").wait_for()
+    wait_for_idle(page)
+    page.get_by_text("upload a file").click()
+    wait_for_idle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
+    page.get_by_text("longer_reviews.csv").wait_for()
+    wait_for_idle(page)
+    page.get_by_text("Vectorizer and model settings").click()
+    epochs = page.get_by_label("Epochs")
+    epochs.fill("500")
+    epochs.press("Enter")
+    wait_for_idle(page)
+
+    page.get_by_role("button", name="Train").click()
+    page.get_by_text("epoch 2/500").wait_for(timeout=60_000)  # the live status line
+    page.get_by_role("button", name="Stop").click()
+    page.get_by_text("Run history").wait_for(timeout=60_000)
+    wait_for_idle(page)
+    assert_no_exception(page)
+    done = page.locator('[data-testid="stMetric"]', has_text="Epochs done").inner_text()
+    finished = int(done.split("Epochs done")[1].split("/")[0])
+    assert 2 <= finished < 500 and "stopped" in done
+    screenshot(page, "review_classifier_stopped")
