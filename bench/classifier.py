@@ -41,7 +41,7 @@ from core.baseline import logistic_regression, reference_baselines  # noqa: E402
 from core.classifier_model import ClassifierConfig  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
 from core.review_loaders import load_path  # noqa: E402
-from core.text_features import Features, Vectorizer, split_rows  # noqa: E402
+from core.text_features import Features, split_rows, synthetic_features  # noqa: E402
 from core.training import features_for, train  # noqa: E402
 
 RT_POLARITY = ROOT.parent / "shared" / "data" / "rt-polaritydata"
@@ -136,28 +136,14 @@ def input_modes(features: Features, rounds: int = MODE_ROUNDS) -> dict:
 
 def synthetic_child() -> dict:
     """Runs in its own process: an IMDB-sized sparse matrix, one epoch of the default network."""
-    rng = np.random.default_rng(0)
-    n, v, k = SYNTH_DOCS, SYNTH_VOCAB, SYNTH_NNZ
-    ranks = np.arange(1, v + 1)
-    zipf = 1.0 / ranks
-    zipf /= zipf.sum()
-    indptr = np.arange(0, (n + 1) * k, k, dtype=np.int64)
-    indices = rng.choice(v, size=n * k, p=zipf).astype(np.int32)
-    data = np.ones(n * k, dtype=np.float32)
-    x = sp.csr_matrix((data, indices, indptr), shape=(n, v))
-    x.sum_duplicates()
-    x.data[:] = 1.0  # binary, like the default weighting before scaling
-    y = (np.asarray(x[:, :200].sum(axis=1)).ravel() > np.median(np.asarray(x[:, :200].sum(axis=1)))).astype(np.float32)
-    cut = int(n * 0.8)
-    empty = sp.csr_matrix((0, v), dtype=np.float32)
-    features = Features(Vectorizer(None, None), x[:cut], y[:cut], empty, np.zeros(0, np.float32), x[cut:], y[cut:],
-                        "binary", "synthetic")
-    config = ClassifierConfig(device="cpu", epochs=1, val_fraction=0.0)
-    result = train(features, config)
+    features = synthetic_features(SYNTH_DOCS, SYNTH_VOCAB, SYNTH_NNZ)
+    x = sp.vstack([features.x_train, features.x_test])
+    result = train(features, ClassifierConfig(device="cpu", epochs=1, val_fraction=0.0))
     return {
-        "n_docs": n, "vocab_size": v, "nnz": int(x.nnz), "nnz_per_row": x.nnz / n,
+        "n_docs": x.shape[0], "vocab_size": x.shape[1], "nnz": int(x.nnz), "nnz_per_row": x.nnz / x.shape[0],
         "sparse_matrix_bytes": int(x.data.nbytes + x.indices.nbytes + x.indptr.nbytes),
-        "dense_matrix_bytes": n * v * 4,
+        "dense_matrix_bytes": x.shape[0] * x.shape[1] * 4,
+        "test_accuracy": result.test_accuracy,
         "seconds_per_epoch": result.seconds_per_epoch,
         "samples_per_s": result.samples_per_s,
         "peak_rss_bytes": peak_rss_bytes(),

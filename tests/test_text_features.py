@@ -8,7 +8,9 @@ import scipy.sparse as sp
 
 from core.errors import DashboardError
 from core.review_loaders import Reviews
-from core.text_features import build_features, clean_text, fit_vectorizer, nb_log_ratios, split_rows
+from core.text_features import (
+    build_features, clean_text, fit_vectorizer, nb_log_ratios, split_rows, synthetic_features,
+)
 from tests.review_fixtures import toy_reviews
 
 
@@ -105,3 +107,12 @@ def test_features_fit_on_training_rows_only():
     assert "zebra" not in f.vectorizer.vectorizer.vocabulary_
     assert sp.issparse(f.x_train) and sp.issparse(f.x_test) and f.x_val.shape == (0, f.vocab_size)
     assert f.n_train + f.n_test == reviews.n and f.y_train.dtype == np.float32
+
+
+def test_synthetic_features_are_sparse_balanced_and_seeded():
+    a, b = synthetic_features(400, 1000, 30, seed=1), synthetic_features(400, 1000, 30, seed=1)
+    assert (a.n_train, a.n_test, a.vocab_size) == (320, 80, 1000) and a.n_val == 0
+    assert sp.issparse(a.x_train) and a.x_train.dtype == np.float32 and a.x_train.max() == 1
+    assert (a.x_train != b.x_train).nnz == 0 and 0.3 < a.y_train.mean() < 0.7
+    assert a.nnz_per_row <= 30
+    assert a.vectorizer.transform(["t3 t7"]).nnz == 2  # term i is the word "t<i>"

@@ -16,6 +16,7 @@ from core.paths import lock_dir
 from core.training import (
     LOSS_TOLERANCE, batch_order, compare_devices_same_seed, features_for, predict, train,
 )
+from core.text_features import synthetic_features
 from tests.review_fixtures import toy_reviews
 
 FAST = dict(hidden=8, lr=0.3, batch_size=16, epochs=6, weighting="binary", ngrams=1, val_fraction=0.1)
@@ -210,8 +211,25 @@ def test_compare_devices_same_seed_cpu_vs_cpu(toy_features):
     assert comparison.max_loss_difference == 0.0 and comparison.close(LOSS_TOLERANCE)
 
 
+def test_compare_devices_on_synthetic_data_needs_no_download():
+    """What the GPU self-check can run anywhere: synthetic reviews, the default network, 2 epochs."""
+    features = synthetic_features(1000, 2000, 40)
+    comparison = compare_devices_same_seed(features, ClassifierConfig(), ("cpu", "cpu"), epochs=2)
+    assert comparison.close(LOSS_TOLERANCE)
+    assert comparison.train_losses[0][1] < comparison.train_losses[0][0]  # it learns
+
+
+def test_a_different_seed_is_not_close():
+    """The comparison can fail: two seeds differ by far more than the tolerance."""
+    features = synthetic_features(1000, 2000, 40)
+    a = train(features, ClassifierConfig(epochs=2, seed=0))
+    b = train(features, ClassifierConfig(epochs=2, seed=1))
+    assert max(abs(x.train_loss - y.train_loss) for x, y in zip(a.epochs, b.epochs)) > LOSS_TOLERANCE
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a real CUDA device")
 @pytest.mark.cuda
-def test_compare_devices_same_seed_cpu_vs_cuda(toy_features):
-    comparison = compare_devices_same_seed(toy_features, ClassifierConfig(**FAST), ("cpu", "cuda"), epochs=2)
-    assert comparison.close(LOSS_TOLERANCE), comparison
+def test_compare_devices_same_seed_cpu_vs_cuda():
+    comparison = compare_devices_same_seed(synthetic_features(1000, 2000, 40), ClassifierConfig(), ("cpu", "cuda"),
+                                           epochs=2)
+    assert comparison.devices == ("cpu", "cuda:0") and comparison.close(LOSS_TOLERANCE), comparison
