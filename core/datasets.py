@@ -158,9 +158,7 @@ def _fetch_to(url: str, part: Path, *, progress: ProgressCallback | None, timeou
     except urllib.error.URLError as exc:
         reason = exc.reason
         if isinstance(reason, (TimeoutError, socket.timeout)):
-            raise DashboardError(
-                f"download of {url} stalled: no answer for {timeout_s:g} s; check the connection and try again"
-            ) from None
+            raise _Offline(f"no connection to the server within {timeout_s:g} s") from None
         raise _Offline(str(reason)) from None
     except (http.client.HTTPException, OSError) as exc:  # a dropped connection, a truncated body
         raise DashboardError(f"download of {url} was interrupted ({exc}); try again") from None

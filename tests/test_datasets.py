@@ -207,3 +207,16 @@ def test_cli_fetch_checksum_mismatch_exits_2(server, tiny_rt, capsys):
 def test_cli_fetch_unknown_name_exits_2(capsys):
     assert main(["data", "fetch", "sst2"]) == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_no_connection_within_the_timeout_counts_as_offline(monkeypatch):
+    """A network that drops packets times out on connect: that is offline too, with the same guidance."""
+    import urllib.error
+
+    def blackhole(*args, **kwargs):
+        raise urllib.error.URLError(TimeoutError("timed out"))
+
+    monkeypatch.setattr(datasets.urllib.request, "urlopen", blackhole)
+    with pytest.raises(DashboardError, match="no connection to the server within 30 s.*python -m core data fetch imdb"):
+        load_source("imdb")
+    assert _leftovers() == []

@@ -75,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         if total and done == total:
             print(f"downloaded {done / 2**20:.1f} MiB", file=sys.stderr, flush=True)
 
+    if args.data.strip() in BUILTIN_DATASETS:  # IMDB takes a while to unpack; a bad path fails in one line
+        print(f"reading {args.data}", file=sys.stderr, flush=True)
     reviews = load_source(args.data, progress=downloading)
     features = features_for(reviews, config)
     print(f"{reviews.source}: {features.n_train} train, {features.n_val} validation, {features.n_test} test reviews, "
