@@ -1,5 +1,7 @@
 """Review classifier: the lecture's network on real movie reviews, trained on the CPU or the GPU, loss live."""
 
+from dataclasses import replace
+
 import streamlit as st
 
 from core.baseline import logistic_regression
@@ -80,6 +82,8 @@ if not has_gpu():
 
 buttons = st.container(horizontal=True)
 go = buttons.button("Train", type="primary", key="clf_train", icon=":material/play_arrow:")
+race = buttons.button("Race CPU vs GPU", key="clf_race", icon=":material/sprint:", disabled=not has_gpu(),
+                      help="the same run, same seed, on the CPU and then on the GPU; compare them by wall time below")
 buttons.button("Stop", key="clf_stop", icon=":material/stop:", help="stops within a few batches; results so far stay")
 status, metrics_slot, loss_slot, acc_slot = st.empty(), st.empty(), st.empty(), st.empty()
 
@@ -100,7 +104,36 @@ def _reviews():
     return state.clf_reviews
 
 
-if go:
+def _run(features, baseline, config: ClassifierConfig, data: str) -> None:
+    """One training run, drawn live; every report lands in the session first, so Stop loses nothing."""
+    state.clf_runs.append(RunRecord(len(state.clf_runs) + 1, data, config, config.device, baseline=baseline))
+    slot = len(state.clf_runs) - 1
+    line = [f"{features.n_train} training, {features.n_val} validation, {features.n_test} test reviews, "
+            f"{features.vocab_size:,} terms: training on {config.device}…"]
+    status.info(line[0])
+    ticks = [0]
+
+    def on_progress(report):
+        state.clf_runs[slot] = rec = state.clf_runs[slot].with_report(report)
+        loss_slot.plotly_chart(loss_curves(rec.reports, baseline_loss=baseline.test_loss, epochs=config.epochs),
+                               key=f"clf_live_{rec.number}_{len(rec.reports)}")
+        line[0] = (f"{rec.label}, epoch {report.epoch}/{config.epochs}: train loss {report.train_loss:.4f}, "
+                   f"test accuracy {report.test.accuracy:.3f}, {report.seconds:.2f} s")
+        status.info(line[0])
+
+    def tick():  # any page update lets a Stop click end the run here, between batches
+        ticks[0] += 1
+        if ticks[0] % TICK_BATCHES == 0:
+            status.info(f"{line[0]} · {ticks[0]} batches")
+        return False
+
+    result = train(features, config, on_progress=on_progress, should_stop=tick,
+                   on_wait=lambda dev, ahead: status.warning(f"waiting for {dev}: {ahead} job(s) ahead"))
+    state.clf_runs[slot] = state.clf_runs[slot].finished(result)
+    state.clf_model = (state.clf_runs[slot].label, result)
+
+
+if go or race:
     try:
         config = ClassifierConfig(weighting=weighting, ngrams=ngrams, max_features=max_features or None, hidden=hidden,
                                   lr=lr, momentum=momentum, weight_decay=decay, batch_size=batch, epochs=epochs,
@@ -114,32 +147,8 @@ if go:
                 features = features_for(reviews, config)
                 state.clf_prep = (features, logistic_regression(features))
             state.clf_prep_key = prep_key
-        features, baseline = state.clf_prep
-        state.clf_runs.append(RunRecord(len(state.clf_runs) + 1, reviews.source, config, device, baseline=baseline))
-        slot = len(state.clf_runs) - 1
-        status.info(f"{features.n_train} training, {features.n_val} validation, {features.n_test} test reviews; "
-                    f"{features.vocab_size:,} terms. Training…")
-        line = [f"training on {device}…"]
-        ticks = [0]
-
-        def on_progress(report):
-            state.clf_runs[slot] = rec = state.clf_runs[slot].with_report(report)
-            loss_slot.plotly_chart(loss_curves(rec.reports, baseline_loss=baseline.test_loss, epochs=config.epochs),
-                                   key=f"clf_live_{rec.number}_{len(rec.reports)}")
-            line[0] = (f"epoch {report.epoch}/{config.epochs}: train loss {report.train_loss:.4f}, "
-                       f"test accuracy {report.test.accuracy:.3f}, {report.seconds:.2f} s")
-            status.info(line[0])
-
-        def tick():  # any page update lets a Stop click end the run here, between batches
-            ticks[0] += 1
-            if ticks[0] % TICK_BATCHES == 0:
-                status.info(f"{line[0]} · {ticks[0]} batches")
-            return False
-
-        result = train(features, config, on_progress=on_progress, should_stop=tick,
-                       on_wait=lambda dev, ahead: status.warning(f"waiting for {dev}: {ahead} job(s) ahead"))
-        state.clf_runs[slot] = state.clf_runs[slot].finished(result)
-        state.clf_model = (state.clf_runs[slot].label, result)
+        for target in (["cpu", available_devices()[0]] if race else [device]):  # a race: same seed, CPU then GPU
+            _run(*state.clf_prep, replace(config, device=target), reviews.source)
         status.empty()
     except DashboardError as exc:
         status.error(str(exc))

@@ -8,6 +8,8 @@ import tarfile
 from pathlib import Path
 
 import numpy as np
+import torch
+from torch import nn
 
 from core.review_loaders import Reviews
 
@@ -72,3 +74,34 @@ def toy_reviews(n_per_class: int = 60, seed: int = 0) -> Reviews:
             texts.append(" ".join(words))
             labels.append(label)
     return Reviews(tuple(texts), np.asarray(labels, dtype=np.int8), "toy")
+
+
+def keep_cuda_on_cpu(monkeypatch) -> list[str]:
+    """With the `fake_cuda` fixture: every `.to('cuda...')` is recorded and the tensor or model stays on
+    the CPU, so code written for a GPU runs here and a test can see what it sent there."""
+    targets: list[str] = []
+    tensor_to, module_to = torch.Tensor.to, nn.Module.to
+
+    def where(args, kwargs) -> torch.device | None:
+        for a in (*args, kwargs.get("device")):
+            if isinstance(a, (str, torch.device)):
+                return torch.device(a)
+        return None
+
+    def fake_tensor_to(self, *args, **kwargs):
+        device = where(args, kwargs)
+        if device is not None and device.type == "cuda":
+            targets.append(f"tensor {tuple(self.shape)}")
+            return self
+        return tensor_to(self, *args, **kwargs)
+
+    def fake_module_to(self, *args, **kwargs):
+        device = where(args, kwargs)
+        if device is not None and device.type == "cuda":
+            targets.append("model")
+            return self
+        return module_to(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "to", fake_tensor_to)
+    monkeypatch.setattr(nn.Module, "to", fake_module_to)
+    return targets

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.review_fixtures import csv_bytes, toy_reviews
+from tests.review_fixtures import csv_bytes, keep_cuda_on_cpu, toy_reviews
 
 PAGE = "pages/review_classifier.py"
 
@@ -58,6 +60,28 @@ def test_page_without_gpu_offers_cpu_and_says_what_a_gpu_adds(app, no_gpu):
 def test_page_with_fake_gpu_offers_it(app, fake_cuda):
     _open(app)
     assert app.selectbox(key="clf_device").options == ["auto", "cuda:0", "cpu"]
+
+
+def test_race_without_gpu_is_disabled(app, no_gpu):
+    _open(app)
+    assert app.button(key="clf_race").disabled
+
+
+def test_race_cpu_then_gpu_with_the_same_seed(app, fake_cuda, monkeypatch, toy_csv):
+    sent = keep_cuda_on_cpu(monkeypatch)  # the fake GPU's tensors stay on the CPU
+    _open(app)
+    app.radio(key="clf_source").set_value("path").run()
+    app.text_input(key="clf_path").set_value(str(toy_csv))
+    app.number_input(key="clf_epochs").set_value(2)
+    app.button(key="clf_race").click().run()
+    assert not app.exception and not app.error
+    runs = app.session_state["clf_runs"]
+    assert [r.device for r in runs] == ["cpu", "cuda:0"] and all(r.status == "done" for r in runs)
+    assert "model" in sent and fake_cuda.events.count("sync") > 0
+    assert runs[0].config.seed == runs[1].config.seed
+    assert [e.train_loss for e in runs[0].epochs] == pytest.approx([e.train_loss for e in runs[1].epochs])
+    race = json.loads(app.get("plotly_chart")[-1].proto.spec)  # the overlay, by wall time
+    assert [t["name"] for t in race["data"]] == ["run 1 · cpu", "run 2 · cuda:0"]
 
 
 def test_train_one_epoch_on_a_fixture(app, no_gpu, toy_csv):

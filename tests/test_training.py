@@ -17,7 +17,7 @@ from core.training import (
     LOSS_TOLERANCE, batch_order, compare_devices_same_seed, features_for, predict, train,
 )
 from core.text_features import synthetic_features
-from tests.review_fixtures import toy_reviews
+from tests.review_fixtures import keep_cuda_on_cpu, toy_reviews
 
 FAST = dict(hidden=8, lr=0.3, batch_size=16, epochs=6, weighting="binary", ngrams=1, val_fraction=0.1)
 
@@ -84,31 +84,7 @@ def test_full_matrix_is_never_densified(toy_features, monkeypatch, mode):
 
 def test_chosen_device_gets_model_and_every_tensor(toy_features, fake_cuda, monkeypatch):
     """With a fake GPU, every .to() must aim at cuda:0 (kept on the CPU here) and the clock must sync it."""
-    targets: list[str] = []
-    tensor_to, module_to = torch.Tensor.to, nn.Module.to
-
-    def where(args, kwargs) -> torch.device | None:
-        for a in (*args, kwargs.get("device")):
-            if isinstance(a, (str, torch.device)):
-                return torch.device(a)
-        return None
-
-    def fake_tensor_to(self, *args, **kwargs):
-        device = where(args, kwargs)
-        if device is not None and device.type == "cuda":
-            targets.append(f"tensor {tuple(self.shape)}")
-            return self
-        return tensor_to(self, *args, **kwargs)
-
-    def fake_module_to(self, *args, **kwargs):
-        device = where(args, kwargs)
-        if device is not None and device.type == "cuda":
-            targets.append("model")
-            return self
-        return module_to(self, *args, **kwargs)
-
-    monkeypatch.setattr(torch.Tensor, "to", fake_tensor_to)
-    monkeypatch.setattr(nn.Module, "to", fake_module_to)
+    targets = keep_cuda_on_cpu(monkeypatch)
     batches: list[SparseBatch] = []
     sparse_to = SparseBatch.to
     monkeypatch.setattr(SparseBatch, "to", lambda self, d: batches.append(torch.device(d)) or sparse_to(self, d))
