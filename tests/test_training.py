@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-from torch import nn
 
 from core import clock, training
 from core.classifier_model import ClassifierConfig, SparseBatch
