@@ -11,10 +11,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from core.cli import devices, matmul, results, selfcheck, why_parallel
+from core.cli import data, devices, matmul, results, selfcheck, train, why_parallel
 from core.errors import DashboardError
 
-SUBCOMMANDS = [devices, matmul, why_parallel, results, selfcheck]
+SUBCOMMANDS = [devices, matmul, data, train, why_parallel, results, selfcheck]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,135 @@
+"""The lecture's review classifier: its configuration, the network, and how a batch goes through it.
+
+The network is exactly the lecture's `nn.Sequential(Linear(V, hidden), ReLU, Linear(hidden, 1),
+Sigmoid)`. What differs is only how the first layer is fed. A batch of reviews is a sparse (B, V)
+matrix with ~30 non-zeros per row out of V ~ 50,000 columns. Densifying it per batch and calling
+`Linear` multiplies mostly zeros; the sparse path sums the Linear's own weight columns of the words
+present (`F.embedding_bag` with per-sample weights, over `weight.t()`), which is the same product,
+so both paths give the same numbers and the same gradients (tests/test_classifier_model.py checks).
+Measured on rt-polarity with bigrams (bench/classifier.py): the sparse path is faster per epoch, and
+it never allocates a (B, V) dense block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.errors import DashboardError
+from core.text_features import WEIGHTINGS
+
+INPUT_MODES = {  # short labels for a selectbox
+    "auto": "auto (sparse; dense on MPS)",  # Apple MPS's sparse kernels are incomplete
+    "sparse": "sparse (EmbeddingBag)",  # sum the Linear's weight columns of the words present
+    "dense": "dense per batch",  # densify each batch, then the plain Linear layer
+}
+
+
+@dataclass(frozen=True)
+class ClassifierConfig:
+    """Everything that decides a run. The defaults train rt-polarity in seconds on a 2-core CPU; they
+    were chosen by 5-fold cross-validation inside the training 80% of the fixed split, never on its
+    test 20% (README, "Review classifier"; bench/classifier.py measures the result)."""
+
+    # data
+    weighting: str = "nb"  # see core.text_features.WEIGHTINGS; 'nb' closes most of the gap to naive Bayes
+    ngrams: int = 2  # 1: single words; 2: words and word pairs, so "not good" is a feature
+    max_features: int | None = None  # vocabulary cap (most frequent terms); None keeps every term (~100k here)
+    test_size: float = 0.2  # share of reviews held out for testing (unless the data set has its own split)
+    val_fraction: float = 0.0  # share of training reviews held back to choose the kept epoch; 0 keeps the last
+    #   epoch: on rt-polarity, holding back 10% cost more accuracy (0.4 points in CV) than choosing the epoch gained
+    # model
+    hidden: int = 16  # units in the one hidden layer; 64 was no better in CV, only slower
+    # optimizer: torch.optim.SGD
+    lr: float = 0.03  # learning rate: 0.01 was still climbing at epoch 10 in CV
+    momentum: float = 0.9  # heavy-ball momentum
+    weight_decay: float = 1e-3  # L2 penalty: the lecture's net has no dropout, so this is its regularizer
+    # loop
+    batch_size: int = 64  # reviews per step
+    epochs: int = 10  # passes over the training reviews; cross-validated accuracy plateaus from about epoch 6
+    seed: int = 0  # initial weights, batch order and the split all follow from it
+    device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
+    input_mode: str = "auto"  # see INPUT_MODES
+    report_every: int = 0  # also report every N batches (0: once per epoch)
+
+    def __post_init__(self) -> None:
+        _check(self.weighting in WEIGHTINGS, "weighting", self.weighting, f"one of {', '.join(WEIGHTINGS)}")
+        _check(self.ngrams in (1, 2), "ngrams", self.ngrams, "1 or 2")
+        _check(self.max_features is None or self.max_features >= 1, "max features", self.max_features,
+               "at least 1 (or none for no cap)")
+        _check(0 < self.test_size < 1, "test share", self.test_size, "between 0 and 1")
+        _check(0 <= self.val_fraction < 1, "validation share", self.val_fraction, "at least 0 and below 1")
+        _check(self.hidden >= 1, "hidden size", self.hidden, "at least 1")
+        _check(self.lr > 0, "learning rate", self.lr, "above 0")
+        _check(0 <= self.momentum < 1, "momentum", self.momentum, "at least 0 and below 1")
+        _check(self.weight_decay >= 0, "weight decay", self.weight_decay, "at least 0")
+        _check(self.batch_size >= 1, "batch size", self.batch_size, "at least 1")
+        _check(self.epochs >= 1, "epochs", self.epochs, "at least 1")
+        _check(self.input_mode in INPUT_MODES, "input mode", self.input_mode, f"one of {', '.join(INPUT_MODES)}")
+        _check(self.report_every >= 0, "report every", self.report_every, "0 (per epoch) or more batches")
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _check(ok: bool, what: str, value: object, wanted: str) -> None:
+    if not ok:
+        raise DashboardError(f"{what} {value!r} is out of range; it must be {wanted}")
+
+
+def build_model(vocab_size: int, hidden: int, seed: int) -> nn.Sequential:
+    """The lecture's network, initialised on the CPU from `seed` (PyTorch's default init).
+
+    Built on the CPU and moved by the caller, so the same seed gives bit-identical starting weights
+    on every device; the global RNG is left as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return nn.Sequential(nn.Linear(vocab_size, hidden), nn.ReLU(), nn.Linear(hidden, 1), nn.Sigmoid())
+
+
+@dataclass(frozen=True)
+class SparseBatch:
+    """One CSR batch as EmbeddingBag wants it: column ids, row starts, values (all on one device)."""
+
+    indices: torch.Tensor  # (nnz,) int64 column ids
+    offsets: torch.Tensor  # (B,) int64 start of each row in `indices`
+    values: torch.Tensor  # (nnz,) float32
+    rows: int
+
+    def to(self, device: torch.device) -> "SparseBatch":
+        return SparseBatch(self.indices.to(device), self.offsets.to(device), self.values.to(device), self.rows)
+
+
+def resolve_input_mode(mode: str, device: torch.device) -> str:
+    if mode == "auto":
+        return "dense" if device.type == "mps" else "sparse"
+    return mode
+
+
+def make_batch(x: sp.csr_matrix, mode: str) -> SparseBatch | torch.Tensor:
+    """A few CSR rows as a CPU batch: SparseBatch, or a dense (B, V) float32 tensor of just these rows."""
+    if mode == "dense":
+        return torch.from_numpy(np.asarray(x.toarray(), dtype=np.float32))
+    return SparseBatch(
+        indices=torch.from_numpy(x.indices.astype(np.int64)),
+        offsets=torch.from_numpy(x.indptr[:-1].astype(np.int64)),
+        values=torch.from_numpy(x.data.astype(np.float32, copy=False)),
+        rows=x.shape[0],
+    )
+
+
+def forward(model: nn.Sequential, batch: SparseBatch | torch.Tensor) -> torch.Tensor:
+    """p(positive) per review, shape (B,)."""
+    if isinstance(batch, torch.Tensor):
+        return model(batch).squeeze(1)
+    first: nn.Linear = model[0]
+    hidden = F.embedding_bag(
+        batch.indices, first.weight.t(), batch.offsets, mode="sum", per_sample_weights=batch.values
+    ) + first.bias  # (B, hidden) == dense_batch @ W.T + b
+    return model[1:](hidden).squeeze(1)

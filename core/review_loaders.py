@@ -1,0 +1,372 @@
+"""Labelled movie reviews from wherever a user has them: a folder, an archive, a CSV/TSV, an upload.
+
+Every source ends in the same `Reviews`. A page upload (bytes and a file name) goes through the
+same parsers as a path on disk, so an upload and a local file can never disagree. Everything a user
+can get wrong (an empty or binary file, UTF-16 text, missing columns, one class only, a file too
+large) is a `DashboardError` that names the file and says what to do.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import tarfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from core.errors import DashboardError
+
+MAX_FILE_BYTES = 200 * 2**20  # 200 MiB: the IMDB archive is 84 MB; a bigger text file is almost surely a mistake
+MAX_UNPACKED_BYTES = 600 * 2**20  # 600 MiB: the IMDB archive unpacks to ~490 MB with its unlabelled part
+MIN_PER_CLASS = 2  # a stratified train/test split needs at least two reviews of each class
+SNIFF_BYTES = 8192  # how much of a file the binary check and the separator guess look at
+CONTROL_SHARE_MAX = 0.05  # more control characters than this in the first bytes: not text
+
+RT_POS, RT_NEG = "rt-polarity.pos", "rt-polarity.neg"
+TEXT_COLUMNS = ("text", "review", "sentence", "content", "comment")  # accepted names, case-insensitive
+LABEL_COLUMNS = ("label", "sentiment", "polarity", "target", "class")
+LABEL_SPELLINGS = {
+    "0": 0, "neg": 0, "negative": 0, "false": 0,
+    "1": 1, "pos": 1, "positive": 1, "true": 1,
+}
+TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".txt")
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+ACCEPTED = (
+    "a folder with rt-polarity.pos and rt-polarity.neg, a folder in the aclImdb layout "
+    "(train/pos, train/neg, test/pos, test/neg), the .tar.gz of either, or a CSV/TSV file with a "
+    "'text' and a 'label' column (labels 0/1, neg/pos, negative/positive or false/true)"
+)
+_IMDB_MEMBER = re.compile(r"(?:^|/)(train|test)/(pos|neg)/[^/]+\.txt$")
+
+
+@dataclass(frozen=True, eq=False)
+class Reviews:
+    """Review texts with labels (1 = positive, 0 = negative), as read; cleaning comes later."""
+
+    texts: tuple[str, ...]
+    labels: np.ndarray  # (n,) int8
+    source: str  # where they came from, for captions and the CLI
+    is_test: np.ndarray | None = None  # (n,) bool: the data set's own split (aclImdb), else None
+    dropped_empty: int = 0  # rows skipped because their text was empty
+
+    @property
+    def n(self) -> int:
+        return len(self.texts)
+
+    @property
+    def n_positive(self) -> int:
+        return int(self.labels.sum())
+
+    @property
+    def n_negative(self) -> int:
+        return self.n - self.n_positive
+
+
+# ---------------------------------------------------------------- bytes -> text
+
+
+def decode_text(data: bytes, what: str) -> str:
+    """UTF-8 (with or without BOM), else Windows-1252, else Latin-1.
+
+    The rt-polarity files are Windows-1252 (a superset of Latin-1's printable characters, with
+    curly quotes); Latin-1 is the last resort because it decodes any byte. UTF-16 and binary
+    files are refused: decoding them as Latin-1 would 'succeed' and produce garbage.
+    """
+    head = data[:SNIFF_BYTES]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head.count(b"\x00") > len(head) // 4:
+        raise DashboardError(f"{what} looks like UTF-16 text; save it as UTF-8 and try again")
+    if b"\x00" in head or _control_share(head) > CONTROL_SHARE_MAX:
+        raise DashboardError(f"{what} is not a text file (it holds binary data); expected {ACCEPTED}")
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return data.decode("latin-1")
+
+
+def _control_share(head: bytes) -> float:
+    if not head:
+        return 0.0
+    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13))
+    return controls / len(head)
+
+
+# ---------------------------------------------------------------- checks shared by every source
+
+
+def finish(texts: Sequence[str], labels: Sequence[int], source: str, is_test: Sequence[bool] | None = None) -> Reviews:
+    """Drop empty texts, then refuse what no classifier can learn from."""
+    keep = [i for i, t in enumerate(texts) if t.strip()]
+    dropped = len(texts) - len(keep)
+    if not keep:
+        what = "has no reviews" if not texts else f"has only empty texts ({len(texts)} rows)"
+        raise DashboardError(f"{source} {what}; expected {ACCEPTED}")
+    y = np.asarray([labels[i] for i in keep], dtype=np.int8)
+    n_pos = int(y.sum())
+    n_neg = len(y) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        only = "positive" if n_neg == 0 else "negative"
+        raise DashboardError(
+            f"{source} has only {only} reviews ({len(y)}); a classifier needs both classes, "
+            f"at least {MIN_PER_CLASS} of each"
+        )
+    if min(n_pos, n_neg) < MIN_PER_CLASS:
+        raise DashboardError(
+            f"{source} has {n_pos} positive and {n_neg} negative reviews; "
+            f"at least {MIN_PER_CLASS} of each are needed to split them into train and test"
+        )
+    split = None if is_test is None else np.asarray([is_test[i] for i in keep], dtype=bool)
+    if split is not None and (split.all() or not split.any()):
+        split = None  # only one half of a train/test layout: split it ourselves
+    return Reviews(tuple(texts[i] for i in keep), y, source, split, dropped)
+
+
+def _check_size(size: int, what: str) -> None:
+    if size == 0:
+        raise DashboardError(f"{what} is empty; expected {ACCEPTED}")
+    if size > MAX_FILE_BYTES:
+        raise DashboardError(
+            f"{what} is {size / 2**20:.0f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB this dashboard reads; "
+            "use a smaller sample of it"
+        )
+
+
+# ---------------------------------------------------------------- rt-polarity: one snippet per line
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def parse_rt_pair(pos: bytes, neg: bytes, source: str) -> Reviews:
+    """Pang & Lee's layout: one positive snippet per line in .pos, one negative per line in .neg."""
+    pos_lines = _lines(decode_text(pos, f"{source}: {RT_POS}"))
+    neg_lines = _lines(decode_text(neg, f"{source}: {RT_NEG}"))
+    return finish(pos_lines + neg_lines, [1] * len(pos_lines) + [0] * len(neg_lines), source)
+
+
+# ---------------------------------------------------------------- CSV / TSV
+
+
+def _separator(name: str, text: str) -> str:
+    lower = name.lower()
+    if lower.endswith((".tsv", ".tab")):
+        return "\t"
+    if lower.endswith(".csv"):
+        return ","
+    first = text.split("\n", 1)[0]
+    return "\t" if "\t" in first else ","
+
+
+def _find_column(columns: Sequence[str], wanted: Sequence[str]) -> str | None:
+    by_name = {str(c).strip().lower(): c for c in columns}
+    return next((by_name[w] for w in wanted if w in by_name), None)
+
+
+def parse_table(data: bytes, name: str) -> Reviews:
+    """A CSV or TSV with a header naming a text column and a label column (see TEXT_COLUMNS, LABEL_COLUMNS)."""
+    _check_size(len(data), name)
+    text = decode_text(data, name)
+    if not text.strip():
+        raise DashboardError(f"{name} is empty; expected {ACCEPTED}")
+    sep = _separator(name, text)
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (pd.errors.ParserError, csv.Error, ValueError) as exc:
+        detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        kind = "TSV" if sep == "\t" else "CSV"
+        raise DashboardError(
+            f"{name} is not a valid {kind} file ({detail}); quote texts that contain the separator or line breaks"
+        ) from None
+    text_col = _find_column(frame.columns, TEXT_COLUMNS)
+    label_col = _find_column(frame.columns, LABEL_COLUMNS)
+    if text_col is None or label_col is None:
+        missing = "a text column" if text_col is None else "a label column"
+        names = TEXT_COLUMNS if text_col is None else LABEL_COLUMNS
+        found = ", ".join(repr(str(c)) for c in frame.columns[:10])
+        raise DashboardError(
+            f"{name} has no {missing[2:]} (columns found: {found}); name it one of: {', '.join(names)}"
+        )
+    texts = frame[text_col].fillna("").astype(str).tolist()
+    raw = frame[label_col].fillna("").astype(str).str.strip().str.lower()
+    labels = raw.map(LABEL_SPELLINGS)
+    bad = labels.isna()
+    if bad.any():
+        rows = [int(i) + 2 for i in np.flatnonzero(bad.to_numpy())[:3]]  # +2: header line, 1-based
+        values = ", ".join(repr(v) for v in raw[bad].unique()[:3])
+        raise DashboardError(
+            f"{name}: column {label_col!r} has labels this dashboard cannot read ({values}, line(s) "
+            f"{', '.join(map(str, rows))}); use 0/1, neg/pos, negative/positive or false/true"
+        )
+    return finish(texts, labels.astype(int).tolist(), name)
+
+
+# ---------------------------------------------------------------- archives
+
+
+def _read_archive(tar: tarfile.TarFile, name: str) -> Reviews:
+    """Stream through the members once, keeping rt-polarity's two files or aclImdb's review files."""
+    rt: dict[str, bytes] = {}
+    imdb_texts: list[str] = []
+    imdb_labels: list[int] = []
+    imdb_test: list[bool] = []
+    unpacked = 0
+    try:
+        for member in tar:
+            if not member.isfile():
+                continue
+            base = member.name.rsplit("/", 1)[-1]
+            match = _IMDB_MEMBER.search(member.name)
+            if base not in (RT_POS, RT_NEG) and match is None:
+                continue
+            unpacked += member.size
+            if unpacked > MAX_UNPACKED_BYTES:
+                raise DashboardError(
+                    f"{name} unpacks to more than {MAX_UNPACKED_BYTES // 2**20} MiB of reviews; use a smaller archive"
+                )
+            handle = tar.extractfile(member)
+            data = handle.read() if handle is not None else b""
+            if match is None:
+                rt[base] = data
+            else:
+                imdb_texts.append(decode_text(data, f"{name}: {member.name}"))
+                imdb_labels.append(1 if match.group(2) == "pos" else 0)
+                imdb_test.append(match.group(1) == "test")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise DashboardError(f"{name} is not a readable .tar.gz archive ({exc}); download it again") from None
+    if RT_POS in rt and RT_NEG in rt:
+        return parse_rt_pair(rt[RT_POS], rt[RT_NEG], name)
+    if imdb_texts:
+        return finish(imdb_texts, imdb_labels, name, imdb_test)
+    raise DashboardError(f"{name} holds no reviews this dashboard knows; expected {ACCEPTED}")
+
+
+def parse_archive(data: bytes, name: str) -> Reviews:
+    _check_size(len(data), name)
+    try:
+        tar = tarfile.open(fileobj=io.BytesIO(data), mode="r|*")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise DashboardError(f"{name} is not a readable .tar.gz archive ({exc})") from None
+    with tar:
+        return _read_archive(tar, name)
+
+
+def load_archive(path: Path) -> Reviews:
+    """Stream an archive from disk: the 84 MB IMDB file is never held in memory at once."""
+    _check_size(path.stat().st_size, str(path))
+    try:
+        tar = tarfile.open(str(path), mode="r|*")
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise DashboardError(f"{path} is not a readable .tar.gz archive ({exc})") from None
+    with tar:
+        return _read_archive(tar, str(path))
+
+
+# ---------------------------------------------------------------- folders
+
+
+def _find_rt_folder(folder: Path) -> Path | None:
+    for candidate in (folder, *sorted(p for p in folder.iterdir() if p.is_dir())):
+        if (candidate / RT_POS).is_file() and (candidate / RT_NEG).is_file():
+            return candidate
+    return None
+
+
+def _find_imdb_root(folder: Path) -> Path | None:
+    for candidate in (folder, folder / "aclImdb"):
+        if (candidate / "train" / "pos").is_dir() and (candidate / "train" / "neg").is_dir():
+            return candidate
+    return None
+
+
+def load_folder(folder: Path) -> Reviews:
+    """rt-polarity's two files (here or one level down), or aclImdb's train/test pos/neg folders."""
+    rt = _find_rt_folder(folder)
+    if rt is not None:
+        return parse_rt_pair(_read_file(rt / RT_POS), _read_file(rt / RT_NEG), str(rt))
+    root = _find_imdb_root(folder)
+    if root is None:
+        raise DashboardError(f"folder {folder} holds no reviews this dashboard knows; expected {ACCEPTED}")
+    texts: list[str] = []
+    labels: list[int] = []
+    is_test: list[bool] = []
+    for split in ("train", "test"):
+        for label_name, label in (("pos", 1), ("neg", 0)):
+            for file in sorted((root / split / label_name).glob("*.txt")):
+                texts.append(decode_text(_read_file(file), str(file)))
+                labels.append(label)
+                is_test.append(split == "test")
+    return finish(texts, labels, str(root), is_test)
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def _read_file(path: Path) -> bytes:
+    try:
+        _check_size(path.stat().st_size, str(path))
+        return path.read_bytes()
+    except PermissionError:
+        raise DashboardError(f"{path} cannot be read (permission denied)") from None
+    except IsADirectoryError:
+        raise DashboardError(f"{path} is a folder, not a file") from None
+
+
+def _kind(name: str) -> str:
+    lower = name.lower()
+    if lower.endswith(ARCHIVE_SUFFIXES):
+        return "archive"
+    if lower.endswith(TABLE_SUFFIXES):
+        return "table"
+    raise DashboardError(f"{name}: unknown file type; expected {ACCEPTED}")
+
+
+def load_path(path: str | Path) -> Reviews:
+    """Reviews from a local folder, archive or table."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise DashboardError(f"{p} does not exist; expected {ACCEPTED}")
+    if p.is_dir():
+        try:
+            return load_folder(p)
+        except PermissionError:
+            raise DashboardError(f"{p} cannot be read (permission denied)") from None
+    if _kind(p.name) == "archive":
+        try:
+            return load_archive(p)
+        except PermissionError:
+            raise DashboardError(f"{p} cannot be read (permission denied)") from None
+    return parse_table(_read_file(p), str(p))
+
+
+def load_upload(data: bytes, filename: str) -> Reviews:
+    """An uploaded file, by the same parsers as a file on disk."""
+    _check_size(len(data), filename)
+    if _kind(filename) == "archive":
+        return parse_archive(data, filename)
+    return parse_table(data, filename)
+
+
+def load_uploads(files: Sequence[tuple[str, bytes]]) -> Reviews:
+    """One upload, or the pair rt-polarity.pos + rt-polarity.neg uploaded together."""
+    if not files:
+        raise DashboardError(f"no file uploaded; expected {ACCEPTED}")
+    if len(files) == 1:
+        name, data = files[0]
+        return load_upload(data, name)
+    by_suffix = {name.lower().rsplit(".", 1)[-1]: (name, data) for name, data in files}
+    if len(files) == 2 and set(by_suffix) == {"pos", "neg"}:
+        for name, data in files:
+            _check_size(len(data), name)
+        names = " + ".join(name for name, _ in files)
+        return parse_rt_pair(by_suffix["pos"][1], by_suffix["neg"][1], names)
+    raise DashboardError(
+        f"{len(files)} files uploaded; upload one file, or exactly a .pos and a .neg file "
+        "(rt-polarity's positive and negative lines)"
+    )

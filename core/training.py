@@ -1,0 +1,294 @@
+"""Train the lecture's classifier on one device, reporting as it goes, stoppable between batches.
+
+Only the device changes between a CPU run and a GPU run: the same seed gives the same initial
+weights (built on the CPU, then moved) and the same batch order (shuffled by a seeded CPU
+generator), so two runs differ only in where the arithmetic happens. Batches are cut from the
+sparse matrix on the CPU and moved to the device one at a time; the whole matrix never is.
+Losses are summed on the device and read once per report, because reading a GPU scalar every
+batch would synchronize every batch and hide the GPU's speed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import nn
+
+from core import clock
+from core.classifier_model import (
+    ClassifierConfig, SparseBatch, build_model, forward, make_batch, resolve_input_mode,
+)
+from core.device_lock import WaitCallback, hold_devices
+from core.devices import device_key, resolve_device
+from core.errors import DashboardError
+from core.review_loaders import Reviews
+from core.text_features import Features, Vectorizer, build_features
+
+EVAL_BATCH = 2048  # rows per evaluation step: bounded memory, few steps
+
+ProgressCallback = Callable[["EpochReport"], None]
+StopCheck = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    loss: float  # mean binary cross-entropy
+    accuracy: float  # share of reviews on the right side of p = 0.5
+
+
+@dataclass(frozen=True)
+class EpochReport:
+    """One report: at the end of an epoch, or every `report_every` batches within one (partial)."""
+
+    epoch: int  # 1-based
+    batches_done: int  # batches of this epoch done so far
+    n_batches: int  # batches in a whole epoch
+    train_loss: float  # mean loss over this epoch's batches so far (weights changing as it goes)
+    val: Evaluation | None  # on the held-back training rows; None without a validation split
+    test: Evaluation
+    seconds: float  # device-synchronized seconds spent in this epoch's training steps, evaluation excluded
+    elapsed_s: float  # device-synchronized seconds since training started, evaluation included
+
+    @property
+    def partial(self) -> bool:
+        return self.batches_done < self.n_batches
+
+    @property
+    def progress(self) -> float:
+        """Epochs done as a fraction, e.g. 2.5 halfway through the third."""
+        return self.epoch - 1 + self.batches_done / self.n_batches
+
+    def to_dict(self) -> dict:
+        return {"epoch": self.epoch, "train_loss": self.train_loss, "test_loss": self.test.loss,
+                "test_accuracy": self.test.accuracy, "seconds": self.seconds}
+
+
+@dataclass(frozen=True, eq=False)
+class TrainResult:
+    """A finished (or stopped) run: every epoch's report and the kept epoch's weights on the CPU."""
+
+    config: ClassifierConfig
+    device: str  # device key the run used: 'cpu', 'cuda:0', 'mps'
+    input_mode: str  # 'sparse' or 'dense'
+    epochs: tuple[EpochReport, ...]  # completed epochs only
+    best_epoch: int | None  # the kept epoch: lowest validation loss, else the last; None if none completed
+    stopped: bool  # the user stopped it before the last epoch
+    model: nn.Sequential  # the kept epoch's weights, on the CPU
+    vectorizer: Vectorizer
+    n_train: int
+    n_val: int
+    n_test: int
+
+    @property
+    def vocab_size(self) -> int:
+        return self.vectorizer.vocab_size
+
+    @property
+    def best(self) -> EpochReport | None:
+        return None if self.best_epoch is None else self.epochs[self.best_epoch - 1]
+
+    @property
+    def test_accuracy(self) -> float | None:
+        return None if self.best is None else self.best.test.accuracy
+
+    @property
+    def train_seconds(self) -> float:
+        return sum(e.seconds for e in self.epochs)
+
+    @property
+    def seconds_per_epoch(self) -> float | None:
+        return float(np.median([e.seconds for e in self.epochs])) if self.epochs else None
+
+    @property
+    def samples_per_s(self) -> float | None:
+        return self.n_train * len(self.epochs) / self.train_seconds if self.epochs and self.train_seconds > 0 else None
+
+
+def _evaluate(model: nn.Sequential, x: sp.csr_matrix, y: np.ndarray, mode: str, device: torch.device) -> Evaluation:
+    """Mean BCE and accuracy over all rows, EVAL_BATCH rows at a time (never the whole matrix at once)."""
+    if x.shape[0] == 0:
+        return Evaluation(float("nan"), float("nan"))
+    loss_sum = torch.zeros(()).to(device)  # every placement goes through .to(device), which tests can watch
+    correct = torch.zeros(()).to(device)
+    with torch.no_grad():
+        for start in range(0, x.shape[0], EVAL_BATCH):
+            batch = make_batch(x[start:start + EVAL_BATCH], mode).to(device)
+            target = torch.from_numpy(y[start:start + EVAL_BATCH]).to(device)
+            p = forward(model, batch)
+            loss_sum += nn.functional.binary_cross_entropy(p, target, reduction="sum")
+            correct += ((p > 0.5).float() == target).sum()
+    n = x.shape[0]
+    return Evaluation(loss_sum.item() / n, correct.item() / n)
+
+
+def features_for(reviews: Reviews, config: ClassifierConfig) -> Features:
+    """The split and the document-term matrices this config asks for."""
+    return build_features(reviews, weighting=config.weighting, ngrams=config.ngrams, max_features=config.max_features,
+                          test_size=config.test_size, val_fraction=config.val_fraction, seed=config.seed)
+
+
+def batch_order(n: int, seed: int, epochs: int) -> list[np.ndarray]:
+    """Each epoch's shuffled row order, from a seeded CPU generator: identical on every device."""
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randperm(n, generator=gen).numpy() for _ in range(epochs)]
+
+
+def train(
+    features: Features,
+    config: ClassifierConfig,
+    *,
+    on_progress: ProgressCallback | None = None,
+    should_stop: StopCheck | None = None,
+    on_wait: WaitCallback | None = None,
+) -> TrainResult:
+    """Train on `config.device` while holding its lock; returns the kept epoch's weights.
+
+    `on_progress` gets an EpochReport after every epoch (and every `report_every` batches);
+    `should_stop` is asked between batches; `on_wait` hears about jobs ahead in the device queue.
+    """
+    device = resolve_device(config.device)
+    mode = resolve_input_mode(config.input_mode, device)
+    if features.n_train == 0:
+        raise DashboardError("no training reviews; add reviews or lower the test share")
+    with hold_devices([device_key(device)], on_wait=on_wait, should_cancel=should_stop):
+        return _train_locked(features, config, device, mode, on_progress, should_stop)
+
+
+def _sgd_step(model: nn.Sequential, optimizer: torch.optim.Optimizer, loss_fn: nn.Module,
+              batch: SparseBatch | torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """One update; returns the batch's mean loss, detached and still on the device (no sync)."""
+    loss = loss_fn(forward(model, batch), target)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def _cpu_copy(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights as they are now, copied to the CPU: the kept epoch survives later epochs."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
+def _train_locked(
+    features: Features, config: ClassifierConfig, device: torch.device, mode: str,
+    on_progress: ProgressCallback | None, should_stop: StopCheck | None,
+) -> TrainResult:
+    model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
+    loss_fn = nn.BCELoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
+                                weight_decay=config.weight_decay)
+    n = features.n_train
+    n_batches = -(-n // config.batch_size)
+    y_train = features.y_train.astype(np.float32)
+    has_val = features.n_val > 0
+    reports: list[EpochReport] = []
+    best_state, best_epoch, best_val = None, None, float("inf")
+    stopped = False
+
+    def evaluate() -> tuple[Evaluation | None, Evaluation]:
+        model.eval()
+        val = _evaluate(model, features.x_val, features.y_val, mode, device) if has_val else None
+        test = _evaluate(model, features.x_test, features.y_test, mode, device)
+        model.train()
+        return val, test
+
+    start = clock.now(device)
+    for epoch, order in enumerate(batch_order(n, config.seed, config.epochs), start=1):
+        loss_sum = torch.zeros(()).to(device)
+        seen = 0
+        train_s = 0.0
+        t0 = clock.now(device)
+        for b in range(n_batches):
+            if should_stop is not None and should_stop():
+                stopped = True
+                break
+            rows = order[b * config.batch_size:(b + 1) * config.batch_size]
+            batch = make_batch(features.x_train[rows], mode).to(device)  # only these rows, to the device
+            target = torch.from_numpy(y_train[rows]).to(device)
+            loss_sum += _sgd_step(model, optimizer, loss_fn, batch, target) * len(rows)
+            seen += len(rows)
+            last = b + 1 == n_batches
+            if last or (config.report_every and (b + 1) % config.report_every == 0):
+                t1 = clock.now(device)
+                train_s += t1 - t0
+                val, test = evaluate()
+                report = EpochReport(epoch, b + 1, n_batches, loss_sum.item() / seen, val, test, train_s,
+                                     clock.now(device) - start)
+                if last:
+                    reports.append(report)
+                if on_progress is not None:
+                    on_progress(report)
+                t0 = clock.now(device)
+        if stopped:
+            break
+        score = reports[-1].val.loss if has_val else -epoch  # without validation: keep the last epoch
+        if score < best_val or best_state is None:
+            best_val, best_epoch = score, epoch
+            best_state = _cpu_copy(model)
+    kept = build_model(features.vocab_size, config.hidden, config.seed)
+    if best_state is not None:
+        kept.load_state_dict(best_state)
+    kept.eval()
+    return TrainResult(config, device_key(device), mode, tuple(reports), best_epoch, stopped, kept,
+                       features.vectorizer, features.n_train, features.n_val, features.n_test)
+
+
+def predict(result: TrainResult, texts: Sequence[str]) -> np.ndarray:
+    """p(positive) for new reviews, with the kept epoch's weights, on the CPU."""
+    texts = list(texts)
+    if not texts:
+        return np.zeros(0, dtype=np.float32)
+    x = result.vectorizer.transform(texts)
+    cpu = torch.device("cpu")
+    out = []
+    with torch.no_grad():
+        for start in range(0, x.shape[0], EVAL_BATCH):
+            out.append(forward(result.model, make_batch(x[start:start + EVAL_BATCH], "sparse").to(cpu)).numpy())
+    return np.concatenate(out)
+
+
+@dataclass(frozen=True)
+class DeviceComparison:
+    """The same seeded run on two devices: per-epoch losses side by side."""
+
+    devices: tuple[str, str]
+    train_losses: tuple[tuple[float, ...], tuple[float, ...]]
+    test_losses: tuple[tuple[float, ...], tuple[float, ...]]
+    seconds: tuple[float, float]  # total training seconds on each device
+
+    @property
+    def max_loss_difference(self) -> float:
+        """Largest |difference| between the two devices' train or test loss at any epoch."""
+        pairs = list(zip(*self.train_losses)) + list(zip(*self.test_losses))
+        return max(abs(a - b) for a, b in pairs)
+
+    def close(self, tolerance: float) -> bool:
+        return self.max_loss_difference <= tolerance
+
+
+LOSS_TOLERANCE = 1e-3  # float32 sums in a different order on a GPU: differences ~1e-6, not ~1e-3
+
+
+def compare_devices_same_seed(
+    features: Features, config: ClassifierConfig, devices: tuple[str, str] = ("cpu", "cuda"), *, epochs: int = 2,
+) -> DeviceComparison:
+    """Train `epochs` epochs from the same seed on each of two devices and line up the losses.
+
+    For the GPU self-check: a CUDA run must follow the CPU run's losses closely; a large gap means
+    a broken device, driver or kernel, not a different model.
+    """
+    runs = []
+    for name in devices:
+        cfg = ClassifierConfig(**{**config.to_dict(), "device": name, "epochs": epochs, "report_every": 0})
+        runs.append(train(features, cfg))
+    a, b = runs
+    return DeviceComparison(
+        devices=(a.device, b.device),
+        train_losses=(tuple(e.train_loss for e in a.epochs), tuple(e.train_loss for e in b.epochs)),
+        test_losses=(tuple(e.test.loss for e in a.epochs), tuple(e.test.loss for e in b.epochs)),
+        seconds=(a.train_seconds, b.train_seconds),
+    )

@@ -1,0 +1,75 @@
+"""The Review classifier in a real headless Chromium: upload a tiny CSV, train, see the loss chart."""
+
+import re
+
+import pytest
+
+from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
+from tests.review_fixtures import csv_bytes, toy_reviews
+
+pytestmark = pytest.mark.browser
+
+
+def test_upload_train_and_see_the_loss_chart(page, streamlit_url, tmp_path):
+    reviews = toy_reviews(30)
+    csv = tmp_path / "tiny_reviews.csv"
+    csv.write_bytes(csv_bytes([(t, "pos" if y else "neg") for t, y in zip(reviews.texts, reviews.labels)]))
+
+    # Through the app's navigation: a direct /review_classifier as the server's first request would run the
+    # page in Streamlit's legacy pages/ mode (app.py's st.navigation never runs), see the report to the lead.
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Review classifier").click()
+    page.get_by_role("heading", name="Review classifier").wait_for()
+    wait_for_idle(page)
+    assert_no_exception(page)
+
+    page.get_by_text("upload a file").click()
+    wait_for_idle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
+    page.get_by_text("tiny_reviews.csv").wait_for()
+    wait_for_idle(page)
+
+    page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Train").click()
+    page.get_by_text("Run history").wait_for(timeout=120_000)
+    wait_for_idle(page)
+    assert_no_exception(page)
+    assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+    assert page.locator(".js-plotly-plot").count() >= 3  # loss curves, accuracy, run overlay
+    assert page.get_by_text("train loss").count() >= 1 and page.get_by_text("test loss").count() >= 1
+    assert page.get_by_text("Epochs done").count() == 1
+    screenshot(page, "review_classifier")
+    page.get_by_text("Run history").scroll_into_view_if_needed()
+    screenshot(page, "review_classifier_history")
+
+
+def test_stop_keeps_the_epochs_done(page, streamlit_url, tmp_path):
+    reviews = toy_reviews(3000)  # 500 epochs of these take minutes: Stop must end the run long before
+    csv = tmp_path / "longer_reviews.csv"
+    csv.write_bytes(csv_bytes([(t, str(int(y))) for t, y in zip(reviews.texts, reviews.labels)]))
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Review classifier").click()
+    page.get_by_role("heading", name="Review classifier").wait_for()
+    wait_for_idle(page)
+    page.get_by_text("upload a file").click()
+    wait_for_idle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
+    page.get_by_text("longer_reviews.csv").wait_for()
+    wait_for_idle(page)
+    page.get_by_text("Vectorizer and model settings").click()
+    epochs = page.get_by_label("Epochs")
+    epochs.fill("500")
+    epochs.press("Enter")
+    wait_for_idle(page)
+
+    page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Train").click()
+    page.get_by_text(re.compile(r"epoch \d+/500")).wait_for(timeout=60_000)  # the live status line
+    page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Stop").click()  # not the header's Stop
+    page.get_by_text("Run history").wait_for(timeout=60_000)
+    wait_for_idle(page)
+    assert_no_exception(page)
+    done = page.locator('[data-testid="stMetric"]', has_text="Epochs done").inner_text()
+    finished = int(done.split("Epochs done")[1].split("/")[0])
+    assert 1 <= finished < 500 and "stopped" in done
+    screenshot(page, "review_classifier_stopped")

@@ -1,0 +1,147 @@
+"""AppTests of the Review classifier page: train one epoch on a fixture, bad input, history, own review."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from tests.review_fixtures import csv_bytes, keep_cuda_on_cpu, toy_reviews
+
+PAGE = "pages/review_classifier.py"
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+
+
+@pytest.fixture
+def toy_csv(tmp_path):
+    reviews = toy_reviews(40)
+    path = tmp_path / "toy.csv"
+    path.write_bytes(csv_bytes([(t, str(int(y))) for t, y in zip(reviews.texts, reviews.labels)]))
+    return path
+
+
+def _open(app: AppTest) -> AppTest:
+    app.switch_page(PAGE).run()
+    assert not app.exception
+    return app
+
+
+def _train_on(app: AppTest, path, epochs: int = 1) -> AppTest:
+    app.radio(key="clf_source").set_value("path").run()
+    app.text_input(key="clf_path").set_value(str(path))
+    app.number_input(key="clf_epochs").set_value(epochs)
+    app.number_input(key="clf_hidden").set_value(4)
+    app.number_input(key="clf_lr").set_value(0.3)
+    app.number_input(key="clf_batch").set_value(16)
+    app.button(key="clf_train").click().run()
+    assert not app.exception, app.exception
+    return app
+
+
+def _charts(app: AppTest) -> list:
+    return app.get("plotly_chart")
+
+
+def test_page_without_gpu_offers_cpu_and_says_what_a_gpu_adds(app, no_gpu):
+    _open(app)
+    assert app.selectbox(key="clf_device").options == ["cpu"]
+    info = " ".join(i.value for i in app.info)
+    assert "No GPU here" in info and "race" in info and "Runtime > Change runtime type > GPU" in info
+    assert not app.error and not _charts(app)
+
+
+def test_page_with_fake_gpu_offers_it(app, fake_cuda):
+    _open(app)
+    assert app.selectbox(key="clf_device").options == ["auto", "cuda:0", "cpu"]
+
+
+def test_race_without_gpu_is_disabled(app, no_gpu):
+    _open(app)
+    assert app.button(key="clf_race").disabled
+
+
+def test_race_cpu_then_gpu_with_the_same_seed(app, fake_cuda, monkeypatch, toy_csv):
+    sent = keep_cuda_on_cpu(monkeypatch)  # the fake GPU's tensors stay on the CPU
+    _open(app)
+    app.radio(key="clf_source").set_value("path").run()
+    app.text_input(key="clf_path").set_value(str(toy_csv))
+    app.number_input(key="clf_epochs").set_value(2)
+    app.button(key="clf_race").click().run()
+    assert not app.exception and not app.error
+    runs = app.session_state["clf_runs"]
+    assert [r.device for r in runs] == ["cpu", "cuda:0"] and all(r.status == "done" for r in runs)
+    assert "model" in sent and fake_cuda.events.count("sync") > 0
+    assert runs[0].config.seed == runs[1].config.seed
+    assert [e.train_loss for e in runs[0].epochs] == pytest.approx([e.train_loss for e in runs[1].epochs])
+    race = json.loads(app.get("plotly_chart")[-1].proto.spec)  # the overlay, by wall time
+    assert [t["name"] for t in race["data"]] == ["run 1 · cpu", "run 2 · cuda:0"]
+
+
+def test_train_one_epoch_on_a_fixture(app, no_gpu, toy_csv):
+    _train_on(_open(app), toy_csv)
+    assert not app.error
+    runs = app.session_state["clf_runs"]
+    assert len(runs) == 1 and runs[0].status == "done" and len(runs[0].epochs) == 1 and runs[0].device == "cpu"
+    labels = {m.label: m.value for m in app.metric}
+    assert labels["Epochs done"] == "1 / 1" and labels["Test accuracy (kept epoch)"].endswith("%")
+    assert labels["Baseline accuracy"].endswith("%")
+    assert len(_charts(app)) == 3  # loss curves, accuracy, run overlay
+    assert app.dataframe  # the run history table
+
+    # a second run reuses the loaded data and appears in the overlay and the table
+    app.number_input(key="clf_seed").set_value(1)
+    app.button(key="clf_train").click().run()
+    assert not app.exception and len(app.session_state["clf_runs"]) == 2
+    assert len(app.dataframe[0].value) == 2
+
+    # try your own review with the latest model
+    app.text_area(key="clf_review").set_value("great w1 w2")
+    app.button(key="clf_predict").click().run()
+    assert not app.exception
+    assert any(m.label.startswith("p(positive)") for m in app.metric)
+
+
+def test_bad_input_shows_an_error_and_keeps_earlier_runs(app, no_gpu, toy_csv, tmp_path):
+    _train_on(_open(app), toy_csv)
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(csv_bytes([("good", "1")] * 5))
+    _train_on(app, bad)
+    assert any("only positive reviews" in e.value for e in app.error)
+    assert len(app.session_state["clf_runs"]) == 1 and len(_charts(app)) == 3
+    _train_on(app, tmp_path / "missing.csv")
+    assert any("nor an existing file or folder" in e.value for e in app.error)
+
+
+def test_vectorizer_settings_reach_the_run(app, no_gpu, toy_csv):
+    _open(app)
+    app.selectbox(key="clf_weighting").set_value("tfidf")
+    app.radio(key="clf_ngrams").set_value(1)
+    app.number_input(key="clf_maxf").set_value(20)
+    _train_on(app, toy_csv)
+    assert not app.error
+    config = app.session_state["clf_runs"][0].config
+    assert (config.weighting, config.ngrams, config.max_features, config.epochs) == ("tfidf", 1, 20, 1)
+    assert app.session_state["clf_prep"][0].vocab_size == 20
+
+
+def test_an_interrupted_run_is_marked_stopped(app, no_gpu, toy_csv):
+    from core.classifier_model import ClassifierConfig
+    from core.classifier_runs import RunRecord
+
+    _open(app)
+    app.session_state["clf_runs"] = [RunRecord(1, "toy", ClassifierConfig(), "cpu")]  # as a Stop leaves it
+    app.run()
+    assert not app.exception and app.session_state["clf_runs"][0].status == "stopped"
+
+
+def test_builtin_data_not_cached_offers_a_download(app, no_gpu):
+    _open(app)
+    assert app.radio(key="clf_source").value == "rt-polarity"
+    assert app.button(key="clf_download").label.startswith("Download rt-polarity")

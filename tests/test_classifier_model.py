@@ -1,0 +1,74 @@
+"""The lecture's network, its config checks, and the sparse path against the dense reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from torch import nn
+
+from core.classifier_model import ClassifierConfig, build_model, forward, make_batch, resolve_input_mode
+from core.errors import DashboardError
+
+
+def test_architecture_is_the_lectures():
+    model = build_model(50, 8, seed=0)
+    assert [type(m) for m in model] == [nn.Linear, nn.ReLU, nn.Linear, nn.Sigmoid]
+    assert model[0].in_features == 50 and model[0].out_features == 8 and model[2].out_features == 1
+
+
+def test_same_seed_same_weights_and_global_rng_untouched():
+    torch.manual_seed(123)
+    before = torch.rand(3)
+    torch.manual_seed(123)
+    a, b, c = build_model(40, 4, seed=7), build_model(40, 4, seed=7), build_model(40, 4, seed=8)
+    assert torch.equal(torch.rand(3), before)
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        assert torch.equal(pa, pb)
+    assert not torch.equal(a[0].weight, c[0].weight)
+
+
+def test_sparse_forward_and_gradients_match_dense():
+    rng = np.random.default_rng(0)
+    x = sp.random(9, 30, density=0.2, format="lil", dtype=np.float32, random_state=1)
+    x[3] = 0  # an empty review: all its words unknown
+    x = sp.csr_matrix(x)
+    assert x[3].nnz == 0
+    y = torch.from_numpy(rng.integers(0, 2, 9).astype(np.float32))
+    grads = []
+    outputs = []
+    for mode in ("dense", "sparse"):
+        model = build_model(30, 5, seed=0)
+        p = forward(model, make_batch(x, mode))
+        nn.BCELoss()(p, y).backward()
+        outputs.append(p.detach())
+        grads.append([q.grad.clone() for q in model.parameters()])
+    assert outputs[0].shape == (9,)
+    assert torch.allclose(outputs[0], outputs[1], atol=1e-6)
+    for gd, gs in zip(*grads):
+        assert torch.allclose(gd, gs, atol=1e-6)
+
+
+def test_input_mode_auto():
+    assert resolve_input_mode("auto", torch.device("cpu")) == "sparse"
+    assert resolve_input_mode("auto", torch.device("mps")) == "dense"
+    assert resolve_input_mode("dense", torch.device("cpu")) == "dense"
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("lr", 0.0, "learning rate"), ("lr", -1.0, "learning rate"), ("epochs", 0, "epochs"),
+    ("batch_size", 0, "batch size"), ("hidden", 0, "hidden size"), ("momentum", 1.0, "momentum"),
+    ("weight_decay", -0.1, "weight decay"), ("ngrams", 3, "ngrams"), ("weighting", "bm25", "weighting"),
+    ("max_features", 0, "max features"), ("test_size", 1.0, "test share"), ("val_fraction", 1.0, "validation"),
+    ("input_mode", "csr", "input mode"), ("report_every", -1, "report every"),
+])
+def test_config_out_of_range(field, value, message):
+    with pytest.raises(DashboardError, match=message) as err:
+        ClassifierConfig(**{field: value})
+    assert repr(value) in str(err.value)
+
+
+def test_defaults_are_valid_and_round_trip():
+    config = ClassifierConfig()
+    assert ClassifierConfig(**config.to_dict()) == config

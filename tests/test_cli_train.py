@@ -1,0 +1,96 @@
+"""`python -m core train`: the JSON the issue names, predictions, and one-line exit-2 errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from core.cli import main
+from tests.review_fixtures import csv_bytes, labelled_rows, toy_reviews
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+QUICK = ["--epochs", "2", "--hidden", "4", "--batch-size", "16", "--lr", "0.3", "--ngrams", "1"]
+JSON_KEYS = {"device", "n_train", "n_test", "vocab_size", "epochs", "test_accuracy", "train_seconds",
+             "baseline_accuracy", "predictions"}
+
+
+@pytest.fixture
+def toy_csv(tmp_path):
+    reviews = toy_reviews(40)
+    rows = [(t, str(int(y))) for t, y in zip(reviews.texts, reviews.labels)]
+    path = tmp_path / "toy.csv"
+    path.write_bytes(csv_bytes(rows))
+    return path
+
+
+def test_train_json(toy_csv, tmp_path, capsys):
+    predict = tmp_path / "mine.txt"
+    predict.write_text("great w1 w2\n\nawful w3\n")
+    assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu", "--predict", str(predict), "--json"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert set(out) == JSON_KEYS
+    assert out["device"] == "cpu" and (out["n_train"], out["n_test"]) == (64, 16)
+    assert [e["epoch"] for e in out["epochs"]] == [1, 2]
+    assert set(out["epochs"][0]) == {"epoch", "train_loss", "test_loss", "test_accuracy", "seconds"}
+    assert 0.5 <= out["test_accuracy"] <= 1 and 0 <= out["baseline_accuracy"] <= 1 and out["train_seconds"] > 0
+    assert [p["text"] for p in out["predictions"]] == ["great w1 w2", "awful w3"]
+    assert out["predictions"][0]["p_positive"] > out["predictions"][1]["p_positive"]
+    assert "epoch   1" in captured.err  # progress goes to stderr so stdout stays one JSON object
+
+
+def test_train_human_output_with_tfidf(toy_csv, capsys):
+    assert main(["train", "--data", str(toy_csv), *QUICK, "--tfidf"]) == 0
+    out = capsys.readouterr().out
+    assert "epoch   2" in out and "test accuracy" in out and "LogisticRegression on the same split" in out
+
+
+def _write(tmp_path, name, data: bytes):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+BAD = {
+    "missing path": (lambda t: ["--data", str(t / "nope.csv")], "nor an existing file or folder"),
+    "empty file": (lambda t: ["--data", _write(t, "e.csv", b"")], "is empty"),
+    "binary file": (lambda t: ["--data", _write(t, "b.csv", bytes(range(256)) * 4)], "not a text file"),
+    "wrong columns": (lambda t: ["--data", _write(t, "w.csv", csv_bytes(labelled_rows(), header=("a", "b")))],
+                      "no text column"),
+    "single class": (lambda t: ["--data", _write(t, "s.csv", csv_bytes([(f"good {i}", "1") for i in range(9)]))],
+                     "only positive"),
+    "empty texts": (lambda t: ["--data", _write(t, "x.csv", csv_bytes([("", "1"), ("", "0")] * 4))],
+                    "only empty texts"),
+    "zero lr": (lambda t: ["--data", "x", "--lr", "0"], "learning rate 0.0 is out of range"),
+    "negative lr": (lambda t: ["--data", "x", "--lr", "-0.1"], "learning rate"),
+    "zero epochs": (lambda t: ["--data", "x", "--epochs", "0"], "epochs 0"),
+    "zero batch": (lambda t: ["--data", "x", "--batch-size", "0"], "batch size 0"),
+    "zero hidden": (lambda t: ["--data", "x", "--hidden", "0"], "hidden size 0"),
+    "unknown device": (lambda t: ["--data", "x", "--device", "tpu"], "unknown device 'tpu'"),
+    "absent gpu": (lambda t: ["--data", "x", "--device", "cuda"], "not available"),
+    "ngrams 3": (lambda t: ["--data", "x", "--ngrams", "3"], "invalid choice"),
+    "not a number": (lambda t: ["--data", "x", "--epochs", "ten"], "invalid int value"),
+    "missing predict file": (lambda t: ["--data", "x", "--predict", str(t / "none.txt")], "--predict file"),
+    "unknown data set name": (lambda t: ["--data", "sst2"], "neither a built-in data set (rt-polarity, imdb)"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_exits_2_with_one_line(case, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    make_args, message = BAD[case]
+    assert main(["train", *make_args(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], captured.err
+    assert captured.out == ""
+
+
+def test_module_entry_point_exits_2(tmp_path):
+    """The real `python -m core train` process: exit status 2 and one line on stderr, no traceback."""
+    proc = subprocess.run([sys.executable, "-m", "core", "train", "--data", str(tmp_path / "nope")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

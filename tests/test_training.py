@@ -1,0 +1,210 @@
+"""Training: the loss falls, seeds reproduce, the chosen device gets everything, nothing is densified whole."""
+
+from __future__ import annotations
+
+import filelock
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+
+from core import clock, training
+from core.classifier_model import ClassifierConfig, SparseBatch
+from core.errors import DashboardError
+from core.paths import lock_dir
+from core.training import (
+    LOSS_TOLERANCE, batch_order, compare_devices_same_seed, features_for, predict, train,
+)
+from core.text_features import synthetic_features
+from tests.review_fixtures import keep_cuda_on_cpu, toy_reviews
+
+FAST = dict(hidden=8, lr=0.3, batch_size=16, epochs=6, weighting="binary", ngrams=1, val_fraction=0.1)
+
+
+@pytest.fixture(scope="module")
+def toy_features():
+    return features_for(toy_reviews(60), ClassifierConfig(**FAST))
+
+
+def test_loss_falls_on_a_separable_toy_set(toy_features):
+    result = train(toy_features, ClassifierConfig(**FAST))
+    losses = [e.train_loss for e in result.epochs]
+    assert len(losses) == 6 and losses[-1] < losses[0] / 3
+    assert result.epochs[-1].test.accuracy == 1.0 and result.test_accuracy == 1.0
+    assert not result.stopped and result.device == "cpu" and result.input_mode == "sparse"
+    p = predict(result, ["great w1 w2", "awful w1 w2"])
+    assert p[0] > 0.8 > 0.2 > p[1]
+
+
+def test_same_seed_identical_first_epoch_losses(toy_features):
+    cfg = ClassifierConfig(**{**FAST, "epochs": 1})
+    a, b = train(toy_features, cfg), train(toy_features, cfg)
+    assert a.epochs[0].train_loss == b.epochs[0].train_loss
+    assert a.epochs[0].test.loss == b.epochs[0].test.loss
+    c = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 1, "seed": 1}))
+    assert c.epochs[0].train_loss != a.epochs[0].train_loss
+
+
+def test_batch_order_is_seeded_and_differs_per_epoch():
+    a, b = batch_order(50, 3, 2), batch_order(50, 3, 2)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not np.array_equal(a[0], a[1]) and sorted(a[0]) == list(range(50))
+
+
+def test_dense_and_sparse_input_train_alike(toy_features):
+    s = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 2, "input_mode": "sparse"}))
+    d = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 2, "input_mode": "dense"}))
+    assert d.input_mode == "dense"
+    assert [e.train_loss for e in s.epochs] == pytest.approx([e.train_loss for e in d.epochs], abs=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["sparse", "dense"])
+def test_full_matrix_is_never_densified(toy_features, monkeypatch, mode):
+    densified: list[tuple[int, int]] = []
+    for cls in (sp.csr_matrix, sp.csr_array):
+        original = cls.toarray
+
+        def spy(self, *args, _original=original, **kwargs):
+            densified.append(self.shape)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "toarray", spy)
+    monkeypatch.setattr(cls, "todense", lambda self, *a, **k: pytest.fail("todense called"))
+    monkeypatch.setattr(torch.Tensor, "to_dense", lambda self, *a, **k: pytest.fail("to_dense called"))
+    monkeypatch.setattr(training, "EVAL_BATCH", 10)
+    cfg = ClassifierConfig(**{**FAST, "epochs": 1, "input_mode": mode})
+    train(toy_features, cfg)
+    if mode == "sparse":
+        assert densified == []
+    else:
+        assert densified and max(rows for rows, _ in densified) <= max(cfg.batch_size, 10)
+        assert all(rows < toy_features.n_train for rows, _ in densified)
+
+
+def test_chosen_device_gets_model_and_every_tensor(toy_features, fake_cuda, monkeypatch):
+    """With a fake GPU, every .to() must aim at cuda:0 (kept on the CPU here) and the clock must sync it."""
+    targets = keep_cuda_on_cpu(monkeypatch)
+    batches: list[SparseBatch] = []
+    sparse_to = SparseBatch.to
+    monkeypatch.setattr(SparseBatch, "to", lambda self, d: batches.append(torch.device(d)) or sparse_to(self, d))
+    cfg = ClassifierConfig(**{**FAST, "epochs": 1, "device": "cuda"})
+    result = train(toy_features, cfg)
+    n_batches = -(-toy_features.n_train // cfg.batch_size)
+    assert result.device == "cuda:0"
+    assert targets.count("model") == 1
+    assert batches and all(d == torch.device("cuda:0") for d in batches)
+    assert len(batches) >= n_batches  # every training batch (and every evaluation batch) went to the GPU
+    assert sum(t.startswith("tensor") for t in targets) >= 3 * n_batches  # indices, offsets, values... and labels
+    assert fake_cuda.events.count("sync") >= 2  # the clock waited for the device before each reading
+
+
+def test_epoch_seconds_come_from_the_synchronizing_clock(toy_features, monkeypatch):
+    ticks = iter(float(i) for i in range(10_000))
+    monkeypatch.setattr(clock, "read_clock", lambda: next(ticks))
+    result = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 2}))
+    # per epoch: start reading, end reading (one tick apart), then the elapsed and next-start readings
+    assert [e.seconds for e in result.epochs] == [1.0, 1.0]
+    assert result.epochs[1].elapsed_s > result.epochs[0].elapsed_s
+
+
+def test_progress_reports_every_n_batches(toy_features):
+    reports = []
+    cfg = ClassifierConfig(**{**FAST, "epochs": 2, "report_every": 2})
+    result = train(toy_features, cfg, on_progress=reports.append)
+    n_batches = reports[0].n_batches
+    assert sum(r.partial for r in reports) == 2 * ((n_batches - 1) // 2)  # batches 2, 4, ... but not the last
+    assert [r.epoch for r in reports if not r.partial] == [1, 2] and len(result.epochs) == 2
+    assert all(0 <= r.test.accuracy <= 1 and r.seconds >= 0 for r in reports)
+    assert [r.progress for r in reports] == sorted(r.progress for r in reports)
+
+
+def test_stop_between_batches_keeps_finished_epochs_and_frees_the_device(toy_features):
+    calls = []
+    n_batches = -(-toy_features.n_train // FAST["batch_size"])
+    stop_after = n_batches + 2  # in the middle of the second epoch
+
+    def should_stop() -> bool:
+        calls.append(1)
+        return len(calls) > stop_after
+
+    result = train(toy_features, ClassifierConfig(**FAST), should_stop=should_stop)
+    assert result.stopped and len(result.epochs) == 1 and result.best_epoch == 1
+    lock = filelock.FileLock(str(lock_dir() / "cpu.lock"))
+    lock.acquire(timeout=0)  # released
+    lock.release()
+
+
+def test_training_holds_the_device_lock(toy_features):
+    held = []
+
+    def on_progress(report):
+        try:
+            filelock.FileLock(str(lock_dir() / "cpu.lock")).acquire(timeout=0)
+            held.append(False)
+        except filelock.Timeout:
+            held.append(True)
+
+    train(toy_features, ClassifierConfig(**{**FAST, "epochs": 1}), on_progress=on_progress)
+    assert held == [True]
+
+
+def test_kept_epoch_is_the_lowest_validation_loss(toy_features):
+    result = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 4, "lr": 1.0}))
+    val_losses = [e.val.loss for e in result.epochs]
+    assert result.best_epoch == int(np.argmin(val_losses)) + 1
+    probs = predict(result, [toy_reviews(60).texts[i] for i in range(3)])
+    assert probs.shape == (3,) and ((0 <= probs) & (probs <= 1)).all()
+
+
+def test_kept_weights_score_what_their_epoch_reported():
+    reviews = toy_reviews(60)
+    cfg = ClassifierConfig(**{**FAST, "epochs": 3, "val_fraction": 0.0})
+    features = features_for(reviews, cfg)
+    result = train(features, cfg)
+    assert result.best_epoch == 3  # no validation rows: the last epoch is kept
+    p = predict(result, [reviews.texts[i] for i in range(reviews.n)])
+    assert p.shape == (reviews.n,)
+
+
+def test_unknown_device_is_refused(toy_features):
+    with pytest.raises(DashboardError, match="unknown device"):
+        train(toy_features, ClassifierConfig(**{**FAST, "device": "tpu"}))
+
+
+def test_result_statistics(toy_features):
+    result = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 2}))
+    assert result.train_seconds == pytest.approx(sum(e.seconds for e in result.epochs))
+    assert result.samples_per_s == pytest.approx(2 * result.n_train / result.train_seconds)
+    assert result.vocab_size == toy_features.vocab_size
+    assert set(result.epochs[0].to_dict()) == {"epoch", "train_loss", "test_loss", "test_accuracy", "seconds"}
+
+
+def test_compare_devices_same_seed_cpu_vs_cpu(toy_features):
+    comparison = compare_devices_same_seed(toy_features, ClassifierConfig(**FAST), ("cpu", "cpu"), epochs=2)
+    assert comparison.devices == ("cpu", "cpu")
+    assert len(comparison.train_losses[0]) == 2
+    assert comparison.max_loss_difference == 0.0 and comparison.close(LOSS_TOLERANCE)
+
+
+def test_compare_devices_on_synthetic_data_needs_no_download():
+    """What the GPU self-check can run anywhere: synthetic reviews, the default network, 2 epochs."""
+    features = synthetic_features(1000, 2000, 40)
+    comparison = compare_devices_same_seed(features, ClassifierConfig(), ("cpu", "cpu"), epochs=2)
+    assert comparison.close(LOSS_TOLERANCE)
+    assert comparison.train_losses[0][1] < comparison.train_losses[0][0]  # it learns
+
+
+def test_a_different_seed_is_not_close():
+    """The comparison can fail: two seeds differ by far more than the tolerance."""
+    features = synthetic_features(1000, 2000, 40)
+    a = train(features, ClassifierConfig(epochs=2, seed=0))
+    b = train(features, ClassifierConfig(epochs=2, seed=1))
+    assert max(abs(x.train_loss - y.train_loss) for x, y in zip(a.epochs, b.epochs)) > LOSS_TOLERANCE
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a real CUDA device")
+@pytest.mark.cuda
+def test_compare_devices_same_seed_cpu_vs_cuda():
+    comparison = compare_devices_same_seed(synthetic_features(1000, 2000, 40), ClassifierConfig(), ("cpu", "cuda"),
+                                           epochs=2)
+    assert comparison.devices == ("cpu", "cuda:0") and comparison.close(LOSS_TOLERANCE), comparison
