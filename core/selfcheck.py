@@ -23,12 +23,15 @@ import torch
 from torch.utils import benchmark
 
 from core import timing
+from core.classifier_model import ClassifierConfig
 from core.device_lock import hold_devices
 from core.devices import available_devices, cuda_count, device_key
 from core.errors import DashboardError
 from core.hardware import inspect_machine
 from core.matmul import DTYPES, cuda_event_seconds, make_operands, product, tf32_matmul
 from core.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
+from core.text_features import synthetic_features
+from core.training import LOSS_TOLERANCE, compare_devices_same_seed
 from core.units import gib
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -264,6 +267,21 @@ def check_unsynced_far_below(ctx: Context) -> CheckResult:
     return CheckResult(not problems, "; ".join(problems) or f"n={top}: {text}", {"rows": data})
 
 
+SELFCHECK_DOCS, SELFCHECK_VOCAB, SELFCHECK_WORDS = 1000, 2000, 40  # synthetic reviews: no download needed
+
+
+def check_train_same_seed(ctx: Context) -> CheckResult:
+    """The review classifier for 2 epochs on the CPU and on CUDA from one seed: the losses must agree."""
+    features = synthetic_features(SELFCHECK_DOCS, SELFCHECK_VOCAB, SELFCHECK_WORDS)
+    cmp = compare_devices_same_seed(features, ClassifierConfig(), ("cpu", device_key(ctx.cuda)), epochs=2)
+    data = {"devices": list(cmp.devices), "train_losses": [list(t) for t in cmp.train_losses],
+            "test_losses": [list(t) for t in cmp.test_losses], "seconds": list(cmp.seconds),
+            "max_loss_difference": cmp.max_loss_difference, "tolerance": LOSS_TOLERANCE}
+    detail = (f"largest loss difference {cmp.max_loss_difference:.2e} (tolerance {LOSS_TOLERANCE:g}); "
+              f"{cmp.seconds[0]:.2f} s on {cmp.devices[0]}, {cmp.seconds[1]:.2f} s on {cmp.devices[1]}")
+    return CheckResult(cmp.close(LOSS_TOLERANCE), detail, data)
+
+
 CHECKS: list[Check] = [
     Check("devices", check_devices, about="what CPU and GPUs torch sees"),
     Check("cpu-sweep", check_cpu_sweep, about=f"CPU float32 race, n = {CPU_SIZES[0]}..{CPU_SIZES[-1]}"),
@@ -274,6 +292,8 @@ CHECKS: list[Check] = [
     Check("cuda-events", check_cuda_events, needs_cuda=True, about="synchronized clock vs CUDA events within 5%"),
     Check("unsynced-far-below", check_unsynced_far_below, needs_cuda=True,
           about="the unsynchronized figure is under a tenth of the true one"),
+    Check("train-same-seed", check_train_same_seed, needs_cuda=True,
+          about="review classifier, 2 epochs from one seed on CPU and CUDA: losses within 1e-3"),
 ]
 
 

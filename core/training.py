@@ -11,7 +11,8 @@ batch would synchronize every batch and hide the GPU's speed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -107,6 +108,23 @@ class TrainResult:
     def samples_per_s(self) -> float | None:
         return self.n_train * len(self.epochs) / self.train_seconds if self.epochs and self.train_seconds > 0 else None
 
+    def to_json(self, baseline_accuracy: float | None, texts: Sequence[str] = (),
+                probabilities: Sequence[float] = ()) -> dict[str, Any]:
+        """The `python -m core train --json` object, which the result store also saves."""
+        return {
+            "device": self.device,
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "vocab_size": self.vocab_size,
+            "epochs": [e.to_dict() for e in self.epochs],
+            "test_accuracy": self.test_accuracy,
+            "train_seconds": self.train_seconds,
+            "baseline_accuracy": baseline_accuracy,
+            "predictions": [{"text": t, "p_positive": float(p)} for t, p in zip(texts, probabilities)],
+            "stopped": self.stopped,
+            "settings": asdict(self.config),
+        }
+
 
 def _evaluate(model: nn.Sequential, x: sp.csr_matrix, y: np.ndarray, mode: str, device: torch.device) -> Evaluation:
     """Mean BCE and accuracy over all rows, EVAL_BATCH rows at a time (never the whole matrix at once)."""
@@ -154,8 +172,12 @@ def train(
     mode = resolve_input_mode(config.input_mode, device)
     if features.n_train == 0:
         raise DashboardError("no training reviews; add reviews or lower the test share")
-    with hold_devices([device_key(device)], on_wait=on_wait, should_cancel=should_stop):
-        return _train_locked(features, config, device, mode, on_progress, should_stop)
+    with hold_devices([device_key(device)], on_wait=on_wait, should_cancel=should_stop, label="training run") as job:
+
+        def stop_or_cap() -> bool:  # the device lock's per-job cap ends a run like Stop does
+            return job.timed_out or (should_stop is not None and should_stop())
+
+        return _train_locked(features, config, device, mode, on_progress, stop_or_cap)
 
 
 def _sgd_step(model: nn.Sequential, optimizer: torch.optim.Optimizer, loss_fn: nn.Module,

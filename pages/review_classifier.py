@@ -1,6 +1,6 @@
 """Review classifier: the lecture's network on real movie reviews, trained on the CPU or the GPU, loss live."""
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import streamlit as st
 
@@ -9,12 +9,14 @@ from core.charts.classifier import METRICS, accuracy_curve, loss_curves, overlay
 from core.classifier_model import INPUT_MODES, ClassifierConfig
 from core.classifier_runs import DONE, RunRecord, interrupted, table_rows
 from core.datasets import BUILTIN_DATASETS, fetch, is_cached, load_source
-from core.devices import GET_A_GPU, available_devices, has_gpu
+from core.devices import GET_A_GPU, available_devices, device_key, has_gpu, resolve_device
 from core.errors import DashboardError
 from core.review_loaders import load_uploads
 from core.text_features import WEIGHTINGS
 from core.training import features_for, predict, train
+from pages.shared.device_wait import device_turn
 from pages.shared.entry import through_app
+from pages.shared.result_store import save_run
 
 through_app()
 
@@ -78,7 +80,10 @@ with st.expander("Vectorizer and model settings", expanded=False):
                               help="sparse sums the weights of the words present; dense builds each batch as a "
                                    "full (batch x vocabulary) matrix first: same numbers, more work")
 devices = ["auto", *available_devices()] if has_gpu() else ["cpu"]
-device = st.selectbox("Device", devices, key="clf_device")
+d1, d2 = st.columns(2)
+device = d1.selectbox("Device", devices, key="clf_device")
+d2.text_input("Name for the Results page (optional)", key="clf_label", max_chars=200, placeholder="e.g. Ana's laptop",
+              help="finished runs are saved for the Results page under this name")
 if not has_gpu():
     st.info("No GPU here, so runs use the CPU. With a GPU you could train the same run there and watch the two loss "
             "curves race by wall time below. " + GET_A_GPU, icon=":material/info:")
@@ -130,10 +135,12 @@ def _run(features, baseline, config: ClassifierConfig, data: str) -> None:
             status.info(f"{line[0]} · {ticks[0]} batches")
         return False
 
-    result = train(features, config, on_progress=on_progress, should_stop=tick,
-                   on_wait=lambda dev, ahead: status.warning(f"waiting for {dev}: {ahead} job(s) ahead"))
+    with device_turn([device_key(resolve_device(config.device))], key="clf", label="training run"):
+        result = train(features, config, on_progress=on_progress, should_stop=tick)
     state.clf_runs[slot] = state.clf_runs[slot].finished(result)
     state.clf_model = (state.clf_runs[slot].label, result)
+    if result.epochs and not result.stopped:  # a stopped run stays in the history, not on the shared board
+        save_run("train", result.to_json(baseline.accuracy), asdict(config), label=state.clf_label.strip())
 
 
 if go or race:

@@ -145,3 +145,16 @@ def test_builtin_data_not_cached_offers_a_download(app, no_gpu):
     _open(app)
     assert app.radio(key="clf_source").value == "rt-polarity"
     assert app.button(key="clf_download").label.startswith("Download rt-polarity")
+
+
+def test_a_finished_run_is_saved_for_the_results_page(app, no_gpu, toy_csv):
+    from core.store import open_store
+
+    _open(app).text_input(key="clf_label").set_value("Ana's laptop")
+    _train_on(app, toy_csv, epochs=2)
+    runs = open_store().list_runs(kind="train")
+    assert len(runs) == 1 and runs[0].label == "Ana's laptop"
+    assert [e["epoch"] for e in runs[0].payload["epochs"]] == [1, 2]
+    assert runs[0].payload["device"] == "cpu"
+    app.switch_page("pages/results.py").run()
+    assert not app.exception

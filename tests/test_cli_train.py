@@ -32,7 +32,8 @@ def test_train_json(toy_csv, tmp_path, capsys):
     assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu", "--predict", str(predict), "--json"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
-    assert set(out) == JSON_KEYS
+    assert JSON_KEYS <= set(out) and set(out) - JSON_KEYS == {"stopped", "settings"}
+    assert out["stopped"] is False and out["settings"]["device"] == "cpu"
     assert out["device"] == "cpu" and (out["n_train"], out["n_test"]) == (64, 16)
     assert [e["epoch"] for e in out["epochs"]] == [1, 2]
     assert set(out["epochs"][0]) == {"epoch", "train_loss", "test_loss", "test_accuracy", "seconds"}
@@ -94,3 +95,14 @@ def test_module_entry_point_exits_2(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "core", "train", "--data", str(tmp_path / "nope")],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_train_save_lands_in_the_store(toy_csv, capsys):
+    from core.store import open_store
+
+    assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu", "--json", "--save", "--label", "lab"]) == 0
+    captured = capsys.readouterr()
+    assert "saved as run #" in captured.err
+    runs = open_store().list_runs(kind="train")
+    assert len(runs) == 1 and runs[0].label == "lab"
+    assert runs[0].payload["epochs"] == json.loads(captured.out)["epochs"]

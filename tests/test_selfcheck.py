@@ -76,7 +76,8 @@ def test_cuda_checks_run_where_cuda_is_visible(fake_cuda):
 def test_the_check_list_is_named_and_selectable():
     names = [c.name for c in selfcheck.CHECKS]
     assert len(names) == len(set(names))
-    assert {c.name for c in selfcheck.CHECKS if c.needs_cuda} == {"gpu-sweep", "cuda-events", "unsynced-far-below"}
+    assert {c.name for c in selfcheck.CHECKS if c.needs_cuda} == {"gpu-sweep", "cuda-events", "unsynced-far-below",
+                                                                   "train-same-seed"}
     assert [c.name for c in select(["cuda-events", "devices"])] == ["devices", "cuda-events"]  # listed order
     with pytest.raises(DashboardError, match="unknown check 'nope'"):
         select(["nope"])
@@ -136,3 +137,12 @@ def test_unsynced_far_below_the_truth():
 def test_cuda_events_check_on_a_real_gpu():
     result = selfcheck.check_cuda_events(Context(cuda=torch.device("cuda", 0)))
     assert result.passed, result.detail
+
+
+def test_training_check_compares_two_runs_from_one_seed():
+    # on the CPU against itself the same seed must give identical losses; on a GPU the check reads the same numbers
+    result = selfcheck.check_train_same_seed(Context(cuda=torch.device("cpu")))
+    assert result.passed, result.detail
+    assert result.data["max_loss_difference"] == 0.0
+    assert len(result.data["train_losses"][0]) == 2 == len(result.data["test_losses"][1])
+    assert "train-same-seed" in [c.name for c in selfcheck.CHECKS]

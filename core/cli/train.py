@@ -9,6 +9,8 @@ from pathlib import Path
 from core.baseline import logistic_regression
 from core.classifier_model import ClassifierConfig
 from core.cli.output import format_table, print_json
+from core.cli.results import add_save_options, save_if_requested
+from core.cli.waiting import print_waiting
 from core.datasets import BUILTIN_DATASETS, load_source
 from core.devices import resolve_device
 from core.errors import DashboardError
@@ -37,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"default {DEFAULTS.seed}")
     p.add_argument("--predict", metavar="FILE", help="print p(positive) for each line of FILE")
     p.add_argument("--json", action="store_true", help="print one JSON object; progress goes to stderr")
+    add_save_options(p)
     p.set_defaults(handler=run)
 
 
@@ -88,31 +91,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"epoch {report.epoch:3d}  train loss {report.train_loss:.4f}  test loss {report.test.loss:.4f}  "
               f"test accuracy {report.test.accuracy:.4f}{val}  {report.seconds:.2f} s", file=out, flush=True)
 
-    def waiting(device: str, ahead: int) -> None:
-        print(f"waiting for {device}: {ahead} job(s) ahead", file=sys.stderr, flush=True)
-
-    result = train(features, config, on_progress=progress, on_wait=waiting)
+    result = train(features, config, on_progress=progress, on_wait=print_waiting())
     probabilities = predict(result, texts) if texts else []
-    summary = to_json(result, baseline.accuracy, texts, probabilities)
+    summary = result.to_json(baseline.accuracy, texts, probabilities)
     if args.json:
         print_json(summary)
     else:
         print(render(result, baseline.accuracy, summary["predictions"]))
+    if result.epochs:
+        save_if_requested(args, "train", summary)
     return 0
-
-
-def to_json(result: TrainResult, baseline_accuracy: float, texts: list[str], probabilities) -> dict:
-    return {
-        "device": result.device,
-        "n_train": result.n_train,
-        "n_test": result.n_test,
-        "vocab_size": result.vocab_size,
-        "epochs": [e.to_dict() for e in result.epochs],
-        "test_accuracy": result.test_accuracy,
-        "train_seconds": result.train_seconds,
-        "baseline_accuracy": baseline_accuracy,
-        "predictions": [{"text": t, "p_positive": float(p)} for t, p in zip(texts, probabilities)],
-    }
 
 
 def render(result: TrainResult, baseline_accuracy: float, predictions: list[dict]) -> str:
