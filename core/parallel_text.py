@@ -7,6 +7,7 @@ quote only the numbers measured. Kept out of the page so tests can check every b
 
 from __future__ import annotations
 
+from core.lecture import LECTURE_GPU_S
 from core.parallel_demos import (
     CPU,
     ChainResult,
@@ -16,7 +17,6 @@ from core.parallel_demos import (
     TimingBugResult,
 )
 
-LECTURE_SYNCED_S = 3.0  # the lecture's large GPU product, timed with synchronize: about 3 s
 BUSY_LOAD_PER_CORE = 0.5  # a load average above half the cores means others compete for them
 
 SECTIONS: dict[str, str] = {  # key -> title, in page order
@@ -131,7 +131,7 @@ def explain_timing_bug(gpu: str | None) -> str:
         )
     return (
         "On a GPU, `c = a @ a` returns as soon as the work is queued, long before it is done, so a clock read "
-        f"right after it measures almost nothing: in the lecture a large product took about {LECTURE_SYNCED_S:.0f} s "
+        f"right after it measures almost nothing: in the lecture a large product took about {LECTURE_GPU_S:.0f} s "
         "when timed with `torch.cuda.synchronize()`, and the clock showed nearly zero without it. "
         "On a CPU there is nothing asynchronous: the line returns only when the product is done, so both "
         "readings below agree. There is no GPU here to show the bug live."

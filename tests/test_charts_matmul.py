@@ -3,7 +3,8 @@
 import pytest
 
 from core import sweep
-from core.charts.matmul import LECTURE_N, gflops_figure, speedup_figure, speedup_table, time_figure
+from core.charts.matmul import gflops_figure, speedup_figure, speedup_table, time_figure
+from core.lecture import LECTURE_N
 from core.matmul import MatmulResult, Series
 from core.sweep import SweepConfig, run_sweep
 from core.timing import Measurement

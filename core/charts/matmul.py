@@ -13,9 +13,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-LECTURE_N = 10_000  # the lecture's matrix: 10,000 x 10,000 standard normal
-LECTURE_CPU_S = 23.0  # about 23 s for A @ A on the lecture's CPU
-LECTURE_GPU_S = 3.0  # about 3 s on a free Colab GPU, timed with torch.cuda.synchronize
+from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
+
 PALETTE = qualitative.Plotly
 HEIGHT_PX = 430
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
+
 
 @dataclass(frozen=True)
 class ReferencePoint:
@@ -21,8 +23,8 @@ class ReferencePoint:
 
 # The lecture's figures for A @ A at n = 10,000 in float32, shown beside the class's own runs.
 LECTURE_POINTS = (
-    ReferencePoint(10_000, 23.0, "lecture: CPU ≈ 23 s"),
-    ReferencePoint(10_000, 3.0, "lecture: Colab GPU ≈ 3 s"),
+    ReferencePoint(LECTURE_N, LECTURE_CPU_S, f"lecture: CPU ≈ {LECTURE_CPU_S:g} s"),
+    ReferencePoint(LECTURE_N, LECTURE_GPU_S, f"lecture: Colab GPU ≈ {LECTURE_GPU_S:g} s"),
 )
 
 MATMUL_METRICS = {"median_s": "time per product (s)", "gflops": "GFLOP/s"}
