@@ -7,6 +7,7 @@ everything that had been measured.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -46,8 +47,7 @@ class RunRecord:
 
     @property
     def seconds_per_epoch(self) -> float | None:
-        secs = sorted(r.seconds for r in self.epochs)
-        return secs[len(secs) // 2] if secs else None
+        return statistics.median(r.seconds for r in self.epochs) if self.epochs else None
 
     def with_report(self, report: EpochReport) -> "RunRecord":
         return replace(self, reports=self.reports + (report,))

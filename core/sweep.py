@@ -118,7 +118,7 @@ class SweepConfig:
         for dtype in self.dtypes:
             if dtype not in DTYPES:
                 raise DashboardError(f"unknown dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
-        if not self.threads:
+        if not self.threads and "cpu" in self.devices:
             raise DashboardError("choose at least one CPU thread count")
         if any(t is not None and t < 1 for t in self.threads):
             raise DashboardError(f"thread counts must be at least 1, got {list(self.threads)}")
@@ -408,11 +408,11 @@ def run_sweep(
         if on_progress is not None:
             on_progress(SweepEvent(kind, len(results) + len(skipped), total, s, n, **kw))
 
-    with hold_devices(plan.devices, on_wait=on_wait, should_cancel=should_stop):
+    with hold_devices(plan.devices, on_wait=on_wait, should_cancel=should_stop) as job:
         start = time.perf_counter()
         for n in config.sizes:
             for s in plan.series:
-                if should_stop is not None and should_stop():
+                if job.timed_out or (should_stop is not None and should_stop()):  # the cap stops it like Stop
                     stopped = True
                     break
                 emit("timing", s, n)

@@ -10,6 +10,7 @@ batch would synchronize every batch and hide the GPU's speed.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -102,7 +103,7 @@ class TrainResult:
 
     @property
     def seconds_per_epoch(self) -> float | None:
-        return float(np.median([e.seconds for e in self.epochs])) if self.epochs else None
+        return statistics.median(e.seconds for e in self.epochs) if self.epochs else None
 
     @property
     def samples_per_s(self) -> float | None:

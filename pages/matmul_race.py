@@ -7,6 +7,7 @@ import streamlit as st
 from core.charts.matmul import gflops_figure, results_table, speedup_figure, sync_bug_notes, time_figure
 from core.devices import GET_A_GPU, available_devices, has_gpu
 from core.errors import DashboardError
+from core.lecture import LECTURE_SENTENCE
 from core.sweep import (
     SweepConfig, SweepEvent, SweepResult, dtype_choices, log_sizes, plan_series, run_sweep, size_choices,
     thread_choices,
@@ -137,8 +138,7 @@ if state.mm_results or state.mm_skipped:
     t1.plotly_chart(time_figure(frame), key="mm_time_chart")
     t2.plotly_chart(gflops_figure(frame), key="mm_gflops_chart")
     t3.plotly_chart(speedup_figure(frame, crossovers), key="mm_speedup_chart")
-    st.caption("Black markers: the lecture's 10,000 × 10,000 product, about 23 s on a CPU and 3 s on a free "
-               "Colab GPU. Bars: interquartile range of the samples.")
+    st.caption(f"Black markers: {LECTURE_SENTENCE}. Bars: interquartile range of the samples.")
     for skip in shown.skipped:
         st.warning(f"Skipped n = {skip.n:,} on {skip.series.label}: {skip.message}", icon=":material/skip_next:")
     for note in shown.notes:

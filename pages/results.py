@@ -6,6 +6,7 @@ import streamlit as st
 
 from core.charts.results import MATMUL_METRICS, TRAIN_AXES, TRAIN_METRICS, matmul_overlay, train_overlay
 from core.errors import DashboardError
+from core.lecture import LECTURE_SENTENCE
 from core.store import listing_frame, matmul_frame, open_store, train_frame
 from pages.shared.result_store import store_url
 from pages.shared.entry import through_app
@@ -114,8 +115,7 @@ if not sweeps.empty:
                      key="results_matmul_metric")
     reference = b.toggle("Lecture's reference points", value=True, key="results_reference")
     st.plotly_chart(matmul_overlay(sweeps, metric, reference=reference), key="results_matmul_chart")
-    st.caption("Solid lines: GPUs; dashed: CPUs. Stars: the lecture's n = 10,000 timings, about 23 s on a CPU "
-               "and about 3 s on a free Colab GPU.")
+    st.caption(f"Solid lines: GPUs; dashed: CPUs. Stars: {LECTURE_SENTENCE}.")
 if not trainings.empty:
     st.subheader("Training runs")
     a, b = st.columns(2)

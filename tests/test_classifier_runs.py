@@ -14,7 +14,7 @@ def test_record_grows_and_keeps_partial_reports_apart():
     for r in (_report(1, seconds=1.0), _report(2, batches_done=2, seconds=0.5), _report(2, seconds=3.0)):
         rec = rec.with_report(r)
     assert len(rec.reports) == 3 and [e.epoch for e in rec.epochs] == [1, 2]
-    assert rec.seconds_per_epoch == 3.0  # the upper median of 1.0 and 3.0
+    assert rec.seconds_per_epoch == 2.0  # the median of 1.0 and 3.0, as TrainResult computes it
     assert rec.kept is rec.epochs[-1] and rec.status == RUNNING and rec.label == "run 1 · auto"
 
 

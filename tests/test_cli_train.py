@@ -106,3 +106,12 @@ def test_train_save_lands_in_the_store(toy_csv, capsys):
     runs = open_store().list_runs(kind="train")
     assert len(runs) == 1 and runs[0].label == "lab"
     assert runs[0].payload["epochs"] == json.loads(captured.out)["epochs"]
+
+
+def test_a_run_stopped_by_the_time_cap_before_its_first_epoch_still_reports(toy_csv, monkeypatch, capsys):
+    monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "1e-9")
+    assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu"]) == 0
+    assert "stopped before the first epoch ended" in capsys.readouterr().out
+    assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["stopped"] is True and out["epochs"] == [] and out["test_accuracy"] is None

@@ -181,3 +181,15 @@ def test_imported_timestamps_become_utc(store, tmp_path):
 def test_validate_payload_returns_good_payloads_unchanged():
     for kind, payload in (("matmul", matmul_payload(LAB)), ("train", train_payload())):
         assert validate_payload(kind, payload) is payload
+
+
+def test_an_explicit_import_label_names_the_runs_even_when_the_export_has_one():
+    store = open_store()
+    run_id = store.save("matmul", matmul_payload(LAPTOP), label="Ana")
+    exported = store.export_json([run_id])
+    store.delete(run_id)
+    (renamed,) = store.import_json(exported, label="Ana's laptop, lab 2").run_ids
+    assert store.get(renamed).label == "Ana's laptop, lab 2"
+    store.delete(renamed)
+    (kept,) = store.import_json(exported).run_ids
+    assert store.get(kept).label == "Ana"  # without a label the export's own stays

@@ -303,3 +303,16 @@ def test_a_real_tiny_sweep_on_the_cpu():
     obj = json.loads(json.dumps(result.to_json()))
     assert obj["results"][0]["threads"] == 1 and obj["results"][0]["unsynced_s"] is None
     assert obj["machine"]["cpu"]["logical_cores"] == os.cpu_count()
+
+
+def test_the_per_job_time_cap_stops_the_sweep_without_a_stop_callback(fake_timer, monkeypatch):
+    monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "1e-9")  # every job is over its cap at once
+    result = run_sweep(SweepConfig(sizes=(16, 32), threads=(1,)))
+    assert result.stopped and result.results == ()
+
+
+def test_a_gpu_only_sweep_needs_no_cpu_thread_count(fake_timer, fake_cuda):
+    result = run_sweep(SweepConfig(sizes=(64,), devices=("cuda",), threads=()))
+    assert [r.series.device for r in result.results] == ["cuda:0"]
+    with pytest.raises(DashboardError, match="at least one CPU thread count"):
+        SweepConfig(sizes=(64,), devices=("cpu",), threads=())

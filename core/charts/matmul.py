@@ -153,7 +153,7 @@ def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[dict[str, Any]], *,
         gpu_vs_cpu = gpu_vs_cpu or c.get("gpu_vs_cpu", False)
     if lecture and gpu_vs_cpu:
         ratio = LECTURE_CPU_S / LECTURE_GPU_S
-        _lecture_point(fig, ratio, f"lecture ≈ {ratio:.1f}× (23 s vs 3 s)", "star")
+        _lecture_point(fig, ratio, f"lecture ≈ {ratio:.1f}× ({LECTURE_CPU_S:g} s vs {LECTURE_GPU_S:g} s)", "star")
     return _layout(fig, title, "speed-up (×)")
 
 

@@ -104,15 +104,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render(result: TrainResult, baseline_accuracy: float, predictions: list[dict]) -> str:
-    kept = f"epoch {result.best_epoch} (lowest validation loss)" if result.n_val else f"epoch {result.best_epoch}"
-    lines = [
-        "",
-        f"device {result.device} ({result.input_mode} input), {result.vocab_size} terms",
-        f"test accuracy {result.test_accuracy:.4f} at the kept {kept}; "
-        f"LogisticRegression on the same split {baseline_accuracy:.4f}",
-        f"training took {result.train_seconds:.2f} s ({result.seconds_per_epoch:.2f} s per epoch, "
-        f"{result.samples_per_s:,.0f} reviews/s)",
-    ]
+    lines = ["", f"device {result.device} ({result.input_mode} input), {result.vocab_size} terms"]
+    if not result.epochs:  # stopped (by the user or the per-job time limit) before the first epoch ended
+        lines.append(f"stopped before the first epoch ended; LogisticRegression on the same split {baseline_accuracy:.4f}")
+    else:
+        kept = f"epoch {result.best_epoch} (lowest validation loss)" if result.n_val else f"epoch {result.best_epoch}"
+        lines += [
+            f"test accuracy {result.test_accuracy:.4f} at the kept {kept}; "
+            f"LogisticRegression on the same split {baseline_accuracy:.4f}",
+            f"training took {result.train_seconds:.2f} s ({result.seconds_per_epoch:.2f} s per epoch, "
+            f"{result.samples_per_s:,.0f} reviews/s)" + (", stopped early" if result.stopped else ""),
+        ]
     if predictions:
         lines += ["", format_table(["p(positive)", "review"], [[p["p_positive"], p["text"][:80]] for p in predictions])]
     return "\n".join(lines)

@@ -417,7 +417,7 @@ def _parse_record(run: Any, path: str, label: str) -> dict[str, Any]:
         raise DashboardError(f"{path}.label: expected a string")
     return {"uid": uid or _content_uid(run["payload"]), "kind": kind,
             "created_at": parse_timestamp(run.get("created_at"), f"{path}.created_at"),
-            "label": own_label or label, "machine": run.get("machine") or {}, "settings": run.get("settings") or {},
+            "label": label or own_label, "machine": run.get("machine") or {}, "settings": run.get("settings") or {},
             "versions": run.get("versions") or {}, "payload": run["payload"]}
 
 
