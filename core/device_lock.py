@@ -315,6 +315,10 @@ def hold_devices(
         raise DashboardError(f"max_job_s must be a positive number of seconds, not {max_job_s!r}")
     wanted = tuple(sorted(set(devices)))
     held: set[str] = _held_here.__dict__.setdefault("devices", set())
+    outer: Job | None = getattr(_held_here, "job", None)
+    if outer is not None and set(wanted) <= held:
+        yield outer  # nested inside a job holding all of these: its clock and cap go on counting
+        return
     joined = time.monotonic()
     with ExitStack() as stack:
         for device in wanted:
@@ -324,4 +328,7 @@ def hold_devices(
             held.add(device)
             stack.callback(held.discard, device)
         started = time.monotonic()
-        yield Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined)
+        job = Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined)
+        _held_here.job = job
+        stack.callback(setattr, _held_here, "job", outer)
+        yield job

@@ -334,3 +334,11 @@ def _is_free_from_another_thread(device: str) -> bool:
     t.start()
     t.join(10)
     return result[0]
+
+
+def test_a_nested_hold_yields_the_outer_job_so_its_cap_keeps_counting():
+    with hold_devices(["cpu"], max_job_s=60) as outer:
+        with hold_devices(["cpu"], max_job_s=1e-9) as inner:
+            assert inner is outer and not inner.timed_out  # the outer job's cap, not the inner's
+    with hold_devices(["cpu"]) as later:
+        assert later is not outer
