@@ -556,14 +556,24 @@ SectionRunner = Callable[[JobHooks], object]
 
 
 def section_runners(
-    budget_s: float = SECTION_BUDGET_S, devices: Sequence[str] | None = None
+    budget_s: float = SECTION_BUDGET_S,
+    devices: Sequence[str] | None = None,
+    *,
+    marbles: MarblesConfig | None = None,
+    chain: ChainConfig | None = None,
+    timing_bug: TimingBugConfig | None = None,
+    first_call: FirstCallConfig | None = None,
 ) -> dict[str, SectionRunner]:
-    """Every section with its default sizes and one budget, in page order: what the page runs with
-    its settings untouched (the CLI and the benchmark use this)."""
+    """Every section in page order, each with its given config or its default sizes and `budget_s`:
+    the page passes its settings, the CLI and the benchmark take the defaults."""
+    marbles = marbles or MarblesConfig(budget_s=budget_s)
+    chain = chain or ChainConfig(budget_s=budget_s)
+    timing_bug = timing_bug or TimingBugConfig(budget_s=budget_s)
+    first_call = first_call or FirstCallConfig(budget_s=budget_s)
     return {
-        "marbles": lambda hooks: run_marbles(MarblesConfig(budget_s=budget_s), devices=devices, hooks=hooks),
-        "chain": lambda hooks: run_chain(ChainConfig(budget_s=budget_s), devices=devices, hooks=hooks),
-        "timing_bug": lambda hooks: run_timing_bug(TimingBugConfig(budget_s=budget_s), devices=devices, hooks=hooks),
-        "first_call": lambda hooks: run_first_call(FirstCallConfig(budget_s=budget_s), devices=devices, hooks=hooks),
+        "marbles": lambda hooks: run_marbles(marbles, devices=devices, hooks=hooks),
+        "chain": lambda hooks: run_chain(chain, devices=devices, hooks=hooks),
+        "timing_bug": lambda hooks: run_timing_bug(timing_bug, devices=devices, hooks=hooks),
+        "first_call": lambda hooks: run_first_call(first_call, devices=devices, hooks=hooks),
         "location": lambda hooks: run_location(devices=devices),
     }

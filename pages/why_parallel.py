@@ -1,7 +1,5 @@
 """Why parallel: marbles, a chain of tiny steps, the timing bug, the cold first call, tensor location."""
 
-from collections.abc import Callable
-
 import streamlit as st
 
 from core import parallel_demos as demos
@@ -47,16 +45,12 @@ with st.expander("Sizes and time budget", icon=":material/tune:"):
     bug_gpu_n = int(c2.number_input("Timing bug: GPU n", min_value=1, max_value=MAX_GPU_N,
                                     value=demos.TimingBugConfig.gpu_size, key="wp_bug_gpu_n"))
 
-Job = Callable[[demos.JobHooks], object]
-JOBS: dict[str, Job] = {
-    "marbles": lambda hooks: demos.run_marbles(demos.MarblesConfig((small_n, large_n), budget_s=budget_s), hooks=hooks),
-    "chain": lambda hooks: demos.run_chain(demos.ChainConfig(steps, rows, width, budget_s=budget_s), hooks=hooks),
-    "timing_bug": lambda hooks: demos.run_timing_bug(
-        demos.TimingBugConfig(bug_cpu_n, bug_gpu_n, budget_s=budget_s), hooks=hooks),
-    "first_call": lambda hooks: demos.run_first_call(demos.FirstCallConfig((small_n, large_n), budget_s=budget_s),
-                                                     hooks=hooks),
-    "location": lambda hooks: demos.run_location(),
-}
+JOBS = demos.section_runners(
+    marbles=demos.MarblesConfig((small_n, large_n), budget_s=budget_s),
+    chain=demos.ChainConfig(steps, rows, width, budget_s=budget_s),
+    timing_bug=demos.TimingBugConfig(bug_cpu_n, bug_gpu_n, budget_s=budget_s),
+    first_call=demos.FirstCallConfig((small_n, large_n), budget_s=budget_s),
+)
 EXPLAIN = {
     "marbles": text.explain_marbles(gpu),
     "chain": text.explain_chain(gpu, steps),

@@ -82,7 +82,7 @@ def test_with_a_gpu_the_explanations_name_it(app, fake_cuda):
 
 
 def test_an_error_is_shown_not_raised(app, no_gpu, monkeypatch):
-    def broken(config, *, hooks):
+    def broken(config, *, hooks, devices=None):
         raise DashboardError("the fresh Python process failed: try again")
 
     monkeypatch.setattr(demos, "run_first_call", broken)
@@ -93,7 +93,7 @@ def test_an_error_is_shown_not_raised(app, no_gpu, monkeypatch):
 
 
 def test_a_stopped_section_keeps_and_shows_its_finished_steps(app, no_gpu, monkeypatch):
-    def stopped_half_way(config, *, hooks):
+    def stopped_half_way(config, *, hooks, devices=None):
         point = demos.MarblesPoint(8, "cpu", 1, Measurement((1e-5,), 100, 1e-4))
         partial = demos.MarblesResult((point,), (1, 2), None)
         hooks.report(demos.Progress(1, 4, "n = 8, 1 thread", partial))
