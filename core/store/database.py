@@ -16,6 +16,7 @@ import numbers
 import os
 import re
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ from core.store.records import StoredRun, machine_label, parse_timestamp, softwa
 DATABASE_URL_ENV = "DATABASE_URL"  # postgresql://user:password@host:5432/db shares one board
 SQLITE_FILE = "results.sqlite3"  # in core.paths.data_dir()
 BUSY_TIMEOUT_MS = 30_000  # how long a SQLite writer waits for another one
+WAL_RETRY_S = 0.05  # pause between tries to switch a new file to WAL while another connection opens it
 PG_CONNECT_TIMEOUT_S = 5  # an unreachable server fails fast with a message, never hangs the page
 PG_MIGRATION_LOCK = 0x6776635F  # pg_advisory_xact_lock key ("gvc_"): one migrator at a time
 MAX_LABEL_CHARS = 200
@@ -46,6 +48,24 @@ class ImportResult:
 
     run_ids: tuple[int, ...]
     skipped: int
+
+
+def _ensure_wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode (a property of the file: after the first time this only reads it).
+
+    Switching needs the file to itself, and SQLite answers "database is locked" at once, without
+    its busy timeout, when another connection opens the new file at the same moment; so retry.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(WAL_RETRY_S)
 
 
 class _Tx:
@@ -163,7 +183,7 @@ class Store:
         try:
             try:
                 conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-                conn.execute("PRAGMA journal_mode = WAL")  # readers never block the one writer
+                _ensure_wal(conn)  # readers never block the one writer
                 conn.execute("PRAGMA synchronous = FULL")  # a committed run survives a power cut too
                 conn.execute("PRAGMA foreign_keys = ON")
                 # A writer takes the write lock at once (no lock-upgrade deadlock); readers never wait.
