@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from core import clock
+from core.baseline import BaselineResult, logistic_regression
 from core.classifier_model import (
     ClassifierConfig, SparseBatch, build_model, forward, make_batch, resolve_input_mode,
 )
@@ -148,6 +149,18 @@ def features_for(reviews: Reviews, config: ClassifierConfig) -> Features:
     """The split and the document-term matrices this config asks for."""
     return build_features(reviews, weighting=config.weighting, ngrams=config.ngrams, max_features=config.max_features,
                           test_size=config.test_size, val_fraction=config.val_fraction, seed=config.seed)
+
+
+def prepare(reviews: Reviews, config: ClassifierConfig, *, on_wait: WaitCallback | None = None,
+            should_cancel: StopCheck | None = None) -> tuple[Features, BaselineResult]:
+    """The document-term matrices and the LogisticRegression baseline, built while holding the CPU.
+
+    Nothing here is timed, but it keeps both cores busy for seconds, which would skew a
+    classmate's CPU sweep running at the same moment.
+    """
+    with hold_devices(["cpu"], on_wait=on_wait, should_cancel=should_cancel, label="building features"):
+        features = features_for(reviews, config)
+        return features, logistic_regression(features)
 
 
 def batch_order(n: int, seed: int, epochs: int) -> list[np.ndarray]:

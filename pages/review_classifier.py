@@ -4,7 +4,6 @@ from dataclasses import asdict, replace
 
 import streamlit as st
 
-from core.baseline import logistic_regression
 from core.charts.classifier import METRICS, accuracy_curve, loss_curves, overlay
 from core.classifier_model import INPUT_MODES, ClassifierConfig
 from core.classifier_runs import DONE, RunRecord, interrupted, table_rows
@@ -13,7 +12,7 @@ from core.devices import GET_A_GPU, available_devices, device_key, has_gpu, reso
 from core.errors import DashboardError
 from core.review_loaders import load_uploads
 from core.text_features import WEIGHTINGS
-from core.training import features_for, predict, train
+from core.training import predict, prepare, train
 from pages.shared.device_wait import device_turn
 from pages.shared.entry import through_app
 from pages.shared.result_store import save_run
@@ -153,9 +152,9 @@ if go or race:
         prep_key = (state.clf_reviews_key, config.weighting, config.ngrams, config.max_features, config.seed,
                     config.val_fraction)
         if state.get("clf_prep_key") != prep_key:
-            with st.spinner("building the document-term matrix and the LogisticRegression baseline"):
-                features = features_for(reviews, config)
-                state.clf_prep = (features, logistic_regression(features))
+            with device_turn(["cpu"], key="clf_prep", label="building features"), \
+                    st.spinner("building the document-term matrix and the LogisticRegression baseline"):
+                state.clf_prep = prepare(reviews, config)
             state.clf_prep_key = prep_key
         for target in (["cpu", available_devices()[0]] if race else [device]):  # a race: same seed, CPU then GPU
             _run(*state.clf_prep, replace(config, device=target), reviews.source)

@@ -208,3 +208,29 @@ def test_compare_devices_same_seed_cpu_vs_cuda():
     comparison = compare_devices_same_seed(synthetic_features(1000, 2000, 40), ClassifierConfig(), ("cpu", "cuda"),
                                            epochs=2)
     assert comparison.devices == ("cpu", "cuda:0") and comparison.close(LOSS_TOLERANCE), comparison
+
+
+def test_prepare_builds_features_and_baseline_while_holding_the_cpu(monkeypatch):
+    import threading
+
+    from core.device_lock import JobCancelled, hold_devices
+
+    seen = []
+
+    def probe_cpu(*args, **kwargs):  # another session asking for the CPU meanwhile is refused
+        def other():
+            try:
+                with hold_devices(["cpu"], should_cancel=lambda: True):
+                    seen.append("free")
+            except JobCancelled:
+                seen.append("held")
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(10)
+        return real(*args, **kwargs)
+
+    real = training.features_for
+    monkeypatch.setattr(training, "features_for", probe_cpu)
+    features, baseline = training.prepare(toy_reviews(60), ClassifierConfig(**FAST))
+    assert seen == ["held"]
+    assert features.n_train > 0 and 0 <= baseline.accuracy <= 1

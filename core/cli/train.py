@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.baseline import logistic_regression
 from core.classifier_model import ClassifierConfig
 from core.cli.output import format_table, print_json
 from core.cli.results import add_save_options, save_if_requested
@@ -15,7 +14,7 @@ from core.datasets import BUILTIN_DATASETS, load_source
 from core.devices import resolve_device
 from core.errors import DashboardError
 from core.review_loaders import decode_text
-from core.training import EpochReport, TrainResult, features_for, predict, train
+from core.training import EpochReport, TrainResult, predict, prepare, train
 
 DEFAULTS = ClassifierConfig()
 
@@ -81,10 +80,9 @@ def run(args: argparse.Namespace) -> int:
     if args.data.strip() in BUILTIN_DATASETS:  # IMDB takes a while to unpack; a bad path fails in one line
         print(f"reading {args.data}", file=sys.stderr, flush=True)
     reviews = load_source(args.data, progress=downloading)
-    features = features_for(reviews, config)
+    features, baseline = prepare(reviews, config, on_wait=print_waiting())
     print(f"{reviews.source}: {features.n_train} train, {features.n_val} validation, {features.n_test} test reviews, "
           f"{features.vocab_size} terms", file=out, flush=True)
-    baseline = logistic_regression(features)
 
     def progress(report: EpochReport) -> None:
         val = f"  val loss {report.val.loss:.4f}" if report.val else ""
