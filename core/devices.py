@@ -12,7 +12,9 @@ from core.errors import DashboardError
 
 GET_A_GPU = (
     "No GPU is visible to PyTorch. To get one for free, open this project in Google Colab and "
-    "choose Runtime > Change runtime type > GPU, save, and check that a 'GPU RAM' line appears."
+    "choose Runtime > Change runtime type > GPU, save, and check that a 'GPU RAM' line appears "
+    "in the resources panel. If Colab says too many sessions are active, close your other Colab "
+    "sessions and try again."
 )
 
 

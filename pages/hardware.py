@@ -3,6 +3,7 @@
 import streamlit as st
 
 from core.charts.hardware import gpu_memory_bar
+from core.devices import GET_A_GPU
 from core.hardware import inspect_machine
 from core.units import gib
 from pages.shared.entry import through_app
@@ -41,10 +42,7 @@ if info.mps_available:
 if not info.has_gpu:
     st.warning(
         "**No GPU found.** The Matmul race and the Review classifier will run on the CPU only, "
-        "and the GPU columns stay empty.\n\n"
-        "To get a free GPU: open this project in Google Colab, choose **Runtime > Change runtime type > GPU**, "
-        "save, and check that a **GPU RAM** line appears in the resources panel. "
-        "If Colab says too many sessions are active, close your other Colab sessions and try again.",
+        f"and the GPU columns stay empty.\n\n{GET_A_GPU}",
         icon=":material/info:",
     )
 
