@@ -7,7 +7,7 @@ import streamlit as st
 from core.charts.results import MATMUL_METRICS, TRAIN_AXES, TRAIN_METRICS, matmul_overlay, train_overlay
 from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
-from core.store import listing_frame, matmul_frame, open_store, train_frame
+from core.store import listing_frame, matmul_frame, open_store, pick_runs, train_frame
 from pages.shared.result_store import store_url
 from pages.shared.entry import through_app
 
@@ -90,10 +90,7 @@ pick_machines = c1.multiselect("Machine", machines, key="results_machines", plac
 pick_devices = c2.multiselect("Device", devices, key="results_devices", placeholder="all devices")
 pick_kinds = c3.multiselect("Kind", ["matmul", "train"], key="results_kinds", placeholder="sweeps and training",
                             format_func={"matmul": "matmul sweep", "train": "training run"}.get)
-shown = [r for r in runs
-         if (not pick_machines or r.machine_label in pick_machines)
-         and (not pick_devices or set(r.devices) & set(pick_devices))
-         and (not pick_kinds or r.kind in pick_kinds)]
+shown = pick_runs(runs, machines=pick_machines, devices=pick_devices, kinds=pick_kinds)
 if not shown:
     st.info("No saved run matches these filters.")
     st.stop()

@@ -87,3 +87,16 @@ def test_device_title():
     assert device_title(LAB, "cuda:3") == "cuda:3"
     assert device_title(LAPTOP, "cpu") == "cpu (Student Laptop CPU i5)"
     assert device_title({}, "cpu") == "cpu"
+
+
+def test_pick_runs_matches_any_value_of_each_filter_and_all_filters(runs):
+    from core.store import pick_runs
+
+    every = open_store().list_runs()
+    assert pick_runs(every) == every
+    lab = machine_label(LAB)
+    on_lab = pick_runs(every, machines=[lab])
+    assert on_lab and all(r.machine_label == lab for r in on_lab)
+    assert all(r.kind == "train" for r in pick_runs(every, kinds=["train"]))
+    assert pick_runs(every, machines=[lab], kinds=["matmul", "train"]) == on_lab
+    assert pick_runs(every, devices=["no-such-device"]) == []

@@ -18,10 +18,10 @@ from core.store.database import (
 )
 from core.store.frames import listing_frame, matmul_frame, tidy_frame, train_frame
 from core.store.payloads import KINDS, MAX_IMPORT_BYTES, validate_payload
-from core.store.records import StoredRun, device_title, machine_label
+from core.store.records import StoredRun, device_title, machine_label, pick_runs
 
 __all__ = [
     "DATABASE_URL_ENV", "KINDS", "MAX_IMPORT_BYTES", "SCHEMA_VERSION", "ImportResult", "Store", "StoredRun",
-    "device_title", "listing_frame", "machine_label", "matmul_frame", "open_store", "tidy_frame", "train_frame",
+    "device_title", "listing_frame", "machine_label", "matmul_frame", "open_store", "pick_runs", "tidy_frame", "train_frame",
     "validate_payload",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata
@@ -61,6 +62,15 @@ class StoredRun:
         return {"uid": self.uid, "kind": self.kind, "created_at": self.created_at, "label": self.label,
                 "machine": self.machine, "settings": self.settings, "versions": self.versions,
                 "payload": self.payload}
+
+
+def pick_runs(runs: Sequence[StoredRun], *, machines: Collection[str] = (), devices: Collection[str] = (),
+              kinds: Collection[str] = ()) -> list[StoredRun]:
+    """The runs matching every non-empty filter: any of the machines, any of the devices, any of the kinds."""
+    return [r for r in runs
+            if (not machines or r.machine_label in machines)
+            and (not devices or set(r.devices) & set(devices))
+            and (not kinds or r.kind in kinds)]
 
 
 def machine_label(machine: dict[str, Any]) -> str:
