@@ -37,12 +37,12 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-from core.baseline import logistic_regression, reference_baselines  # noqa: E402
-from core.classifier_model import ClassifierConfig  # noqa: E402
+from core.classifier.baseline import logistic_regression, reference_baselines  # noqa: E402
+from core.classifier.model import ClassifierConfig  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
-from core.review_loaders import load_path  # noqa: E402
-from core.text_features import Features, split_rows, synthetic_features  # noqa: E402
-from core.training import features_for, train  # noqa: E402
+from core.classifier.loaders import load_path  # noqa: E402
+from core.classifier.features import Features, split_rows, synthetic_features  # noqa: E402
+from core.classifier.training import features_for, train  # noqa: E402
 
 RT_POLARITY = ROOT.parent / "shared" / "data" / "rt-polaritydata"
 RESULTS = ROOT / "bench" / "results"

@@ -46,10 +46,10 @@ sys.path.insert(0, str(ROOT))
 from core.charts.matmul import gflops_figure, results_table, speedup_figure, time_figure  # noqa: E402
 from core.cli.matmul import render  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
-from core.device_lock import hold_devices  # noqa: E402
-from core.devices import available_devices, has_gpu  # noqa: E402
-from core.paths import LOCK_ENV  # noqa: E402
-from core.sweep import SweepConfig, plan_series, run_sweep  # noqa: E402
+from core.platform.device_lock import hold_devices  # noqa: E402
+from core.platform.devices import available_devices, has_gpu  # noqa: E402
+from core.platform.paths import LOCK_ENV  # noqa: E402
+from core.matmul.sweep import SweepConfig, plan_series, run_sweep  # noqa: E402
 
 TARGET = 0.10  # each job's medians within 10 % of the same sweep alone
 MODES = ("threads", "processes", "processes-teardown", "unlocked")

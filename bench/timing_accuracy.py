@@ -1,6 +1,6 @@
 """Does the Matmul race's timing engine agree with torch.utils.benchmark, and what does a sweep cost?
 
-Part 1: for n = 64 ... 4096 (CPU float32), the engine's median (core.timing.measure, as the race
+Part 1: for n = 64 ... 4096 (CPU float32), the engine's median (core.platform.timing.measure, as the race
 uses it) against torch.utils.benchmark.Timer(...).blocked_autorange() on the same call, the same
 matrices and the same thread count, taking turns in one run. Target: every ratio in 0.95-1.05.
 Part 2: a sweep's wall time against the sum of its timed work (the overhead of warm-ups, input
@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from core.cli.output import format_table  # noqa: E402
-from core.device_lock import hold_devices  # noqa: E402
+from core.platform.device_lock import hold_devices  # noqa: E402
 from core.selfcheck import agreement_with_torch_benchmark  # noqa: E402
-from core.sweep import SweepConfig, log_sizes, run_sweep  # noqa: E402
+from core.matmul.sweep import SweepConfig, log_sizes, run_sweep  # noqa: E402
 
 SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 RATIO_TARGET = (0.95, 1.05)

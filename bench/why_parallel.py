@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core import parallel_demos as demos  # noqa: E402
+from core.parallel import demos  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
 from core.cli.why_parallel import SUMMARIES  # noqa: E402
-from core.parallel_text import SECTIONS  # noqa: E402
+from core.parallel.text import SECTIONS  # noqa: E402
 
 PAGE_TARGET_S = 15.0  # the "whole page under about 15 s on a 2-core CPU"
 

@@ -22,17 +22,17 @@ from typing import Any
 import torch
 from torch.utils import benchmark
 
-from core import timing
-from core.classifier_model import ClassifierConfig
-from core.device_lock import hold_devices
-from core.devices import available_devices, cuda_count, device_key
+from core.platform import timing
+from core.classifier.model import ClassifierConfig
+from core.platform.device_lock import hold_devices
+from core.platform.devices import available_devices, cuda_count, device_key
 from core.errors import DashboardError
-from core.hardware import inspect_machine
-from core.matmul import DTYPES, cuda_event_seconds, make_operands, product, tf32_matmul
-from core.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
-from core.text_features import synthetic_features
-from core.training import LOSS_TOLERANCE, compare_devices_same_seed
-from core.units import gib
+from core.platform.hardware import inspect_machine
+from core.matmul.engine import DTYPES, cuda_event_seconds, make_operands, product, tf32_matmul
+from core.matmul.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
+from core.classifier.features import synthetic_features
+from core.classifier.training import LOSS_TOLERANCE, compare_devices_same_seed
+from core.platform.units import gib
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 GPU_SIZES = log_sizes(256, 8192)  # the sweep "to 8192"

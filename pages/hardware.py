@@ -3,9 +3,9 @@
 import streamlit as st
 
 from core.charts.hardware import gpu_memory_bar
-from core.devices import GET_A_GPU
-from core.hardware import inspect_machine
-from core.units import gib
+from core.platform.devices import GET_A_GPU
+from core.platform.hardware import inspect_machine
+from core.platform.units import gib
 from pages.shared.entry import through_app
 
 through_app()

@@ -5,10 +5,10 @@ import json
 import streamlit as st
 
 from core.charts.matmul import gflops_figure, results_table, speedup_figure, sync_bug_notes, time_figure
-from core.devices import GET_A_GPU, available_devices, has_gpu
+from core.platform.devices import GET_A_GPU, available_devices, has_gpu
 from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
-from core.sweep import (
+from core.matmul.sweep import (
     SweepConfig, SweepEvent, SweepResult, dtype_choices, log_sizes, plan_series, run_sweep, size_choices,
     thread_choices,
 )

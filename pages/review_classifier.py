@@ -5,14 +5,14 @@ from dataclasses import asdict, replace
 import streamlit as st
 
 from core.charts.classifier import METRICS, accuracy_curve, loss_curves, overlay
-from core.classifier_model import INPUT_MODES, ClassifierConfig
-from core.classifier_runs import DONE, RunRecord, interrupted, table_rows
-from core.datasets import BUILTIN_DATASETS, fetch, is_cached, load_source
-from core.devices import GET_A_GPU, available_devices, device_key, has_gpu, resolve_device
+from core.classifier.model import INPUT_MODES, ClassifierConfig
+from core.classifier.runs import DONE, RunRecord, interrupted, table_rows
+from core.classifier.datasets import BUILTIN_DATASETS, fetch, is_cached, load_source
+from core.platform.devices import GET_A_GPU, available_devices, device_key, has_gpu, resolve_device
 from core.errors import DashboardError
-from core.review_loaders import load_uploads
-from core.text_features import WEIGHTINGS
-from core.training import predict, prepare, train
+from core.classifier.loaders import load_uploads
+from core.classifier.features import WEIGHTINGS
+from core.classifier.training import predict, prepare, train
 from pages.shared.device_wait import device_turn
 from pages.shared.entry import through_app
 from pages.shared.result_store import save_run

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from core import parallel_demos as demos
-from core import parallel_text as text
+from core.parallel import demos
+from core.parallel import text
 from core.charts import parallel as charts
 from core.errors import DashboardError
 from pages.shared.device_wait import device_turn

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from core.device_lock import hold_devices
+from core.platform.device_lock import hold_devices
 
 
 def hold_cpu_for(seconds: float, label: str = "another student's sweep") -> threading.Thread:

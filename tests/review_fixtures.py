@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.review_loaders import Reviews
+from core.classifier.loaders import Reviews
 
 POSITIVE = ["a wonderful , moving film", "great acting and a clever script", "funny , warm and beautifully shot",
             "the best film of the year", "a delight from start to finish", "smart , touching and great fun"]

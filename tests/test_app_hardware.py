@@ -3,7 +3,7 @@
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.hardware import cpu_name
+from core.platform.hardware import cpu_name
 
 
 def _text(at: AppTest) -> str:

@@ -132,8 +132,8 @@ def test_vectorizer_settings_reach_the_run(app, no_gpu, toy_csv):
 
 
 def test_an_interrupted_run_is_marked_stopped(app, no_gpu, toy_csv):
-    from core.classifier_model import ClassifierConfig
-    from core.classifier_runs import RunRecord
+    from core.classifier.model import ClassifierConfig
+    from core.classifier.runs import RunRecord
 
     _open(app)
     app.session_state["clf_runs"] = [RunRecord(1, "toy", ClassifierConfig(), "cpu")]  # as a Stop leaves it

@@ -8,10 +8,10 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core import parallel_demos as demos
-from core.device_lock import JobCancelled
+from core.parallel import demos
+from core.platform.device_lock import JobCancelled
 from core.errors import DashboardError
-from core.timing import Measurement
+from core.platform.timing import Measurement
 from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/why_parallel.py"
@@ -126,7 +126,7 @@ def test_a_section_waits_for_a_busy_cpu_and_says_so(app, no_gpu):
 
 
 def test_the_untimed_section_needs_no_turn(app, no_gpu):
-    from core.device_lock import hold_devices
+    from core.platform.device_lock import hold_devices
 
     _open_tiny(app)
     with hold_devices(["cpu"], label="a long sweep"):  # held by this thread: the page's thread would wait

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from core.baseline import logistic_regression, reference_baselines
-from core.classifier_model import ClassifierConfig
-from core.text_features import split_rows
-from core.training import features_for
-from core.review_loaders import load_path
+from core.classifier.baseline import logistic_regression, reference_baselines
+from core.classifier.model import ClassifierConfig
+from core.classifier.features import split_rows
+from core.classifier.training import features_for
+from core.classifier.loaders import load_path
 from tests.review_fixtures import toy_reviews
 
 

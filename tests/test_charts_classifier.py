@@ -3,9 +3,9 @@
 import pytest
 
 from core.charts.classifier import accuracy_curve, loss_curves, overlay
-from core.classifier_model import ClassifierConfig
-from core.classifier_runs import RunRecord
-from core.training import EpochReport, Evaluation
+from core.classifier.model import ClassifierConfig
+from core.classifier.runs import RunRecord
+from core.classifier.training import EpochReport, Evaluation
 
 
 def _report(epoch, batches_done=4, loss=0.5, seconds=1.0, elapsed=None):

@@ -2,12 +2,12 @@
 
 import pytest
 
-from core import sweep
+from core.matmul import sweep
 from core.charts.matmul import gflops_figure, speedup_figure, speedup_table, time_figure
 from core.lecture import LECTURE_N
-from core.matmul import MatmulResult, Series
-from core.sweep import SweepConfig, run_sweep
-from core.timing import Measurement
+from core.matmul.engine import MatmulResult, Series
+from core.matmul.sweep import SweepConfig, run_sweep
+from core.platform.timing import Measurement
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.charts import parallel as charts
-from core.parallel_demos import (
+from core.parallel.demos import (
     ChainConfig,
     ChainPoint,
     ChainResult,
@@ -17,7 +17,7 @@ from core.parallel_demos import (
     SyncPoint,
     TimingBugResult,
 )
-from core.timing import Measurement
+from core.platform.timing import Measurement
 
 
 def m(median: float, first: float | None = None) -> Measurement:

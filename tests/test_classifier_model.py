@@ -8,7 +8,7 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from core.classifier_model import ClassifierConfig, build_model, forward, make_batch, resolve_input_mode
+from core.classifier.model import ClassifierConfig, build_model, forward, make_batch, resolve_input_mode
 from core.errors import DashboardError
 
 

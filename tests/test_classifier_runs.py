@@ -1,8 +1,8 @@
 """The page's run history: records grow report by report and survive a stop."""
 
-from core.classifier_model import ClassifierConfig
-from core.classifier_runs import DONE, RUNNING, STOPPED, RunRecord, interrupted, table_rows
-from core.training import EpochReport, Evaluation
+from core.classifier.model import ClassifierConfig
+from core.classifier.runs import DONE, RUNNING, STOPPED, RunRecord, interrupted, table_rows
+from core.classifier.training import EpochReport, Evaluation
 
 
 def _report(epoch, batches_done=4, seconds=1.0, acc=0.7):

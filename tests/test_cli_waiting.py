@@ -3,7 +3,7 @@ import threading
 import time
 
 from core.cli.waiting import print_waiting
-from core.device_lock import hold_devices
+from core.platform.device_lock import hold_devices
 
 
 def test_prints_a_line_when_waiting_and_when_the_line_moves():

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from core import datasets
+from core.classifier import datasets
 from core.cli import main
-from core.datasets import BUILTIN_DATASETS, archive_path, download, fetch, is_cached, load_dataset, load_source
+from core.classifier.datasets import BUILTIN_DATASETS, archive_path, download, fetch, is_cached, load_dataset, load_source
 from core.errors import DashboardError
-from core.paths import cache_dir
+from core.platform.paths import cache_dir
 from tests.review_fixtures import NEGATIVE, POSITIVE, tar_gz, write_rt_folder
 
 STALL_S = 2.0  # how long the server goes quiet in the timeout cases

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
-from core import device_lock
-from core.device_lock import (
+from core.platform import device_lock
+from core.platform.device_lock import (
     Job,
     JobCancelled,
     JobTimedOut,
@@ -22,7 +22,7 @@ from core.device_lock import (
     max_job_s_from_env,
 )
 from core.errors import DashboardError
-from core.paths import lock_dir
+from core.platform.paths import lock_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -264,7 +264,7 @@ def test_stale_and_dead_tickets_do_not_block_the_line(monkeypatch):
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from core.device_lock import hold_devices
+    from core.platform.device_lock import hold_devices
     with hold_devices(["cpu"], label="cli job", max_job_s=120):
         print("held", flush=True)
         time.sleep(float(sys.argv[1]))

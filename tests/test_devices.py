@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from core import devices
+from core.platform import devices
 from core.errors import DashboardError
 
 

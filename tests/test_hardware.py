@@ -3,7 +3,9 @@ from pathlib import Path
 
 import torch
 
-from core import hardware, memory
+from core.platform import hardware
+
+from core.platform import memory
 
 
 def _meminfo_kib(key: str) -> int:

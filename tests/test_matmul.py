@@ -7,13 +7,15 @@ import math
 import pytest
 import torch
 
-from core import clock, matmul
+from core.platform import clock
+
+from core.matmul import engine as matmul
 from core.errors import DashboardError
-from core.matmul import (
+from core.matmul.engine import (
     DoesNotFit, MatmulOptions, Operands, RanOutOfMemory, Series, check_memory, memory_need, measure_product,
     relative_error, supported_dtypes, tf32_matmul, time_matmul,
 )
-from core.units import GIB
+from core.platform.units import GIB
 
 CUDA = torch.device("cuda", 0)
 CPU = torch.device("cpu")

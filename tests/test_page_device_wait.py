@@ -7,7 +7,7 @@ import time
 
 from streamlit.testing.v1 import AppTest
 
-from core.device_lock import hold_devices
+from core.platform.device_lock import hold_devices
 from core.store import open_store
 
 
@@ -90,7 +90,7 @@ def test_save_run_with_an_unusable_store_warns(monkeypatch):
 def _job_that_stops_itself():
     import streamlit as st
 
-    from core.device_lock import JobCancelled
+    from core.platform.device_lock import JobCancelled
     from pages.shared.device_wait import device_turn
 
     try:

@@ -6,12 +6,14 @@ import filelock
 import pytest
 import torch
 
-from core import clock, cold_start
-from core import parallel_demos as demos
-from core.device_lock import JobCancelled
+from core.platform import clock
+
+from core.parallel import cold_start
+from core.parallel import demos
+from core.platform.device_lock import JobCancelled
 from core.errors import DashboardError
-from core.paths import lock_dir
-from core.timing import Measurement
+from core.platform.paths import lock_dir
+from core.platform.timing import Measurement
 
 TINY = 0.2  # s: section budget for tests on the real clock
 
@@ -311,7 +313,7 @@ def test_section_devices_are_what_each_section_holds(fake_cuda):
 
 
 def test_hooks_with_a_job_enforce_its_time_cap():
-    from core.device_lock import JobTimedOut, hold_devices
+    from core.platform.device_lock import JobTimedOut, hold_devices
 
     with hold_devices(["cpu"], max_job_s=0.05) as job:
         hooks = demos.JobHooks(job=job)

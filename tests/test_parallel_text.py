@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from core import parallel_text as text
-from core.parallel_demos import (
+from core.parallel import text
+from core.parallel.demos import (
     ChainConfig,
     ChainPoint,
     ChainResult,
@@ -19,7 +19,7 @@ from core.parallel_demos import (
     SyncPoint,
     TimingBugResult,
 )
-from core.timing import Measurement
+from core.platform.timing import Measurement
 
 EXPLAIN = [text.explain_marbles, text.explain_chain, text.explain_timing_bug, text.explain_first_call,
            text.explain_location]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import review_loaders
+from core.classifier import loaders as review_loaders
 from core.errors import DashboardError
-from core.review_loaders import decode_text, load_path, load_upload, load_uploads
+from core.classifier.loaders import decode_text, load_path, load_upload, load_uploads
 from tests.review_fixtures import (
     NEGATIVE, POSITIVE, csv_bytes, labelled_rows, tar_gz, write_imdb_folder, write_rt_folder,
 )
@@ -40,7 +40,7 @@ def test_imdb_folder_uses_its_own_split_and_skips_unlabelled(tmp_path):
     assert reviews.n == 8 and _counts(reviews) == (4, 4)
     assert reviews.is_test.sum() == 4
     assert all("no label here" not in t for t in reviews.texts)
-    assert "<br />" in reviews.texts[0]  # raw as read; cleaning is core.text_features' job
+    assert "<br />" in reviews.texts[0]  # raw as read; cleaning is core.classifier.features' job
 
 
 def test_imdb_folder_found_from_its_parent(tmp_path):

@@ -9,10 +9,10 @@ import torch
 
 from core import selfcheck
 from core.errors import DashboardError
-from core.matmul import MatmulResult, Series
+from core.matmul.engine import MatmulResult, Series
 from core.selfcheck import FAIL, PASS, SKIP, Check, CheckResult, Context, judge_gpu_sweep, run_checks, select
-from core.sweep import SweepConfig, SweepResult
-from core.timing import Measurement
+from core.matmul.sweep import SweepConfig, SweepResult
+from core.platform.timing import Measurement
 
 CPU = Series("cpu", "float32", threads=2)
 FP32 = Series("cuda:0", "float32", tf32=False)

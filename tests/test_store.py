@@ -61,7 +61,7 @@ def test_round_trip_keeps_payload_machine_settings_and_versions(store):
 
 
 def test_save_without_a_machine_describes_this_one(store):
-    from core.hardware import cpu_name
+    from core.platform.hardware import cpu_name
 
     run = store.get(store.save("train", train_payload()))
     assert run.machine["cpu"]["name"] == cpu_name()

@@ -9,13 +9,15 @@ import threading
 import pytest
 import torch
 
-from core import matmul, sweep
-from core.device_lock import JobCancelled, hold_devices
+from core.matmul import engine as matmul
+
+from core.matmul import sweep
+from core.platform.device_lock import JobCancelled, hold_devices
 from core.errors import DashboardError
-from core.matmul import DoesNotFit, MatmulResult, Series
-from core.sweep import SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, run_sweep
-from core.timing import Measurement
-from core.units import GIB
+from core.matmul.engine import DoesNotFit, MatmulResult, Series
+from core.matmul.sweep import SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, run_sweep
+from core.platform.timing import Measurement
+from core.platform.units import GIB
 
 CPU1 = Series("cpu", "float32", threads=1)
 ISSUE_KEYS = {"device", "n", "dtype", "median_s", "iqr_s", "samples", "gflops", "unsynced_s", "rel_error"}

@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 from core.errors import DashboardError
-from core.review_loaders import Reviews
-from core.text_features import (
+from core.classifier.loaders import Reviews
+from core.classifier.features import (
     build_features, clean_text, fit_vectorizer, nb_log_ratios, split_rows, synthetic_features,
 )
 from tests.review_fixtures import toy_reviews

@@ -3,7 +3,9 @@ import statistics
 import pytest
 import torch
 
-from core import clock, timing
+from core.platform import clock
+
+from core.platform import timing
 from core.errors import DashboardError
 
 CUDA = torch.device("cuda", 0)

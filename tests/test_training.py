@@ -8,14 +8,16 @@ import pytest
 import scipy.sparse as sp
 import torch
 
-from core import clock, training
-from core.classifier_model import ClassifierConfig, SparseBatch
+from core.platform import clock
+
+from core.classifier import training
+from core.classifier.model import ClassifierConfig, SparseBatch
 from core.errors import DashboardError
-from core.paths import lock_dir
-from core.training import (
+from core.platform.paths import lock_dir
+from core.classifier.training import (
     LOSS_TOLERANCE, batch_order, compare_devices_same_seed, features_for, predict, train,
 )
-from core.text_features import synthetic_features
+from core.classifier.features import synthetic_features
 from tests.review_fixtures import keep_cuda_on_cpu, toy_reviews
 
 FAST = dict(hidden=8, lr=0.3, batch_size=16, epochs=6, weighting="binary", ngrams=1, val_fraction=0.1)
@@ -213,7 +215,7 @@ def test_compare_devices_same_seed_cpu_vs_cuda():
 def test_prepare_builds_features_and_baseline_while_holding_the_cpu(monkeypatch):
     import threading
 
-    from core.device_lock import JobCancelled, hold_devices
+    from core.platform.device_lock import JobCancelled, hold_devices
 
     seen = []
 

@@ -7,7 +7,7 @@ from typing import Protocol
 
 import plotly.graph_objects as go
 
-from core.training import EpochReport
+from core.classifier.training import EpochReport
 
 TRAIN_COLOR = "#1f77b4"
 TEST_COLOR = "#d62728"
@@ -72,7 +72,7 @@ def accuracy_curve(reports: Sequence[EpochReport], *, baseline_accuracy: float |
 
 
 class Run(Protocol):
-    """What the overlay needs of a run (core.classifier_runs.RunRecord has it)."""
+    """What the overlay needs of a run (core.classifier.runs.RunRecord has it)."""
 
     @property
     def label(self) -> str: ...  # e.g. "run 2 · cuda:0"

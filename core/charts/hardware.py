@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from core.hardware import GpuInfo
-from core.units import GIB
+from core.platform.hardware import GpuInfo
+from core.platform.units import GIB
 
 
 def gpu_memory_bar(gpu: GpuInfo) -> go.Figure:

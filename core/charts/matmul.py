@@ -1,6 +1,6 @@
 """Figures for the Matmul race: time, GFLOP/s and speed-up against matrix size.
 
-Pure functions of the sweep's results table (core.sweep.RESULT_COLUMNS) and its crossovers;
+Pure functions of the sweep's results table (core.matmul.sweep.RESULT_COLUMNS) and its crossovers;
 every axis over sizes is logarithmic, since sizes double and times grow as n^3.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from core.parallel_demos import (
+from core.parallel.demos import (
     CPU,
     ChainResult,
     FirstCallResult,
@@ -12,7 +12,7 @@ from core.parallel_demos import (
     MarblesResult,
     TimingBugResult,
 )
-from core.parallel_text import format_duration
+from core.parallel.text import format_duration
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 WRONG_COLOR = "#d62728"

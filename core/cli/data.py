@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from core.cli.output import format_table, print_json
-from core.datasets import BUILTIN_DATASETS, DOWNLOAD_TIMEOUT_S, archive_path, fetch, is_cached
-from core.review_loaders import load_archive
+from core.classifier.datasets import BUILTIN_DATASETS, DOWNLOAD_TIMEOUT_S, archive_path, fetch, is_cached
+from core.classifier.loaders import load_archive
 
 PROGRESS_STEP_BYTES = 2**20  # print a progress line every MiB
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from core.cli.output import format_table, print_json
-from core.devices import GET_A_GPU
-from core.hardware import MachineInfo, inspect_machine
-from core.units import gib
+from core.platform.devices import GET_A_GPU
+from core.platform.hardware import MachineInfo, inspect_machine
+from core.platform.units import gib
 
 
 def register(sub: argparse._SubParsersAction) -> None:

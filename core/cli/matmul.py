@@ -8,11 +8,11 @@ import sys
 from core.cli.output import format_table, print_json
 from core.cli.results import add_save_options, save_if_requested
 from core.cli.waiting import print_waiting
-from core.device_lock import hold_devices
-from core.devices import available_devices, has_gpu
+from core.platform.device_lock import hold_devices
+from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
-from core.matmul import DTYPES
-from core.sweep import SweepConfig, SweepEvent, SweepResult, check_sizes_fit, plan_series, run_sweep
+from core.matmul.engine import DTYPES
+from core.matmul.sweep import SweepConfig, SweepEvent, SweepResult, check_sizes_fit, plan_series, run_sweep
 
 EXAMPLE = "--sizes 256,512,1024"
 

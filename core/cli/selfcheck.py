@@ -10,7 +10,7 @@ from pathlib import Path
 
 from core.cli.output import format_table, print_json
 from core.errors import DashboardError
-from core.paths import data_dir
+from core.platform.paths import data_dir
 from core import selfcheck
 from core.selfcheck import Outcome, Report, run_checks, select
 

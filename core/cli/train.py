@@ -6,15 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.classifier_model import ClassifierConfig
+from core.classifier.model import ClassifierConfig
 from core.cli.output import format_table, print_json
 from core.cli.results import add_save_options, save_if_requested
 from core.cli.waiting import print_waiting
-from core.datasets import BUILTIN_DATASETS, load_source
-from core.devices import resolve_device
+from core.classifier.datasets import BUILTIN_DATASETS, load_source
+from core.platform.devices import resolve_device
 from core.errors import DashboardError
-from core.review_loaders import decode_text
-from core.training import EpochReport, TrainResult, predict, prepare, train
+from core.classifier.loaders import decode_text
+from core.classifier.training import EpochReport, TrainResult, predict, prepare, train
 
 DEFAULTS = ClassifierConfig()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from core.device_lock import WaitCallback, WaitStatus
+from core.platform.device_lock import WaitCallback, WaitStatus
 
 
 def print_waiting(stream: TextIO | None = None) -> WaitCallback:

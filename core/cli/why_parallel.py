@@ -7,11 +7,11 @@ import dataclasses
 import sys
 import time
 
-from core import parallel_demos as demos
-from core import parallel_text as text
+from core.parallel import demos
+from core.parallel import text
 from core.cli.output import print_json
 from core.cli.waiting import print_waiting
-from core.device_lock import hold_devices
+from core.platform.device_lock import hold_devices
 
 NAMES = {key.replace("_", "-"): key for key in text.SECTIONS}  # CLI spelling -> section key
 NAMES_BY_KEY = {key: name for name, key in NAMES.items()}

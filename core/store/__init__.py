@@ -1,6 +1,6 @@
 """Saved results: every finished sweep and training run, with the machine it ran on.
 
-    store = open_store()            # DATABASE_URL, else SQLite in core.paths.data_dir()
+    store = open_store()            # DATABASE_URL, else SQLite in core.platform.paths.data_dir()
     run_id = store.save("matmul", payload, settings)   # payload = the CLI JSON object
     store.list_runs(kind="train", device="cuda:0")
     matmul_frame(store.list_runs(kind="matmul"))       # tidy table for overlays

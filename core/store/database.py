@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DashboardError
-from core.paths import data_dir
+from core.platform.paths import data_dir
 from core.store import payloads
 from core.store.payloads import EXPORT_FORMAT, EXPORT_VERSION, KINDS, MAX_IMPORT_RUNS, WHAT_TO_IMPORT
 from core.store.records import StoredRun, machine_label, parse_timestamp, software_versions, utc_now
 
 DATABASE_URL_ENV = "DATABASE_URL"  # postgresql://user:password@host:5432/db shares one board
-SQLITE_FILE = "results.sqlite3"  # in core.paths.data_dir()
+SQLITE_FILE = "results.sqlite3"  # in core.platform.paths.data_dir()
 BUSY_TIMEOUT_MS = 30_000  # how long a SQLite writer waits for another one
 WAL_RETRY_S = 0.05  # pause between tries to switch a new file to WAL while another connection opens it
 PG_CONNECT_TIMEOUT_S = 5  # an unreachable server fails fast with a message, never hangs the page
@@ -281,7 +281,7 @@ class Store:
         if machine is None:
             machine = payload.get("machine") if isinstance(payload.get("machine"), dict) else None
         if machine is None:
-            from core.hardware import inspect_machine
+            from core.platform.hardware import inspect_machine
 
             machine = inspect_machine().to_dict()
         record = {"uid": uuid.uuid4().hex, "kind": kind, "created_at": utc_now(), "label": label,

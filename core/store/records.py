@@ -25,7 +25,7 @@ class StoredRun:
     kind: str  # 'matmul' | 'train'
     created_at: str  # ISO 8601, UTC
     label: str  # optional name given by the user, e.g. "Ana's laptop"
-    machine: dict[str, Any]  # core.hardware.inspect_machine().to_dict(); {} when unknown
+    machine: dict[str, Any]  # core.platform.hardware.inspect_machine().to_dict(); {} when unknown
     settings: dict[str, Any]  # the options the run was started with
     versions: dict[str, Any]  # python, torch, ... at the time of the run
     payload: dict[str, Any]  # the CLI JSON object

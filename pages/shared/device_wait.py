@@ -13,7 +13,7 @@ from contextlib import ExitStack, contextmanager
 
 import streamlit as st
 
-from core.device_lock import Job, JobCancelled, WaitStatus, hold_devices
+from core.platform.device_lock import Job, JobCancelled, WaitStatus, hold_devices
 
 
 def _tab_closed() -> bool:

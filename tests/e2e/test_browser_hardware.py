@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.hardware import cpu_name
+from core.platform.hardware import cpu_name
 from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
 
 pytestmark = pytest.mark.browser

@@ -2,7 +2,7 @@
 
 The matrix stays a scipy CSR matrix from here on: rt-polarity with bigrams has ~100k columns and IMDB
 ~1M, so a dense float32 copy would be 4 GB and 200 GB. Only one batch at a time is ever densified
-(or, by default, not even that; see core.training).
+(or, by default, not even that; see core.classifier.training).
 
 Weightings, all fitted on the training rows only:
 - counts: how often each word occurs (the lecture's bag of words);
@@ -30,7 +30,7 @@ from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.model_selection import train_test_split
 
 from core.errors import DashboardError
-from core.review_loaders import Reviews
+from core.classifier.loaders import Reviews
 
 WEIGHTINGS = {  # short labels for a selectbox; the module docstring says what each one is
     "nb": "NB-weighted (NBSVM)",

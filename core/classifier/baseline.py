@@ -22,7 +22,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 from sklearn.naive_bayes import MultinomialNB
 
-from core.text_features import Features, clean_text
+from core.classifier.features import Features, clean_text
 
 LR_MAX_ITER = 2000  # lbfgs iterations; enough for 100k sparse columns, bounded for huge inputs
 REFERENCE_LR_C = 10.0  # the reference set-up for LogisticRegression on TF-IDF bigrams

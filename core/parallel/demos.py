@@ -19,14 +19,14 @@ from typing import Generic, Literal, TypeVar
 
 import torch
 
-from core import clock
-from core.cold_start import FreshRunner, run_in_fresh_process
-from core.device_lock import CancelCheck, Job, JobCancelled, WaitCallback, hold_devices
-from core.devices import available_devices, device_key
+from core.platform import clock
+from core.parallel.cold_start import FreshRunner, run_in_fresh_process
+from core.platform.device_lock import CancelCheck, Job, JobCancelled, WaitCallback, hold_devices
+from core.platform.devices import available_devices, device_key
 from core.errors import DashboardError
-from core.memory import free_device_bytes, release_device_memory
-from core.timing import Measurement, measure, time_block, torch_threads
-from core.units import gib
+from core.platform.memory import free_device_bytes, release_device_memory
+from core.platform.timing import Measurement, measure, time_block, torch_threads
+from core.platform.units import gib
 
 R = TypeVar("R")
 TensorMaker = Callable[[tuple[int, ...], torch.device], torch.Tensor]

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import DashboardError
-from core.paths import cache_dir
-from core.review_loaders import Reviews, load_archive, load_path
+from core.platform.paths import cache_dir
+from core.classifier.loaders import Reviews, load_archive, load_path
 
 DOWNLOAD_TIMEOUT_S = 30.0  # no byte for this long: the connection is dead, give up
 CHUNK_BYTES = 64 * 1024  # read size; also how often the progress callback fires

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import psutil
 import torch
 
-from core import devices
-from core.memory import ram_info
+from core.platform import devices
+from core.platform.memory import ram_info
 
 T = TypeVar("T")
 

@@ -2,7 +2,7 @@
 
 The lecture's experiment, done right: standard-normal inputs made on the target device before
 the clock starts (zeros would let some hardware skip work), a warm-up that is never a sample,
-a synchronize before every clock read (all through `core.timing.measure` and `core.clock`),
+a synchronize before every clock read (all through `core.platform.timing.measure` and `core.platform.clock`),
 adaptive repetition within a time budget, and a float64 CPU reference on a few sampled rows so
 TF32 and half precision show their price in accuracy next to their gain in speed.
 
@@ -23,12 +23,12 @@ from typing import TypeVar
 
 import torch
 
-from core import timing
-from core.devices import device_key, is_async, resolve_device, synchronize
+from core.platform import timing
+from core.platform.devices import device_key, is_async, resolve_device, synchronize
 from core.errors import DashboardError
-from core.memory import free_device_bytes, release_device_memory
-from core.timing import Measurement
-from core.units import GIB
+from core.platform.memory import free_device_bytes, release_device_memory
+from core.platform.timing import Measurement
+from core.platform.units import GIB
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,

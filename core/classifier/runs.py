@@ -11,9 +11,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from core.baseline import BaselineResult
-from core.classifier_model import ClassifierConfig
-from core.training import EpochReport, TrainResult
+from core.classifier.baseline import BaselineResult
+from core.classifier.model import ClassifierConfig
+from core.classifier.training import EpochReport, TrainResult
 
 RUNNING, DONE, STOPPED = "running", "done", "stopped"
 

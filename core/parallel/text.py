@@ -8,7 +8,7 @@ quote only the numbers measured. Kept out of the page so tests can check every b
 from __future__ import annotations
 
 from core.lecture import LECTURE_GPU_S
-from core.parallel_demos import (
+from core.parallel.demos import (
     CPU,
     ChainResult,
     FirstCallResult,

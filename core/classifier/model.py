@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.errors import DashboardError
-from core.text_features import WEIGHTINGS
+from core.classifier.features import WEIGHTINGS
 
 INPUT_MODES = {  # short labels for a selectbox
     "auto": "auto (sparse; dense on MPS)",  # Apple MPS's sparse kernels are incomplete
@@ -37,7 +37,7 @@ class ClassifierConfig:
     test 20% (README, "Review classifier"; bench/classifier.py measures the result)."""
 
     # data
-    weighting: str = "nb"  # see core.text_features.WEIGHTINGS; 'nb' closes most of the gap to naive Bayes
+    weighting: str = "nb"  # see core.classifier.features.WEIGHTINGS; 'nb' closes most of the gap to naive Bayes
     ngrams: int = 2  # 1: single words; 2: words and word pairs, so "not good" is a feature
     max_features: int | None = None  # vocabulary cap (most frequent terms); None keeps every term (~100k here)
     test_size: float = 0.2  # share of reviews held out for testing (unless the data set has its own split)

@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from core.devices import synchronize
+from core.platform.devices import synchronize
 
 
 def read_clock() -> float:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from core import clock
-from core.devices import synchronize
+from core.platform import clock
+from core.platform.devices import synchronize
 from core.errors import DashboardError
 
 MIN_BLOCK_S = 0.010  # 10 ms per timed block: a clock read plus a sync (~10 us) stays below 0.1%

@@ -31,7 +31,7 @@ from pathlib import Path
 import filelock
 
 from core.errors import DashboardError
-from core.paths import lock_dir
+from core.platform.paths import lock_dir
 
 POLL_S = 0.1  # how often a waiting job re-checks the line, the lock and its cancel flag
 STALE_TICKET_S = 30.0  # a ticket whose heartbeat is older than this no longer counts as waiting

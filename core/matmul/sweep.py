@@ -18,12 +18,12 @@ from typing import Any
 import pandas as pd
 import torch
 
-from core.crossover import Crossover, crossover_from_frame
-from core.device_lock import hold_devices
-from core.devices import device_key, resolve_device
+from core.matmul.crossover import Crossover, crossover_from_frame
+from core.platform.device_lock import hold_devices
+from core.platform.devices import device_key, resolve_device
 from core.errors import DashboardError
-from core.hardware import inspect_machine
-from core.matmul import (
+from core.platform.hardware import inspect_machine
+from core.matmul.engine import (
     DTYPES, DoesNotFit, MatmulOptions, MatmulResult, RanOutOfMemory, Series, check_dtype, check_memory,
     largest_fitting_size, memory_need, probe_seconds, supported_dtypes, time_matmul,
 )
@@ -95,7 +95,7 @@ class SweepConfig:
 
     sizes: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048)  # n of each n x n @ n x n product
     devices: tuple[str, ...] = ("cpu",)  # 'cpu', 'cuda', 'cuda:1', 'mps'; the page/CLI add the GPU when present
-    dtypes: tuple[str, ...] = ("float32",)  # keys of core.matmul.DTYPES
+    dtypes: tuple[str, ...] = ("float32",)  # keys of core.matmul.engine.DTYPES
     threads: tuple[int | None, ...] = (None,)  # CPU thread counts to compare; None: torch's current count
     tf32: tuple[bool, ...] = (False,)  # TF32 settings to compare for CUDA float32
     budget_s: float = 1.0  # seconds per size and series, warm-up included; also the time guard's limit

@@ -2,7 +2,7 @@
 
 A long-running dashboard server has usually multiplied matrices already, so its "first call"
 finds the math library, its thread pool and (on a GPU) cuBLAS ready, and looks no slower than
-the rest. A fresh `python -m core.cold_start` process shows what a student's first cell pays.
+the rest. A fresh `python -m core.parallel.cold_start` process shows what a student's first cell pays.
 
 The parent holds the device lock while the child runs; the child must not take it (it would
 wait for its own parent).
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import torch
 
-from core.devices import synchronize
+from core.platform.devices import synchronize
 from core.errors import DashboardError
-from core.timing import Measurement, measure, torch_threads
+from core.platform.timing import Measurement, measure, torch_threads
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the folder holding the core package
 START_ALLOWANCE_S = 120.0  # importing torch and creating a CUDA context on a slow, busy machine
 
 ColdTimings = dict[tuple[str, int], Measurement]  # (device, n) -> timings of a @ a
@@ -65,8 +65,8 @@ def parse(rows: list[dict]) -> ColdTimings:
 
 def run_in_fresh_process(sizes: Sequence[int], devices: Sequence[str], budget_s: float,
                          cpu_threads: int | None = None) -> ColdTimings:
-    """Start `python -m core.cold_start` and return its timings; a failure is a DashboardError."""
-    command = [sys.executable, "-m", "core.cold_start", "--budget", str(budget_s),
+    """Start `python -m core.parallel.cold_start` and return its timings; a failure is a DashboardError."""
+    command = [sys.executable, "-m", "core.parallel.cold_start", "--budget", str(budget_s),
                "--sizes", *map(str, sizes), "--devices", *devices]
     command += ["--threads", str(cpu_threads)] if cpu_threads is not None else []
     timeout_s = START_ALLOWANCE_S + budget_s * len(sizes) * len(devices)
@@ -86,7 +86,7 @@ def run_in_fresh_process(sizes: Sequence[int], devices: Sequence[str], budget_s:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.cold_start", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m core.parallel.cold_start", description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", required=True)
     parser.add_argument("--devices", nargs="+", default=["cpu"])
     parser.add_argument("--budget", type=float, default=0.5, help="seconds per (device, size)")

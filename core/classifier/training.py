@@ -20,16 +20,16 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from core import clock
-from core.baseline import BaselineResult, logistic_regression
-from core.classifier_model import (
+from core.platform import clock
+from core.classifier.baseline import BaselineResult, logistic_regression
+from core.classifier.model import (
     ClassifierConfig, SparseBatch, build_model, forward, make_batch, resolve_input_mode,
 )
-from core.device_lock import WaitCallback, hold_devices
-from core.devices import device_key, resolve_device
+from core.platform.device_lock import WaitCallback, hold_devices
+from core.platform.devices import device_key, resolve_device
 from core.errors import DashboardError
-from core.review_loaders import Reviews
-from core.text_features import Features, Vectorizer, build_features
+from core.classifier.loaders import Reviews
+from core.classifier.features import Features, Vectorizer, build_features
 
 EVAL_BATCH = 2048  # rows per evaluation step: bounded memory, few steps
 

@@ -1,0 +1,1 @@
+"""The review classifier: data sets and loaders, document-term features, the lecture's network, training, baseline."""

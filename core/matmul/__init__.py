@@ -1,0 +1,1 @@
+"""The matmul race: one product timed honestly (engine), a sweep over sizes and series, the crossover."""
