@@ -1,0 +1,122 @@
+"""The one job protocol: how every long-running core entry point hears its caller and holds its devices.
+
+A sweep, a training run, a Why-parallel section (and every feature added later) takes one
+`JobHooks` and opens `run_job(devices, hooks, label=...)` around its timed work. Only this layer
+takes device locks: pages and the CLI pass hooks (draw the waiting line, draw progress, press
+Stop) and never lock, so there is one place that decides who runs, for how long, and what a stop
+means.
+
+Inside the job, core code calls `job.report(...)` as results arrive (so a caller that is
+interrupted keeps them), and between steps either `job.check()` (raise and unwind: sections) or
+`job.stop_requested()` (return what was measured, marked stopped: sweeps and training).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from core.platform.device_lock import Job, JobCancelled, WaitStatus, hold_devices
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Progress(Generic[T]):
+    """One step of a job: how far it is, a line for people, and what just arrived (kept if the user stops)."""
+
+    done: int  # steps finished
+    total: int  # steps planned (0: unknown)
+    message: str  # e.g. "timing n=1,024 on cpu float32 (3 of 12 done)"
+    item: T | None = None  # what this step produced: a MatmulResult, an EpochReport, a section's partial result
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total) if self.total else 0.0
+
+
+ProgressCallback = Callable[[Progress[object]], None]
+WaitCallback = Callable[[WaitStatus], None]
+StartCallback = Callable[[Job], None]
+StopCheck = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class JobHooks:
+    """Who listens to a running job; core never knows whether it is a page, the CLI or a test.
+
+    Every field is optional: `JobHooks()` runs a job silently to the end (or to its time cap).
+    """
+
+    on_progress: ProgressCallback | None = None  # every step, from the job's thread
+    on_wait: WaitCallback | None = None  # on every poll while the job waits in line for a device
+    on_start: StartCallback | None = None  # once the devices are held, before any work
+    should_stop: StopCheck | None = None  # the user's Stop (or a closed tab): asked while waiting and between steps
+    max_job_s: float | None = None  # the per-job cap; None: GPU_VS_CPU_MAX_JOB_S, else 600 s
+
+
+class WaitCancelled(JobCancelled):
+    """The user left the line before the job held its devices: nothing ran."""
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    """A job holding its devices: what core code consults between steps."""
+
+    lock: Job
+    hooks: JobHooks
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return self.lock.devices
+
+    @property
+    def waited_s(self) -> float:
+        return self.lock.waited_s
+
+    @property
+    def timed_out(self) -> bool:
+        return self.lock.timed_out
+
+    @property
+    def limit_message(self) -> str:
+        return self.lock.limit_message
+
+    def stop_requested(self) -> bool:
+        """True once the user pressed Stop or the job ran past its cap: finish the step, return what you have."""
+        stop = self.hooks.should_stop
+        return self.lock.timed_out or (stop is not None and bool(stop()))
+
+    def check(self) -> None:
+        """Between steps of a job that unwinds when stopped: JobCancelled on Stop, JobTimedOut past the cap."""
+        stop = self.hooks.should_stop
+        if stop is not None and stop():
+            raise JobCancelled("stopped by the user; the steps finished so far are kept")
+        self.lock.check()
+
+    def report(self, progress: Progress[T]) -> None:
+        if self.hooks.on_progress is not None:
+            self.hooks.on_progress(progress)  # type: ignore[arg-type]
+
+
+@contextmanager
+def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str) -> Iterator[RunningJob]:
+    """Wait in line for `devices` (first come, first served), hold them for the block, release on any exit.
+
+    `label` says what runs ("matmul sweep") to those waiting behind it. Raises WaitCancelled if
+    `hooks.should_stop` says stop while the job is still waiting; JobTimedOut/JobCancelled come
+    from `RunningJob.check()` inside the block.
+    """
+    hooks = hooks or JobHooks()
+    status = WaitStatus(on_change=hooks.on_wait, should_cancel=hooks.should_stop)
+    with ExitStack() as stack:
+        try:  # only a stop while waiting means "left the line"; one raised inside the block is the job's own
+            lock = stack.enter_context(hold_devices(devices, on_wait=status.on_wait, should_cancel=status.should_cancel,
+                                                    max_job_s=hooks.max_job_s, label=label))
+        except JobCancelled as exc:
+            raise WaitCancelled(str(exc)) from None
+        if hooks.on_start is not None:
+            hooks.on_start(lock)
+        yield RunningJob(lock, hooks)
