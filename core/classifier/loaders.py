@@ -23,6 +23,7 @@ from core.errors import DashboardError
 
 MAX_FILE_BYTES = 200 * 2**20  # 200 MiB: the IMDB archive is 84 MB; a bigger text file is almost surely a mistake
 MAX_UNPACKED_BYTES = 600 * 2**20  # 600 MiB: the IMDB archive unpacks to ~490 MB with its unlabelled part
+MAX_REVIEWS = 1_000_000  # IMDB has 50,000 labelled reviews; a million short lines would take minutes and GBs
 MIN_PER_CLASS = 2  # a stratified train/test split needs at least two reviews of each class
 SNIFF_BYTES = 8192  # how much of a file the binary check and the separator guess look at
 CONTROL_SHARE_MAX = 0.05  # more control characters than this in the first bytes: not text
@@ -140,14 +141,22 @@ def _check_size(size: int, what: str) -> None:
 # ---------------------------------------------------------------- rt-polarity: one snippet per line
 
 
-def _lines(text: str) -> list[str]:
+def _check_count(count: int, what: str) -> None:
+    if count > MAX_REVIEWS:
+        raise DashboardError(f"{what} holds more than {MAX_REVIEWS:,} reviews, more than this dashboard trains on; "
+                             "use a smaller sample of it")
+
+
+def _lines(text: str, what: str) -> list[str]:
+    _check_count(text.count("\n"), what)
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def parse_rt_pair(pos: bytes, neg: bytes, source: str) -> Reviews:
     """Pang & Lee's layout: one positive snippet per line in .pos, one negative per line in .neg."""
-    pos_lines = _lines(decode_text(pos, f"{source}: {RT_POS}"))
-    neg_lines = _lines(decode_text(neg, f"{source}: {RT_NEG}"))
+    pos_lines = _lines(decode_text(pos, f"{source}: {RT_POS}"), f"{source}: {RT_POS}")
+    neg_lines = _lines(decode_text(neg, f"{source}: {RT_NEG}"), f"{source}: {RT_NEG}")
+    _check_count(len(pos_lines) + len(neg_lines), source)
     return finish(pos_lines + neg_lines, [1] * len(pos_lines) + [0] * len(neg_lines), source)
 
 
@@ -176,6 +185,7 @@ def parse_table(data: bytes, name: str) -> Reviews:
     if not text.strip():
         raise DashboardError(f"{name} is empty; expected {ACCEPTED}")
     sep = _separator(name, text)
+    _check_count(text.count("\n"), name)
     try:
         frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True)
     except (pd.errors.ParserError, csv.Error, ValueError) as exc:
@@ -189,9 +199,8 @@ def parse_table(data: bytes, name: str) -> Reviews:
     if text_col is None or label_col is None:
         missing = "a text column" if text_col is None else "a label column"
         names = TEXT_COLUMNS if text_col is None else LABEL_COLUMNS
-        found = ", ".join(repr(str(c)) for c in frame.columns[:10])
-        raise DashboardError(
-            f"{name} has no {missing[2:]} (columns found: {found}); name it one of: {', '.join(names)}"
+        raise DashboardError(  # the header is the file's content: say how many columns, never what they hold
+            f"{name} has no {missing[2:]} among its {len(frame.columns)} column(s); name it one of: {', '.join(names)}"
         )
     texts = frame[text_col].fillna("").astype(str).tolist()
     raw = frame[label_col].fillna("").astype(str).str.strip().str.lower()
@@ -199,9 +208,8 @@ def parse_table(data: bytes, name: str) -> Reviews:
     bad = labels.isna()
     if bad.any():
         rows = [int(i) + 2 for i in np.flatnonzero(bad.to_numpy())[:3]]  # +2: header line, 1-based
-        values = ", ".join(repr(v) for v in raw[bad].unique()[:3])
-        raise DashboardError(
-            f"{name}: column {label_col!r} has labels this dashboard cannot read ({values}, line(s) "
+        raise DashboardError(  # line numbers, never the values: messages do not quote a file's content
+            f"{name}: the label column has labels this dashboard cannot read (line(s) "
             f"{', '.join(map(str, rows))}); use 0/1, neg/pos, negative/positive or false/true"
         )
     return finish(texts, labels.astype(int).tolist(), name)
@@ -221,15 +229,20 @@ def _read_archive(tar: tarfile.TarFile, name: str) -> Reviews:
         for member in tar:
             if not member.isfile():
                 continue
+            unpacked += member.size  # every member counts, kept or skipped: streaming past one still inflates it
+            if unpacked > MAX_UNPACKED_BYTES:
+                raise DashboardError(
+                    f"{name} unpacks to more than {MAX_UNPACKED_BYTES // 2**20} MiB; use a smaller archive"
+                )
             base = member.name.rsplit("/", 1)[-1]
             match = _IMDB_MEMBER.search(member.name)
             if base not in (RT_POS, RT_NEG) and match is None:
                 continue
-            unpacked += member.size
-            if unpacked > MAX_UNPACKED_BYTES:
-                raise DashboardError(
-                    f"{name} unpacks to more than {MAX_UNPACKED_BYTES // 2**20} MiB of reviews; use a smaller archive"
-                )
+            if member.size > MAX_FILE_BYTES:
+                raise DashboardError(f"{name}: a member is {member.size / 2**20:.0f} MiB, more than the "
+                                     f"{MAX_FILE_BYTES // 2**20} MiB this dashboard reads; use a smaller sample")
+            if len(imdb_texts) >= MAX_REVIEWS:
+                _check_count(len(imdb_texts) + 1, name)
             handle = tar.extractfile(member)
             data = handle.read() if handle is not None else b""
             if match is None:

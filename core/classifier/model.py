@@ -21,6 +21,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.errors import DashboardError
+from core.platform.devices import device_key
+from core.platform.memory import free_device_bytes
+from core.platform.units import gib
 from core.classifier.features import WEIGHTINGS
 
 INPUT_MODES = {  # short labels for a selectbox
@@ -28,6 +31,18 @@ INPUT_MODES = {  # short labels for a selectbox
     "sparse": "sparse (EmbeddingBag)",  # sum the Linear's weight columns of the words present
     "dense": "dense per batch",  # densify each batch, then the plain Linear layer
 }
+
+# Bounds on what a user may ask for: each is far beyond any useful run, and each keeps a typo
+# (an extra zero, "inf") from becoming a traceback, a NaN loss or a terabyte allocation.
+MAX_FEATURES = 10_000_000
+MAX_HIDDEN = 65_536
+MAX_LR = 100.0  # SGD on a sigmoid output: far above this the weights overflow and the loss is NaN
+MAX_WEIGHT_DECAY = 10.0
+MAX_BATCH = 1 << 20
+MAX_EPOCHS = 100_000
+MAX_SEED = 2**32 - 1  # numpy's and scikit-learn's seeds must fit in 32 bits
+PARAMETER_COPIES = 4  # weights, gradients, momentum buffer and the kept epoch's copy
+FLOAT32_BYTES = 4
 
 
 @dataclass(frozen=True)
@@ -60,18 +75,21 @@ class ClassifierConfig:
     def __post_init__(self) -> None:
         _check(self.weighting in WEIGHTINGS, "weighting", self.weighting, f"one of {', '.join(WEIGHTINGS)}")
         _check(self.ngrams in (1, 2), "ngrams", self.ngrams, "1 or 2")
-        _check(self.max_features is None or self.max_features >= 1, "max features", self.max_features,
-               "at least 1 (or none for no cap)")
+        _check(self.max_features is None or 1 <= self.max_features <= MAX_FEATURES, "max features",
+               self.max_features, f"between 1 and {MAX_FEATURES:,} (or none for no cap)")
         _check(0 < self.test_size < 1, "test share", self.test_size, "between 0 and 1")
         _check(0 <= self.val_fraction < 1, "validation share", self.val_fraction, "at least 0 and below 1")
-        _check(self.hidden >= 1, "hidden size", self.hidden, "at least 1")
-        _check(self.lr > 0, "learning rate", self.lr, "above 0")
+        _check(1 <= self.hidden <= MAX_HIDDEN, "hidden size", self.hidden, f"between 1 and {MAX_HIDDEN:,}")
+        _check(0 < self.lr <= MAX_LR, "learning rate", self.lr, f"above 0 and at most {MAX_LR:g}")
         _check(0 <= self.momentum < 1, "momentum", self.momentum, "at least 0 and below 1")
-        _check(self.weight_decay >= 0, "weight decay", self.weight_decay, "at least 0")
-        _check(self.batch_size >= 1, "batch size", self.batch_size, "at least 1")
-        _check(self.epochs >= 1, "epochs", self.epochs, "at least 1")
+        _check(0 <= self.weight_decay <= MAX_WEIGHT_DECAY, "weight decay", self.weight_decay,
+               f"between 0 and {MAX_WEIGHT_DECAY:g}")
+        _check(1 <= self.batch_size <= MAX_BATCH, "batch size", self.batch_size, f"between 1 and {MAX_BATCH:,}")
+        _check(1 <= self.epochs <= MAX_EPOCHS, "epochs", self.epochs, f"between 1 and {MAX_EPOCHS:,}")
+        _check(0 <= self.seed <= MAX_SEED, "seed", self.seed, f"a whole number from 0 to {MAX_SEED:,}")
         _check(self.input_mode in INPUT_MODES, "input mode", self.input_mode, f"one of {', '.join(INPUT_MODES)}")
-        _check(self.report_every >= 0, "report every", self.report_every, "0 (per epoch) or more batches")
+        _check(0 <= self.report_every <= MAX_BATCH, "report every", self.report_every,
+               "0 (per epoch) or a number of batches")
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -92,6 +110,27 @@ def build_model(vocab_size: int, hidden: int, seed: int) -> nn.Sequential:
         torch.manual_seed(seed)
         return nn.Sequential(nn.Linear(vocab_size, hidden), nn.ReLU(), nn.Linear(hidden, 1), nn.Sigmoid())
 
+
+
+def model_bytes(vocab_size: int, hidden: int) -> int:
+    """Bytes the network takes while it trains: its parameters, PARAMETER_COPIES times over."""
+    parameters = vocab_size * hidden + hidden + hidden + 1
+    return parameters * FLOAT32_BYTES * PARAMETER_COPIES
+
+
+def check_model_fits(vocab_size: int, hidden: int, device: torch.device) -> None:
+    """Refuse, before allocating, a network that would not fit in the device's free memory.
+
+    An allocation of terabytes would otherwise end in an allocator traceback (or, on a CPU that
+    overcommits, in the machine swapping for everyone on a classroom server).
+    """
+    need = model_bytes(vocab_size, hidden)
+    free = free_device_bytes(device)
+    if need > free:
+        raise DashboardError(
+            f"{hidden:,} hidden units over {vocab_size:,} terms need about {gib(need)} on {device_key(device)}, "
+            f"but only {gib(free)} is free; choose fewer hidden units or a vocabulary cap"
+        )
 
 @dataclass(frozen=True)
 class SparseBatch:
