@@ -117,7 +117,7 @@ BAD_UPLOADS = {
     "utf-16 without BOM": (csv_bytes(labelled_rows()).decode().encode("utf-16-le"), "r.csv", "UTF-16"),
     "no text column": (csv_bytes(labelled_rows(), header=("words", "label")), "r.csv", "no text column"),
     "no label column": (csv_bytes(labelled_rows(), header=("text", "stars")), "r.csv", "no label column"),
-    "unknown labels": (csv_bytes([("good", "5"), ("bad", "1"), ("ok", "3")] * 2), "r.csv", "2, 4, 5. use"),
+    "unknown labels": (csv_bytes([("good", "5"), ("bad", "1"), ("ok", "3")] * 2), "r.csv", "2, 4, 5.; use"),
     "malformed": (b'text,label\n"unclosed quote,1\nbad,0\n', "r.csv", "not a valid CSV"),
     "too many fields": (b"text,label\ngood,1\nbad,0,extra,fields\n", "r.csv", "not a valid CSV"),
     "single class": (csv_bytes([(t, "1") for t in POSITIVE]), "r.csv", "only positive reviews"),
