@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import filelock
 import pytest
 import torch
 
@@ -10,9 +9,8 @@ from core.platform import clock
 
 from core.parallel import cold_start
 from core.parallel import demos
-from core.platform.device_lock import JobCancelled
+from core.platform.device_lock import JobCancelled, current_holder
 from core.errors import DashboardError
-from core.platform.paths import lock_dir
 from core.platform.timing import Measurement
 
 TINY = 0.2  # s: section budget for tests on the real clock
@@ -24,13 +22,7 @@ def on_cpu(shape, device):
 
 
 def _locked(device: str) -> bool:
-    lock = filelock.FileLock(str(lock_dir() / f"{device.replace(':', '-')}.lock"), thread_local=False)
-    try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
-        return True
-    lock.release()
-    return False
+    return current_holder(device) is not None
 
 
 class Recorder:

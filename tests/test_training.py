@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import filelock
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
 
+from core.platform.device_lock import current_holder
 from core.platform import clock
 
 from core.classifier import training
 from core.classifier.model import ClassifierConfig, SparseBatch
 from core.errors import DashboardError
-from core.platform.paths import lock_dir
 from core.classifier.training import (
     LOSS_TOLERANCE, batch_order, compare_devices_same_seed, features_for, predict, train,
 )
@@ -131,20 +130,14 @@ def test_stop_between_batches_keeps_finished_epochs_and_frees_the_device(toy_fea
 
     result = train(toy_features, ClassifierConfig(**FAST), should_stop=should_stop)
     assert result.stopped and len(result.epochs) == 1 and result.best_epoch == 1
-    lock = filelock.FileLock(str(lock_dir() / "cpu.lock"))
-    lock.acquire(timeout=0)  # released
-    lock.release()
+    assert current_holder("cpu") is None  # released
 
 
 def test_training_holds_the_device_lock(toy_features):
     held = []
 
     def on_progress(report):
-        try:
-            filelock.FileLock(str(lock_dir() / "cpu.lock")).acquire(timeout=0)
-            held.append(False)
-        except filelock.Timeout:
-            held.append(True)
+        held.append(current_holder("cpu") is not None)
 
     train(toy_features, ClassifierConfig(**{**FAST, "epochs": 1}), on_progress=on_progress)
     assert held == [True]

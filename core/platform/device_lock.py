@@ -10,10 +10,17 @@ tries the lock once no older live ticket is left, so jobs run first come, first 
 waiter can say how many are ahead of it. A ticket carries a heartbeat (its mtime); tickets of dead
 processes are swept away and tickets whose heartbeat stopped are not counted.
 
-Length cap: a job may hold its devices for `max_job_s` at most. The lock cannot be taken from a
-live process, so the cap is cooperative: `hold_devices` yields a `Job` whose `check()` raises
-`JobTimedOut` past the deadline; timed loops call it between steps (a sweep per size, training per
-batch). A holder file tells waiters who runs now and for how long.
+Length cap: a job may hold its devices for `max_job_s` at most. Timed loops stop themselves at the
+cap: `hold_devices` yields a `Job` whose `check()` raises `JobTimedOut` past the deadline, called
+between steps (a sweep per size, training per batch).
+
+A turn is a lease, not a kernel lock: the holder file (who runs, since when, for how long at most,
+and a token) *is* the lock, and a short file lock only makes reading and writing it atomic. A
+device is free when it has no holder file, when the holder's process is gone, or when the holder
+has run past its cap plus a grace period (`GPU_VS_CPU_LOCK_GRACE_S`, 30 s): a holder that stopped
+making progress (suspended with Ctrl+Z or SIGSTOP, hung) cannot keep the class waiting. The next
+job in line then takes the device, and the old holder, if it wakes up, finds another token in the
+holder file at its next `check()` and stops with `JobLost` without timing anything more.
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ POLL_S = 0.1  # how often a waiting job re-checks the line, the lock and its can
 STALE_TICKET_S = 30.0  # a ticket whose heartbeat is older than this no longer counts as waiting
 DEFAULT_MAX_JOB_S = 600.0  # 10 min; default sweeps take ~20 s and default training ~30 s on a 2-core CPU
 MAX_JOB_ENV = "GPU_VS_CPU_MAX_JOB_S"  # a classroom server can shorten (or lengthen) the cap
+DEFAULT_GRACE_S = 30.0  # past its cap plus this, a holder that has not stopped itself loses its turn
+GRACE_ENV = "GPU_VS_CPU_LOCK_GRACE_S"
+TRANSACTION_TIMEOUT_S = 5.0  # the file lock guards a few file reads and writes, never a job
 
 WaitCallback = Callable[[str, int], None]  # (device key, jobs ahead, the running one included)
 CancelCheck = Callable[[], bool]
@@ -52,6 +62,10 @@ class JobCancelled(DashboardError):
 
 class JobTimedOut(DashboardError):
     """A job held its devices longer than its cap and must stop so the next one can run."""
+
+
+class JobLost(JobTimedOut):
+    """The job stalled past its cap plus the grace period and another job took its devices."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +86,11 @@ class Holder:
     def overdue(self) -> bool:
         return self.running_s > self.max_job_s
 
+    @property
+    def expired(self) -> bool:
+        """Past its cap plus the grace period: a live holder this late has stalled, and loses its turn."""
+        return self.running_s > self.max_job_s + grace_s_from_env()
+
 
 @dataclass(frozen=True)
 class Job:
@@ -81,6 +100,12 @@ class Job:
     max_job_s: float
     started_at: float  # time.monotonic() when the last device was taken
     waited_s: float  # how long the job stood in line
+    tokens: tuple[tuple[str, str], ...] = ()  # (device, token) of each turn this job took itself
+
+    @property
+    def lost(self) -> bool:
+        """True once another job took one of these devices (this one stalled past its cap plus grace)."""
+        return any(_holder_token(device) != token for device, token in self.tokens)
 
     @property
     def elapsed_s(self) -> float:
@@ -92,7 +117,7 @@ class Job:
 
     @property
     def timed_out(self) -> bool:
-        return self.remaining_s <= 0
+        return self.remaining_s <= 0 or self.lost
 
     @property
     def limit_message(self) -> str:
@@ -102,8 +127,11 @@ class Job:
                 f"or raise {MAX_JOB_ENV} on the server")
 
     def check(self) -> None:
-        """Raise JobTimedOut once the job has run past its cap; call it between steps."""
-        if self.timed_out:
+        """Raise JobTimedOut once the job has run past its cap (JobLost if it lost its turn); call it between steps."""
+        if self.lost:
+            raise JobLost(f"this job stalled past its limit of {self.max_job_s:g} s (plus {grace_s_from_env():g} s "
+                          "of grace) and the next job took its turn; nothing more was timed; run it again")
+        if self.remaining_s <= 0:
             raise JobTimedOut(self.limit_message)
 
 
@@ -173,6 +201,18 @@ def max_job_s_from_env() -> float:
     return value
 
 
+def grace_s_from_env() -> float:
+    """Seconds past its cap before a stalled holder loses its turn: GPU_VS_CPU_LOCK_GRACE_S, else 30."""
+    raw = os.environ.get(GRACE_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_GRACE_S
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < float("inf"):
+        raise DashboardError(f"{GRACE_ENV}={raw!r} is not a number of seconds; unset it or use e.g. 30")
+    return value
+
+
 def _slug(device: str) -> str:
     return device.replace(":", "-")
 
@@ -225,54 +265,74 @@ def _jobs_ahead(queue: Path, ticket: Path) -> int:
     return ahead
 
 
-def current_holder(device: str) -> Holder | None:
-    """Who holds `device` now, or None (free, or the holder process is gone)."""
+def _read_holder(device: str) -> tuple[Holder, str] | None:
+    """The holder file's contents and token, or None when there is none (or it is unreadable)."""
     try:
         raw = json.loads(_holder_path(device).read_text())
         holder = Holder(device=device, pid=int(raw["pid"]), label=str(raw.get("label", "")),
                         started_at=float(raw["started_at"]), max_job_s=float(raw["max_job_s"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        return holder, str(raw.get("token", ""))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return holder if _pid_alive(holder.pid) else None
 
 
-def _write_holder(device: str, label: str, max_job_s: float, token: str) -> None:
-    path = _holder_path(device)
-    tmp = path.with_name(f"{path.name}.{token}.tmp")
-    tmp.write_text(json.dumps({"pid": os.getpid(), "label": label, "started_at": time.time(),
-                               "max_job_s": max_job_s, "token": token}))
-    os.replace(tmp, path)
+def _holder_token(device: str) -> str | None:
+    read = _read_holder(device)
+    return None if read is None else read[1]
 
 
-def _clear_holder(device: str, token: str) -> None:
-    path = _holder_path(device)
+def current_holder(device: str) -> Holder | None:
+    """Who holds `device` now, or None (free, the holder process is gone, or it stalled and lost its turn)."""
+    read = _read_holder(device)
+    if read is None:
+        return None
+    holder = read[0]
+    return holder if _pid_alive(holder.pid) and not holder.expired else None
+
+
+def _transaction(device: str) -> filelock.BaseFileLock:
+    """The short lock that makes one read-decide-write of the holder file atomic across processes."""
+    return filelock.FileLock(str(lock_dir() / f"{_slug(device)}.lock"), thread_local=False,
+                             timeout=TRANSACTION_TIMEOUT_S)
+
+
+def _try_claim(device: str, label: str, max_job_s: float, token: str) -> bool:
+    """Take the device if it is free (no live, unexpired holder); False if it is busy."""
     try:
-        if json.loads(path.read_text()).get("token") == token:
-            path.unlink(missing_ok=True)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def _try_lock(lock: filelock.BaseFileLock) -> bool:
-    try:
-        lock.acquire(timeout=0)
-    except filelock.Timeout:
+        with _transaction(device).acquire(timeout=0):
+            if current_holder(device) is not None:
+                return False
+            path = _holder_path(device)
+            tmp = path.with_name(f"{path.name}.{token}.tmp")
+            tmp.write_text(json.dumps({"pid": os.getpid(), "label": label, "started_at": time.time(),
+                                       "max_job_s": max_job_s, "token": token}))
+            os.replace(tmp, path)
+            return True
+    except filelock.Timeout:  # another process is reading or writing the holder file this instant
         return False
-    return True
+
+
+def _release(device: str, token: str) -> None:
+    """Remove the holder file if it is still ours (a job that lost its turn leaves the new holder's alone)."""
+    try:
+        with _transaction(device):
+            if _holder_token(device) == token:
+                _holder_path(device).unlink(missing_ok=True)
+    except filelock.Timeout:  # cannot happen short of a stalled process inside a transaction; the lease ends anyway
+        pass
 
 
 @contextmanager
 def _hold_one(device: str, label: str, max_job_s: float, on_wait: WaitCallback | None,
-              should_cancel: CancelCheck | None) -> Iterator[None]:
+              should_cancel: CancelCheck | None) -> Iterator[str]:
     queue = _queue_dir(device)
     token = uuid.uuid4().hex
     ticket = queue / f"{time.time_ns():020d}-{os.getpid()}-{token}"
     ticket.touch()
-    lock = filelock.FileLock(str(lock_dir() / f"{_slug(device)}.lock"), thread_local=False)
     try:
         while True:
             ahead = _jobs_ahead(queue, ticket)
-            if ahead == 0 and _try_lock(lock):
+            if ahead == 0 and _try_claim(device, label, max_job_s, token):
                 break
             if should_cancel is not None and should_cancel():
                 raise JobCancelled(f"cancelled while waiting for {device}")
@@ -281,12 +341,10 @@ def _hold_one(device: str, label: str, max_job_s: float, on_wait: WaitCallback |
             time.sleep(POLL_S)
             ticket.touch()  # heartbeat; also puts back a ticket another process swept by mistake
         try:
-            _write_holder(device, label, max_job_s, token)  # before the ticket goes: waiters always see who runs
-            ticket.unlink(missing_ok=True)
-            yield
+            ticket.unlink(missing_ok=True)  # after the claim: waiters always see who runs
+            yield token
         finally:
-            _clear_holder(device, token)
-            lock.release()
+            _release(device, token)
     finally:  # covers BaseExceptions too: Streamlit's StopException/RerunException, KeyboardInterrupt
         ticket.unlink(missing_ok=True)
 
@@ -320,15 +378,16 @@ def hold_devices(
         yield outer  # nested inside a job holding all of these: its clock and cap go on counting
         return
     joined = time.monotonic()
+    tokens: list[tuple[str, str]] = []
     with ExitStack() as stack:
         for device in wanted:
             if device in held:  # this thread holds it already, in an outer hold_devices
                 continue
-            stack.enter_context(_hold_one(device, label, cap, on_wait, should_cancel))
+            tokens.append((device, stack.enter_context(_hold_one(device, label, cap, on_wait, should_cancel))))
             held.add(device)
             stack.callback(held.discard, device)
         started = time.monotonic()
-        job = Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined)
+        job = Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined, tokens=tuple(tokens))
         _held_here.job = job
         stack.callback(setattr, _held_here, "job", outer)
         yield job
