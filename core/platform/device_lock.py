@@ -325,10 +325,14 @@ def _release(device: str, token: str) -> None:
 @contextmanager
 def _hold_one(device: str, label: str, max_job_s: float, on_wait: WaitCallback | None,
               should_cancel: CancelCheck | None) -> Iterator[str]:
-    queue = _queue_dir(device)
     token = uuid.uuid4().hex
-    ticket = queue / f"{time.time_ns():020d}-{os.getpid()}-{token}"
-    ticket.touch()
+    try:
+        queue = _queue_dir(device)
+        ticket = queue / f"{time.time_ns():020d}-{os.getpid()}-{token}"
+        ticket.touch()
+    except OSError as exc:  # a read-only or full lock folder
+        raise DashboardError(f"cannot write the device line in {lock_dir()} ({exc.strerror or type(exc).__name__}); "
+                             f"set GPU_VS_CPU_LOCK_DIR to a writable folder") from None
     try:
         while True:
             ahead = _jobs_ahead(queue, ticket)
