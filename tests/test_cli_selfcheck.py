@@ -48,3 +48,16 @@ def test_a_failed_check_exits_1(monkeypatch, tmp_path, capsys):
     assert main(["selfcheck", "--out", str(tmp_path / "r.json")]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in out and "2 + 2 = 5" in out and "SOME CHECKS FAILED" in out
+
+
+def test_out_may_name_a_folder_and_an_unwritable_out_fails_before_the_checks(tmp_path, capsys, monkeypatch):
+    assert main(["selfcheck", "--only", "devices", "--out", str(tmp_path)]) == 0
+    (written,) = tmp_path.glob("selfcheck-*.json")
+    assert json.loads(written.read_text())["checks"][0]["name"] == "devices"
+    ran = []
+    monkeypatch.setattr(selfcheck, "CHECKS", [Check("counted", lambda ctx: ran.append(1) or CheckResult(True, ""))])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert main(["selfcheck", "--out", str(blocker / "report.json")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write the report" in err and "Traceback" not in err and ran == []

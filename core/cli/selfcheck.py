@@ -33,19 +33,35 @@ def _progress(outcome: Outcome) -> None:
 
 def run(args: argparse.Namespace) -> int:
     checks = select([n.strip() for n in args.only.split(",")] if args.only else None, selfcheck.CHECKS)
-    out = Path(args.out) if args.out else default_out()
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise DashboardError(f"cannot write the report to {out}: {exc.strerror}") from None
+    out = report_path(args.out)
     report = run_checks(checks, on_outcome=_progress)
-    out.write_text(json.dumps(report.to_json(), indent=2, default=str))
+    try:
+        out.write_text(json.dumps(report.to_json(), indent=2, default=str))
+    except OSError as exc:  # the folder went away or filled up while the checks ran: still show the results
+        written = f"the report could not be written to {out} ({exc.strerror or type(exc).__name__})"
+    else:
+        written = f"report written to {out}"
     if args.json:
         print_json(report.to_json())
     else:
         print(render(report))
-        print(f"report written to {out}")
+        print(written)
     return 0 if report.passed else 1
+
+
+def report_path(given: str | None) -> Path:
+    """Where the report goes, checked before the checks run: a folder gets the default file name inside it."""
+    out = Path(given).expanduser() if given else default_out()
+    if out.is_dir():
+        out = out / default_out().name
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "a"):
+            pass
+    except OSError as exc:
+        raise DashboardError(f"cannot write the report to {out} ({exc.strerror or type(exc).__name__}); "
+                             "give --out a writable file") from None
+    return out
 
 
 def render(report: Report) -> str:
