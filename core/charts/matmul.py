@@ -6,7 +6,7 @@ every axis over sizes is logarithmic, since sizes double and times grow as n^3.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pandas as pd
@@ -24,7 +24,7 @@ def _colors(frame: pd.DataFrame) -> dict[str, str]:
     return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(dict.fromkeys(frame["series"]))}
 
 
-def _by_series(frame: pd.DataFrame, colors: dict[str, str]):
+def _by_series(frame: pd.DataFrame, colors: dict[str, str]) -> Iterator[tuple[str, pd.DataFrame]]:
     """(series, its rows by ascending n), in the order of the colour map."""
     for series in colors:
         yield series, frame[frame["series"] == series].sort_values("n")

@@ -10,6 +10,7 @@ from core.parallel.demos import (
     FirstCallResult,
     LocationResult,
     MarblesResult,
+    Shape,
     TimingBugResult,
 )
 from core.parallel.text import format_duration
@@ -86,8 +87,11 @@ def chain_figure(result: ChainResult) -> go.Figure:
     devices = [CPU] + ([result.gpu] if result.gpu else [])
     labels = ["CPU" if d == CPU else _gpu_label(d) for d in devices]
     fig = go.Figure()
-    for shape, color, name in (("one op", PALETTE[0], "one big operation"),
-                               ("chain", PALETTE[1], f"chain of {result.config.steps} tiny steps")):
+    bars: tuple[tuple[Shape, str, str], ...] = (
+        ("one op", PALETTE[0], "one big operation"),
+        ("chain", PALETTE[1], f"chain of {result.config.steps} tiny steps"),
+    )
+    for shape, color, name in bars:
         times = [result.time_s(d, shape) for d in devices]
         fig.add_bar(x=labels, y=[None if t is None else t * 1e3 for t in times], name=name, marker_color=color,
                     text=[None if t is None else format_duration(t) for t in times], textposition="outside")

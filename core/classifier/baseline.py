@@ -13,6 +13,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -37,8 +38,18 @@ class BaselineResult:
     fit_seconds: float
 
 
+class _Classifier(Protocol):
+    """What _fit_score needs of a scikit-learn classifier (sklearn ships no type hints)."""
+
+    def fit(self, x: sp.spmatrix, y: np.ndarray) -> object: ...
+
+    def predict_proba(self, x: sp.spmatrix) -> np.ndarray: ...
+
+    def score(self, x: sp.spmatrix, y: np.ndarray) -> float: ...
+
+
 def _fit_score(
-    model, x_train: sp.spmatrix, y_train: np.ndarray, x_test: sp.spmatrix, y_test: np.ndarray,
+    model: _Classifier, x_train: sp.spmatrix, y_train: np.ndarray, x_test: sp.spmatrix, y_test: np.ndarray,
 ) -> tuple[float, float, float]:
     """(test accuracy, test log-loss, fit seconds)."""
     start = time.perf_counter()

@@ -167,7 +167,9 @@ def forward(model: nn.Sequential, batch: SparseBatch | torch.Tensor) -> torch.Te
     """p(positive) per review, shape (B,)."""
     if isinstance(batch, torch.Tensor):
         return model(batch).squeeze(1)
-    first: nn.Linear = model[0]
+    first = model[0]
+    if not isinstance(first, nn.Linear):  # build_model's network always starts with one
+        raise TypeError(f"the sparse path needs a network that starts with nn.Linear, not {type(first).__name__}")
     hidden = F.embedding_bag(
         batch.indices, first.weight.t(), batch.offsets, mode="sum", per_sample_weights=batch.values
     ) + first.bias  # (B, hidden) == dense_batch @ W.T + b

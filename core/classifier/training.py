@@ -261,7 +261,8 @@ def _train_locked(
                 t0 = clock.now(device)
         if stopped:
             break
-        score = reports[-1].val.loss if has_val else -epoch  # without validation: keep the last epoch
+        epoch_val = reports[-1].val  # None exactly when there is no validation split
+        score = epoch_val.loss if epoch_val is not None else -epoch  # without validation: keep the last epoch
         if score < best_val or best_state is None:
             best_val, best_epoch = score, epoch
             best_state = _cpu_copy(model)

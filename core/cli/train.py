@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
               f"test accuracy {report.test.accuracy:.4f}{val}  {report.seconds:.2f} s", file=out, flush=True)
 
     result = train(features, config, on_progress=progress, on_wait=print_waiting())
-    probabilities = predict(result, texts) if texts else []
+    probabilities = predict(result, texts).tolist()  # empty for no texts
     summary = result.to_json(baseline.accuracy, texts, probabilities)
     if args.json:
         print_json(summary)

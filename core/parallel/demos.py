@@ -525,6 +525,8 @@ def run_location(
         return LocationResult(gpu=None)
     a_cpu = make((2, 2), torch.device(CPU))
     a_gpu = make((2, 2), torch.device(gpu))
+    error: str | None
+    error_type: str | None
     try:
         multiply(a_cpu, a_gpu)
     except (RuntimeError, TypeError, ValueError) as exc:

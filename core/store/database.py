@@ -315,7 +315,8 @@ class Store:
     def list_runs(self, *, machine: str | None = None, device: str | None = None, kind: str | None = None,
                   run_ids: Sequence[int] | None = None) -> list[StoredRun]:
         """Saved runs, newest first; each filter left as None matches everything."""
-        where, params = ["1 = 1"], []
+        where: list[str] = ["1 = 1"]
+        params: list[str | int] = []
         if kind is not None:
             where.append("r.kind = ?")
             params.append(kind)
