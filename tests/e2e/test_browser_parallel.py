@@ -13,6 +13,7 @@ def test_run_the_marbles_section(page, streamlit_url):
     wait_for_idle(page)
     page.get_by_role("link", name="Why parallel").click()
     page.get_by_text("1. Marbles: one worker or many").wait_for()
+    wait_for_idle(page)  # the whole page drawn, not only its first section
     assert_no_exception(page)
     for section in SECTIONS:  # every registered section, in page order, with its Run button
         assert page.get_by_role("heading", name=section.title).count() == 1, section.title
