@@ -8,15 +8,22 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.parallel import demos
-from core.platform.device_lock import JobCancelled
+from dataclasses import replace
+
 from core.errors import DashboardError
+from core.parallel import machine, registry
+from core.parallel.chain import ChainResult
+from core.parallel.first_call import FirstCallResult
+from core.parallel.location import LocationResult
+from core.parallel.marbles import MarblesPoint, MarblesResult
+from core.parallel.timing_bug import TimingBugResult
+from core.platform.device_lock import JobCancelled
+from core.platform.jobs import Progress, WaitCancelled, run_job
 from core.platform.timing import Measurement
 from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/why_parallel.py"
-SECTIONS = {"marbles": demos.MarblesResult, "chain": demos.ChainResult, "timing_bug": demos.TimingBugResult,
-            "first_call": demos.FirstCallResult, "location": demos.LocationResult}
+RESULTS = (MarblesResult, ChainResult, TimingBugResult, FirstCallResult, LocationResult)  # in page order
 TINY = {"wp_small_n": 8, "wp_large_n": 16, "wp_budget_s": 0.1, "wp_steps": 5, "wp_rows": 2, "wp_width": 8,
         "wp_bug_cpu_n": 16, "wp_bug_gpu_n": 16}
 
@@ -43,25 +50,33 @@ def _charts(app: AppTest) -> int:
     return len(app.get("plotly_chart"))
 
 
+def with_run(monkeypatch, key: str, run) -> None:
+    """Swap one section's runner in the registry the page walks."""
+    sections = tuple(replace(s, run=run) if s.key == key else s for s in registry.SECTIONS)
+    monkeypatch.setattr(registry, "SECTIONS", sections)
+
+
 def test_every_section_runs_with_tiny_sizes(app, no_gpu):
     _open_tiny(app)
     assert "No GPU here" in _text(app) and _charts(app) == 0
-    for done, key in enumerate(SECTIONS, start=1):  # each run adds its chart and keeps the earlier ones
+    assert [s.key for s in registry.SECTIONS] == ["marbles", "chain", "timing_bug", "first_call", "location"]
+    for done, (section, kind) in enumerate(zip(registry.SECTIONS, RESULTS), start=1):
+        key = section.key  # each run adds its chart and keeps the earlier ones
         app.button(key=f"wp_run_{key}").click().run()
         assert not app.exception, key
         assert not app.error, [e.value for e in app.error]
         assert _charts(app) == done, f"{key} drew no chart"
-        assert isinstance(app.session_state[f"wp_result_{key}"], SECTIONS[key])
+        assert isinstance(app.session_state[f"wp_result_{key}"], kind)
         assert app.session_state[f"wp_partial_{key}"] is False
     marbles = app.session_state["wp_result_marbles"]
-    assert marbles.sizes == (8, 16) and marbles.threads == demos.thread_ladder(demos.usable_cores())
+    assert marbles.sizes == (8, 16) and marbles.threads == machine.thread_ladder(machine.usable_cores())
     text = _text(app)
     assert "cpu: one operation" in text and "CPU, n = 16: without synchronize" in text
     assert "n = 8 on cpu: the first call in a fresh process took" in text
     assert "Nothing to mix: this machine has only the CPU." in text
     # results survive a rerun caused by any other widget
     app.button(key="wp_run_location").click().run()
-    assert _charts(app) == len(SECTIONS)
+    assert _charts(app) == len(registry.SECTIONS)
 
 
 def test_without_gpu_the_explanations_say_so(app, no_gpu):
@@ -82,10 +97,10 @@ def test_with_a_gpu_the_explanations_name_it(app, fake_cuda):
 
 
 def test_an_error_is_shown_not_raised(app, no_gpu, monkeypatch):
-    def broken(config, *, hooks, devices=None):
+    def broken(config, hooks):
         raise DashboardError("the fresh Python process failed: try again")
 
-    monkeypatch.setattr(demos, "run_first_call", broken)
+    with_run(monkeypatch, "first_call", broken)
     _open_tiny(app)
     app.button(key="wp_run_first_call").click().run()
     assert not app.exception
@@ -93,18 +108,32 @@ def test_an_error_is_shown_not_raised(app, no_gpu, monkeypatch):
 
 
 def test_a_stopped_section_keeps_and_shows_its_finished_steps(app, no_gpu, monkeypatch):
-    def stopped_half_way(config, *, hooks, devices=None):
-        point = demos.MarblesPoint(8, "cpu", 1, Measurement((1e-5,), 100, 1e-4))
-        partial = demos.MarblesResult((point,), (1, 2), None)
-        hooks.report(demos.Progress(1, 4, "n = 8, 1 thread", partial))
-        raise JobCancelled("stopped by the user; the steps finished so far are kept")
+    def stopped_half_way(config, hooks):
+        point = MarblesPoint(8, "cpu", 1, Measurement((1e-5,), 100, 1e-4))
+        with run_job(["cpu"], hooks, label="marbles") as job:
+            job.report(Progress(1, 4, "n = 8, 1 thread", MarblesResult((point,), (1, 2), None)))
+            raise JobCancelled("stopped by the user; the steps finished so far are kept")
 
-    monkeypatch.setattr(demos, "run_marbles", stopped_half_way)
+    with_run(monkeypatch, "marbles", stopped_half_way)
     _open_tiny(app)
     app.button(key="wp_run_marbles").click().run()
     assert not app.exception
     assert "the steps finished so far are kept" in app.error[0].value
     assert "Stopped before the end" in _text(app) and _charts(app) == 1
+
+
+def test_leaving_the_line_says_nothing_ran_and_keeps_the_last_result(app, no_gpu, monkeypatch):
+    def left_the_line(config, hooks):
+        raise WaitCancelled("cancelled while waiting for cpu")
+
+    _open_tiny(app)
+    app.button(key="wp_run_location").click().run()
+    with_run(monkeypatch, "location", left_the_line)
+    app.button(key="wp_run_location").click().run()
+    assert not app.exception and not app.error
+    assert "Left the line; nothing ran." in [i.value for i in app.info]
+    assert isinstance(app.session_state["wp_result_location"], LocationResult) and _charts(app) == 1
+    assert "Stopped before the end" not in _text(app)
 
 
 def test_the_page_sits_after_hardware_check():
@@ -122,7 +151,7 @@ def test_a_section_waits_for_a_busy_cpu_and_says_so(app, no_gpu):
     holder.join(10)
     assert not app.exception and not app.error
     assert any(c.value.startswith("Waited ") and c.value.endswith(" s for cpu.") for c in app.caption)
-    assert isinstance(app.session_state["wp_result_chain"], demos.ChainResult) and _charts(app) == 1
+    assert isinstance(app.session_state["wp_result_chain"], ChainResult) and _charts(app) == 1
 
 
 def test_the_untimed_section_needs_no_turn(app, no_gpu):
@@ -132,7 +161,7 @@ def test_the_untimed_section_needs_no_turn(app, no_gpu):
     with hold_devices(["cpu"], label="a long sweep"):  # held by this thread: the page's thread would wait
         app.button(key="wp_run_location").click().run()
     assert not app.exception and not any(c.value.startswith("Waited ") for c in app.caption)
-    assert isinstance(app.session_state["wp_result_location"], demos.LocationResult)
+    assert isinstance(app.session_state["wp_result_location"], LocationResult)
 
 
 def test_the_per_job_cap_stops_a_section_and_keeps_its_steps(app, no_gpu, monkeypatch):

@@ -5,18 +5,12 @@ from __future__ import annotations
 import pytest
 
 from core.charts import parallel as charts
-from core.parallel.demos import (
-    ChainConfig,
-    ChainPoint,
-    ChainResult,
-    FirstCallPoint,
-    FirstCallResult,
-    LocationResult,
-    MarblesPoint,
-    MarblesResult,
-    SyncPoint,
-    TimingBugResult,
-)
+from core.parallel import registry
+from core.parallel.chain import ChainConfig, ChainPoint, ChainResult
+from core.parallel.first_call import FirstCallPoint, FirstCallResult
+from core.parallel.location import LocationResult
+from core.parallel.marbles import MarblesPoint, MarblesResult
+from core.parallel.timing_bug import SyncPoint, TimingBugResult
 from core.platform.timing import Measurement
 
 
@@ -94,3 +88,9 @@ def test_the_y_axis_is_linear_for_a_narrow_span_and_log_for_a_wide_one():
     with_gpu = TimingBugResult(cpu_only.points + (SyncPoint("cuda:0", 8192, m(2e-5), m(0.02)),), "cuda:0")
     assert charts.timing_bug_figure(with_gpu).layout.yaxis.type == "log"
     assert not charts.wide_span([None, 0.0, 1.0, 30.0]) and charts.wide_span([1.0, 31.0])
+
+
+def test_every_section_draws_with_its_chart_builder():
+    assert [s.figure for s in registry.SECTIONS] == [charts.marbles_figure, charts.chain_figure,
+                                                     charts.timing_bug_figure, charts.first_call_figure,
+                                                     charts.location_figure]

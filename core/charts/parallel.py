@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import plotly.graph_objects as go
 
-from core.parallel.demos import (
-    CPU,
-    ChainResult,
-    FirstCallResult,
-    LocationResult,
-    MarblesResult,
-    Shape,
-    TimingBugResult,
-)
-from core.parallel.text import format_duration
+from core.parallel.machine import CPU
+from core.parallel.wording import format_duration
+
+if TYPE_CHECKING:  # the section modules import these builders into their Section records
+    from core.parallel.chain import ChainResult, Shape
+    from core.parallel.first_call import FirstCallResult
+    from core.parallel.location import LocationResult
+    from core.parallel.marbles import MarblesResult
+    from core.parallel.timing_bug import TimingBugResult
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
 WRONG_COLOR = "#d62728"
@@ -87,11 +88,9 @@ def chain_figure(result: ChainResult) -> go.Figure:
     devices = [CPU] + ([result.gpu] if result.gpu else [])
     labels = ["CPU" if d == CPU else _gpu_label(d) for d in devices]
     fig = go.Figure()
-    bars: tuple[tuple[Shape, str, str], ...] = (
-        ("one op", PALETTE[0], "one big operation"),
-        ("chain", PALETTE[1], f"chain of {result.config.steps} tiny steps"),
-    )
-    for shape, color, name in bars:
+    series: tuple[tuple[Shape, str, str], ...] = (("one op", PALETTE[0], "one big operation"),
+                                                  ("chain", PALETTE[1], f"chain of {result.config.steps} tiny steps"))
+    for shape, color, name in series:
         times = [result.time_s(d, shape) for d in devices]
         fig.add_bar(x=labels, y=[None if t is None else t * 1e3 for t in times], name=name, marker_color=color,
                     text=[None if t is None else format_duration(t) for t in times], textposition="outside")

@@ -1,27 +1,20 @@
-"""`python -m core why-parallel`: the 'why parallel' page's five measurements, without a browser."""
+"""`python -m core why-parallel`: the 'why parallel' page's sections, without a browser.
+
+Walks `core.parallel.registry.SECTIONS` like the page; each section waits in line for its devices
+itself, so this only passes hooks: progress and the waiting line on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
-import time
 
-from core.parallel import demos
-from core.parallel import text
 from core.cli.output import print_json
 from core.cli.waiting import print_waiting
-from core.platform.device_lock import hold_devices
-
-NAMES = {key.replace("_", "-"): key for key in text.SECTIONS}  # CLI spelling -> section key
-NAMES_BY_KEY = {key: name for name, key in NAMES.items()}
-SUMMARIES = {
-    "marbles": text.summarize_marbles,
-    "chain": text.summarize_chain,
-    "timing_bug": text.summarize_timing_bug,
-    "first_call": text.summarize_first_call,
-    "location": text.summarize_location,
-}
+from core.parallel import registry
+from core.parallel.machine import pick_gpu
+from core.parallel.section import BUDGET, MIN_SECTION_BUDGET_S, SECTION_BUDGET_S
+from core.platform.jobs import JobHooks, Progress
 
 
 def _budget(value: str) -> float:
@@ -30,39 +23,39 @@ def _budget(value: str) -> float:
         seconds = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not seconds >= demos.MIN_SECTION_BUDGET_S:
-        raise argparse.ArgumentTypeError(f"must be at least {demos.MIN_SECTION_BUDGET_S} s, got {value}")
+    if not seconds >= MIN_SECTION_BUDGET_S:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_SECTION_BUDGET_S} s, got {value}")
     return seconds
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("why-parallel", help="marbles, a chain of tiny steps, the timing bug, the first call, location")
-    p.add_argument("--section", choices=["all", *NAMES], default="all", help="one section, or all in page order")
-    p.add_argument("--budget", type=_budget, default=demos.SECTION_BUDGET_S, metavar="S",
-                   help=f"seconds per timed section (default {demos.SECTION_BUDGET_S})")
+    p.add_argument("--section", choices=["all", *(s.name for s in registry.SECTIONS)], default="all",
+                   help="one section, or all in page order")
+    p.add_argument("--budget", type=_budget, default=SECTION_BUDGET_S, metavar="S",
+                   help=f"seconds per timed section (default {SECTION_BUDGET_S})")
     p.add_argument("--json", action="store_true", help="print one JSON object with the raw timings")
     p.set_defaults(handler=run)
 
 
-def _progress(progress: demos.Progress) -> None:
-    print(f"  {progress.label}: {progress.done} of {progress.total} steps done", file=sys.stderr)
+def _progress(progress: Progress[object]) -> None:
+    print(f"  {progress.message}: {progress.done} of {progress.total} steps done", file=sys.stderr)
+
+
+def _hooks() -> JobHooks:
+    waiting = print_waiting()  # prints "waiting for cpu: 1 ahead …" each time the line moves
+    return JobHooks(on_progress=_progress, on_wait=lambda status: waiting(status.device or "", status.ahead))
 
 
 def run(args: argparse.Namespace) -> int:
-    runners = demos.section_runners(args.budget)
-    keys = list(runners) if args.section == "all" else [NAMES[args.section]]
-    waiting = print_waiting()
-    sections = {}
-    for key in keys:
-        print(f"{text.SECTIONS[key]} …", file=sys.stderr)
-        start = time.perf_counter()
-        with hold_devices(demos.section_devices(key), on_wait=waiting,
-                          label=f"why-parallel {NAMES_BY_KEY[key]} (command line)") as job:
-            result = runners[key](demos.JobHooks(on_progress=_progress, job=job))
-        wall_s = time.perf_counter() - start
-        sections[key] = {"wall_s": wall_s, "summary": SUMMARIES[key](result), "result": dataclasses.asdict(result)}
+    chosen = registry.SECTIONS if args.section == "all" else (registry.section(args.section),)
+    hooks, sections = _hooks(), {}
+    for section in chosen:
+        print(f"{section.title} …", file=sys.stderr)
+        sections[section.key] = section.run_summarized(section.config({BUDGET.name: args.budget}), hooks)
         if not args.json:
-            print(f"{text.SECTIONS[key]}  ({wall_s:.1f} s)\n{sections[key]['summary']}\n")
+            print(f"{section.title}  ({sections[section.key]['wall_s']:.1f} s)\n{sections[section.key]['summary']}\n")
     if args.json:
-        print_json({"gpu": demos.pick_gpu(), "budget_s": args.budget, "sections": sections})
+        print_json({"gpu": pick_gpu(), "budget_s": args.budget, "sections": sections})
     return 0
+

@@ -2,6 +2,7 @@
 
 import pytest
 
+from core.parallel.registry import SECTIONS
 from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
 
 pytestmark = pytest.mark.browser
@@ -12,7 +13,11 @@ def test_run_the_marbles_section(page, streamlit_url):
     wait_for_idle(page)
     page.get_by_role("link", name="Why parallel").click()
     page.get_by_text("1. Marbles: one worker or many").wait_for()
+    wait_for_idle(page)  # the whole page drawn, not only its first section
     assert_no_exception(page)
+    for section in SECTIONS:  # every registered section, in page order, with its Run button
+        assert page.get_by_role("heading", name=section.title).count() == 1, section.title
+        assert page.locator(f".st-key-wp_run_{section.key} button").count() == 1
     assert page.locator('[data-testid="stPlotlyChart"]').count() == 0
 
     page.locator(".st-key-wp_run_marbles button").click()

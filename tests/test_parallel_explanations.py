@@ -1,4 +1,4 @@
-"""The page's explanations: both branches of each, and summaries that quote only measured numbers."""
+"""Each section's explanation (both branches), snippets and summaries that quote only measured numbers."""
 
 from __future__ import annotations
 
@@ -6,23 +6,16 @@ import re
 
 import pytest
 
-from core.parallel import text
-from core.parallel.demos import (
-    ChainConfig,
-    ChainPoint,
-    ChainResult,
-    FirstCallPoint,
-    FirstCallResult,
-    LocationResult,
-    MarblesPoint,
-    MarblesResult,
-    SyncPoint,
-    TimingBugResult,
-)
+from core.parallel import registry
+from core.parallel.chain import ChainConfig, ChainPoint, ChainResult, explain_chain, summarize_chain
+from core.parallel.first_call import FirstCallPoint, FirstCallResult, summarize_first_call
+from core.parallel.location import NAMING_SNIPPET, LocationResult, explain_location, summarize_location
+from core.parallel.marbles import MarblesPoint, MarblesResult, explain_marbles, summarize_marbles
+from core.parallel.timing_bug import SyncPoint, TimingBugResult, explain_timing_bug, summarize_timing_bug, timing_snippets
+from core.parallel.wording import format_duration
 from core.platform.timing import Measurement
 
-EXPLAIN = [text.explain_marbles, text.explain_chain, text.explain_timing_bug, text.explain_first_call,
-           text.explain_location]
+EXPLAIN = [lambda gpu, s=s: s.explain(gpu, s.config()) for s in registry.SECTIONS]
 
 
 def m(median: float, first: float | None = None, synchronized: bool = True) -> Measurement:
@@ -50,39 +43,41 @@ def test_the_branches_differ_and_name_the_gpu_when_there_is_one(explain):
 
 
 def test_marbles_names_the_gpu():
-    assert "(cuda:0)" in text.explain_marbles("cuda:0")
-    assert "1000 times" in text.explain_chain(None, 1000) and "50 times" in text.explain_chain(None, 50)
+    assert "(cuda:0)" in explain_marbles("cuda:0")
+    assert "1000 times" in explain_chain(None) and "50 times" in explain_chain(None, ChainConfig(steps=50))
 
 
 def test_timing_bug_without_gpu_gives_the_lecture_figures_and_says_cpus_are_not_async():
-    s = text.explain_timing_bug(None)
+    s = explain_timing_bug(None)
     assert "about 3 s" in s and "nearly zero" in s
     assert "On a CPU there is nothing asynchronous" in s
 
 
 def test_timing_bug_with_gpu_names_its_synchronize():
-    assert "`torch.cuda.synchronize()`" in text.explain_timing_bug("cuda:0")
-    assert "`torch.mps.synchronize()`" in text.explain_timing_bug("mps")
+    assert "`torch.cuda.synchronize()`" in explain_timing_bug("cuda:0")
+    assert "`torch.mps.synchronize()`" in explain_timing_bug("mps")
 
 
 @pytest.mark.parametrize("gpu, sync, device", [(None, "torch.cuda.synchronize()", '"cuda"'),
                                                ("cuda:1", "torch.cuda.synchronize()", '"cuda"'),
                                                ("mps", "torch.mps.synchronize()", '"mps"')])
 def test_timing_snippets_wrong_has_no_sync_right_syncs_before_both_readings(gpu, sync, device):
-    wrong, right = text.timing_snippets(gpu)
-    assert "synchronize" not in wrong and device in wrong
-    lines = right.splitlines()
+    wrong, right = timing_snippets(gpu)
+    assert (wrong.label, wrong.right, right.label, right.right) == ("Wrong", False, "Right", True)
+    assert "synchronize" not in wrong.code and device in wrong.code
+    lines = right.code.splitlines()
     reads = [i for i, line in enumerate(lines) if "perf_counter()" in line]
     assert len(reads) == 2
     assert all(sync in lines[i - 1] for i in reads), right
 
 
 def test_location_never_fakes_the_error_message_without_a_gpu():
-    s = text.explain_location(None)
+    s = explain_location(None)
     assert "RuntimeError" in s and "same device" in s
     assert "Expected all tensors" not in s  # described, not quoted
     assert "`a_cpu`" in s and "`a_gpu`" in s
-    assert "a_cpu" in text.NAMING_SNIPPET and "a_gpu" in text.NAMING_SNIPPET
+    assert "a_cpu" in NAMING_SNIPPET and "a_gpu" in NAMING_SNIPPET
+    assert [sn.code for sn in registry.section("location").snippets(None)] == [NAMING_SNIPPET]
 
 
 # summaries ----------------------------------------------------------------------------------------
@@ -96,15 +91,15 @@ def marbles(load: float | None = 0.0, gpu: bool = False) -> MarblesResult:
 
 
 def test_marbles_summary_quotes_the_measured_speedups():
-    s = text.summarize_marbles(marbles())
+    s = summarize_marbles(marbles())
     assert "n = 1024: 2 threads ran 2× as fast as 1 (ideal 2×)." == s
-    assert "the GPU ran 100× as fast as 1 CPU thread" in text.summarize_marbles(marbles(gpu=True))
+    assert "the GPU ran 100× as fast as 1 CPU thread" in summarize_marbles(marbles(gpu=True))
 
 
 def test_marbles_summary_warns_about_a_busy_machine_only_when_busy():
-    assert "busy" not in text.summarize_marbles(marbles(load=0.5))
-    assert "load average 3.0 on 2 cores" in text.summarize_marbles(marbles(load=3.0))
-    assert "busy" not in text.summarize_marbles(marbles(load=None))
+    assert "busy" not in summarize_marbles(marbles(load=0.5))
+    assert "load average 3.0 on 2 cores" in summarize_marbles(marbles(load=3.0))
+    assert "busy" not in summarize_marbles(marbles(load=None))
 
 
 def chain(gpu_chain_s: float) -> ChainResult:
@@ -115,29 +110,40 @@ def chain(gpu_chain_s: float) -> ChainResult:
 
 
 def test_chain_summary_says_when_the_gpu_chain_loses():
-    s = text.summarize_chain(chain(0.016))
+    s = summarize_chain(chain(0.016))
     assert "cpu: one operation 5 ms, the chain 8 ms (8 µs per step)." in s
     assert "one operation 100× as fast as the CPU, but the chain only 2× slower" in s
-    assert "only 2× as fast" in text.summarize_chain(chain(0.004))
+    assert "only 2× as fast" in summarize_chain(chain(0.004))
 
 
 def test_timing_bug_summary():
     r = TimingBugResult((SyncPoint("cpu", 1024, m(0.02, synchronized=False), m(0.02)),
                          SyncPoint("cuda:0", 8192, m(2e-5, synchronized=False), m(0.02))), "cuda:0")
-    s = text.summarize_timing_bug(r)
+    s = summarize_timing_bug(r)
     assert "CPU, n = 1024: without synchronize 20 ms, with synchronize 20 ms (ratio 1: a CPU has nothing to wait for, so any gap is noise)." in s
     assert "GPU (cuda:0), n = 8192: without synchronize 20 µs, with synchronize 20 ms: the wrong reading is 1000× too small." in s
 
 
 def test_first_call_summary():
     p = FirstCallPoint("cpu", 64, Measurement((1e-5,), 1000, 5e-4), Measurement((1e-5,), 1000, 2e-5))
-    s = text.summarize_first_call(FirstCallResult((p,), None))
+    s = summarize_first_call(FirstCallResult((p,), None))
     assert s == ("n = 64 on cpu: the first call in a fresh process took 500 µs, 50× the warmed median of 10 µs; "
                  "in this server the first call took 2× its median.")
 
 
 def test_location_summaries():
-    assert "only the CPU" in text.summarize_location(LocationResult(None))
-    refused = text.summarize_location(LocationResult("cuda:0", "msg", "RuntimeError", "cuda:0"))
+    assert "only the CPU" in summarize_location(LocationResult(None))
+    refused = summarize_location(LocationResult("cuda:0", "msg", "RuntimeError", "cuda:0"))
     assert "refused `a_cpu @ a_gpu` with a RuntimeError" in refused and "lives on cuda:0" in refused
-    assert "without an error" in text.summarize_location(LocationResult("cuda:0", None, None, "cuda:0"))
+    assert "without an error" in summarize_location(LocationResult("cuda:0", None, None, "cuda:0"))
+
+
+def test_format_duration_switches_to_microseconds_below_a_millisecond():
+    assert format_duration(0.0123) == "12.3 ms" and format_duration(2e-5) == "20 µs"
+
+
+def test_only_the_location_section_shows_text_verbatim():
+    result = LocationResult("cuda:0", "Expected all tensors to be on the same device", "RuntimeError", "cuda:0")
+    assert registry.section("location").verbatim(result) == "Expected all tensors to be on the same device"
+    assert registry.section("location").verbatim(LocationResult(None)) is None
+    assert registry.section("marbles").verbatim(MarblesResult((), (1,), None)) is None

@@ -1,0 +1,173 @@
+"""Section 1, marbles: the same a @ a with 1, 2, 4, … CPU threads, then on the GPU, against the ideal k-times line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from core.charts.parallel import marbles_figure
+from core.parallel.machine import (
+    CPU,
+    LIVE_COPIES,
+    check_threads,
+    load_average,
+    pick_gpu,
+    require_memory,
+    thread_ladder,
+    usable_cores,
+)
+from core.parallel.section import (
+    BUDGET,
+    LARGE_N,
+    SECTION_BUDGET_S,
+    SMALL_N,
+    Section,
+    TensorMaker,
+    Values,
+    check_budget,
+    check_sizes,
+    random_tensor,
+    section_job,
+)
+from core.parallel.wording import times
+from core.platform.jobs import JobHooks, Progress
+from core.platform.timing import Measurement, measure, torch_threads
+
+TITLE = "1. Marbles: one worker or many"
+BUSY_LOAD_PER_CORE = 0.5  # a load average above half the cores means others compete for them
+
+
+@dataclass(frozen=True)
+class MarblesConfig:
+    sizes: tuple[int, ...] = (int(SMALL_N.default), int(LARGE_N.default))  # threads gain nothing at the small n
+    max_threads: int | None = None  # None: every core this process may use
+    budget_s: float = SECTION_BUDGET_S  # the whole section, warm-up calls included
+
+    def __post_init__(self) -> None:
+        check_sizes(self.sizes, "matrix sizes")
+        check_budget(self.budget_s)
+        check_threads(self.max_threads)
+
+
+@dataclass(frozen=True)
+class MarblesPoint:
+    size: int  # n of the n x n product a @ a
+    device: str  # 'cpu', 'cuda:0', 'mps'
+    threads: int | None  # CPU threads torch used; None on a GPU
+    measurement: Measurement
+
+
+@dataclass(frozen=True)
+class MarblesResult:
+    points: tuple[MarblesPoint, ...]
+    threads: tuple[int, ...]  # the ladder of CPU thread counts tried
+    gpu: str | None
+    load_before: float | None = None  # 1-minute load average when the section started
+    cores: int = 1  # cores this process could use
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys(p.size for p in self.points))
+
+    def baseline(self, size: int) -> MarblesPoint | None:
+        """One CPU worker at this size: what every speed-up is measured against."""
+        return next((p for p in self.points if p.size == size and p.device == CPU and p.threads == 1), None)
+
+    def speedup(self, point: MarblesPoint) -> float | None:
+        """How many times faster than one CPU thread at the same size (None before that is measured)."""
+        base = self.baseline(point.size)
+        return None if base is None else base.measurement.median_s / point.measurement.median_s
+
+    def cpu_points(self, size: int) -> tuple[MarblesPoint, ...]:
+        return tuple(p for p in self.points if p.size == size and p.device == CPU)
+
+    def gpu_point(self, size: int) -> MarblesPoint | None:
+        return next((p for p in self.points if p.size == size and p.device != CPU), None)
+
+
+def _step_label(size: int, device: str, threads: int | None) -> str:
+    return f"n = {size}, " + (f"{threads} thread{'s' * (threads > 1)}" if threads else device)
+
+
+def run_marbles(
+    config: MarblesConfig = MarblesConfig(),
+    hooks: JobHooks = JobHooks(),
+    *,
+    devices: Sequence[str] | None = None,
+    make: TensorMaker = random_tensor,
+) -> MarblesResult:
+    """Time the same a @ a with 1, 2, 4, ... CPU threads, then on the GPU if there is one.
+
+    The budget is shared evenly by every (size, workers) pair so a bigger machine does not
+    take longer per pair than the defaults promise.
+    """
+    gpu = pick_gpu(devices)
+    threads = thread_ladder(config.max_threads or usable_cores())
+    plan: list[tuple[int, str, int | None]] = [(n, CPU, t) for n in config.sizes for t in threads]
+    plan += [(n, gpu, None) for n in config.sizes] if gpu else []
+    per_point_s = config.budget_s / len(plan)
+    points: list[MarblesPoint] = []
+    with section_job(TITLE, [CPU] + ([gpu] if gpu else []), hooks) as job:
+        load, cores = load_average(), usable_cores()
+        for size, name, n_threads in plan:
+            job.check()
+            device = torch.device(name)
+            require_memory(LIVE_COPIES * size * size, device, f"n = {size}")
+            a = make((size, size), device)
+            with torch_threads(n_threads):
+                m = measure(lambda: a @ a, device, budget_s=per_point_s)
+            del a
+            points.append(MarblesPoint(size, name, n_threads, m))
+            partial = MarblesResult(tuple(points), threads, gpu, load, cores)
+            job.report(Progress(len(points), len(plan), _step_label(size, name, n_threads), partial))
+    return MarblesResult(tuple(points), threads, gpu, load, cores)
+
+
+def explain_marbles(gpu: str | None, config: MarblesConfig = MarblesConfig()) -> str:
+    text = (
+        "Counting a bag of marbles alone is one worker (one CPU thread computing `a @ a`); split the bag "
+        "with a friend and add the two counts, and it takes about half as long (two threads). "
+        "Here the same product runs with 1, 2, 4, … threads, and the dashed line is the ideal where k workers "
+        "are k times faster. A small matrix gains little or nothing, because splitting the bag and adding the "
+        "counts costs as much as the counting itself. "
+    )
+    if gpu:
+        return text + (f"The GPU ({gpu}) splits the bag across thousands of small cores: its star shows how many "
+                       "times faster it is than one CPU thread.")
+    return text + ("A GPU would split the bag across thousands of small cores; there is no GPU here, so only the "
+                   "CPU is measured.")
+
+
+def summarize_marbles(result: MarblesResult) -> str:
+    lines = []
+    for size in result.sizes:
+        parts = []
+        for p in result.cpu_points(size):
+            speedup = result.speedup(p)
+            if p.threads and p.threads > 1 and speedup is not None:
+                parts.append(f"{p.threads} threads ran {times(speedup)} as fast as 1 (ideal {p.threads}×)")
+        gpu = result.gpu_point(size)
+        gpu_speedup = None if gpu is None else result.speedup(gpu)
+        if gpu_speedup is not None:
+            parts.append(f"the GPU ran {times(gpu_speedup)} as fast as 1 CPU thread")
+        if parts:
+            lines.append(f"n = {size}: " + "; ".join(parts) + ".")
+    if result.load_before is not None and result.load_before > BUSY_LOAD_PER_CORE * result.cores:
+        lines.append(
+            f"Other programs were keeping this machine busy (load average {result.load_before:.1f} on "
+            f"{result.cores} cores): an extra thread then waits for a free core at every step, which can make "
+            "it slower than one thread. Run again when the machine is quiet to see the real gain."
+        )
+    return "\n\n".join(lines)
+
+
+def _configure(v: Values) -> MarblesConfig:
+    return MarblesConfig((int(v[SMALL_N.name]), int(v[LARGE_N.name])), budget_s=float(v[BUDGET.name]))
+
+
+SECTION: Section[MarblesConfig, MarblesResult] = Section(
+    key="marbles", title=TITLE, run=run_marbles, configure=_configure, knobs=(SMALL_N, LARGE_N, BUDGET),
+    explain=explain_marbles, summarize=summarize_marbles, figure=marbles_figure,
+)
