@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import torch
 
 from core.cli import main
@@ -39,7 +40,7 @@ def test_unknown_section_exits_2(capsys):
 def test_a_bad_budget_is_one_line(capsys):
     assert main(["why-parallel", "--section", "chain", "--budget", "0"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: argument --budget: must be at least 0.05 s, got 0") and err.count("\n") == 1
+    assert err.startswith("error: argument --budget: time budget must be between 0.05 and 600 s per section, got 0") and err.count("\n") == 1
 
 
 def test_a_busy_cpu_prints_the_waiting_line_then_runs(capsys):
@@ -57,3 +58,10 @@ def test_the_per_job_cap_stops_a_section_with_one_line(monkeypatch, capsys):
     assert main(["why-parallel", "--section", "marbles", "--budget", "2"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[-1].startswith("error: this job held cpu for more than 0.2 s, the limit per job")
+
+
+@pytest.mark.parametrize("budget", ["inf", "nan", "1e9", "0.01"])
+def test_a_budget_out_of_range_is_refused_like_matmul_does(budget, capsys):
+    assert main(["why-parallel", "--section", "chain", "--budget", budget]) == 2
+    err = capsys.readouterr().err
+    assert "time budget must be between" in err and "Traceback" not in err

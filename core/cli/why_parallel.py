@@ -13,7 +13,8 @@ from core.cli.output import print_json
 from core.cli.waiting import print_waiting
 from core.parallel import registry
 from core.parallel.machine import pick_gpu
-from core.parallel.section import BUDGET, MIN_SECTION_BUDGET_S, SECTION_BUDGET_S
+from core.errors import DashboardError
+from core.parallel.section import BUDGET, SECTION_BUDGET_S, check_budget
 from core.platform.jobs import JobHooks, Progress
 
 
@@ -23,8 +24,10 @@ def _budget(value: str) -> float:
         seconds = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not seconds >= MIN_SECTION_BUDGET_S:
-        raise argparse.ArgumentTypeError(f"must be at least {MIN_SECTION_BUDGET_S} s, got {value}")
+    try:
+        check_budget(seconds)
+    except DashboardError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return seconds
 
 

@@ -30,6 +30,7 @@ Values = Mapping[str, float]  # knob name -> value, as the page's widgets (or th
 
 MIN_SECTION_BUDGET_S = 0.05  # below this no measurement gets even one warm call in
 SECTION_BUDGET_S = 2.5  # default per timed section: the whole page stays near 10 s on 2 cores
+MAX_SECTION_BUDGET_S = 600.0  # like a matmul size: ten minutes is the most any one timed step may take
 MAX_CPU_N = 8192  # one product of this size takes tens of seconds on one CPU thread
 MAX_GPU_N = 32768  # 4 GiB per matrix; the memory check refuses what does not fit
 
@@ -49,8 +50,9 @@ def check_sizes(sizes: Sequence[int], what: str) -> None:
 
 
 def check_budget(budget_s: float) -> None:
-    if not budget_s >= MIN_SECTION_BUDGET_S:
-        raise DashboardError(f"time budget must be at least {MIN_SECTION_BUDGET_S} s, got {budget_s} s")
+    if not MIN_SECTION_BUDGET_S <= budget_s <= MAX_SECTION_BUDGET_S:
+        raise DashboardError(f"time budget must be between {MIN_SECTION_BUDGET_S} and {MAX_SECTION_BUDGET_S:g} s "
+                             f"per section, got {budget_s} s")
 
 
 @dataclass(frozen=True)
