@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from core.cli.output import format_table, print_json
+from core.cli.waiting import cli_hooks
 from core.errors import DashboardError
 from core.platform.paths import data_dir
 from core import selfcheck
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise DashboardError(f"cannot write the report to {out}: {exc.strerror}") from None
-    report = run_checks(checks, on_outcome=_progress)
+    report = run_checks(checks, on_outcome=_progress, hooks=cli_hooks())
     out.write_text(json.dumps(report.to_json(), indent=2, default=str))
     if args.json:
         print_json(report.to_json())
