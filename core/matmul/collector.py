@@ -23,6 +23,7 @@ class SweepCollector:
     results: list[MatmulResult] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     final: SweepResult | None = None  # what run_sweep returned; None while running or after an interruption
+    saved_run: int | None = None  # its run number on the Results page, once saved
 
     @classmethod
     def start(cls, config: SweepConfig) -> SweepCollector:
@@ -68,3 +69,18 @@ class SweepCollector:
             return None
         why = f" ({shown.stop_reason})" if shown.stop_reason else ""
         return f"Stopped after {self.steps_done} of {self.steps_total} steps{why}; what was measured is kept below."
+
+    @property
+    def can_save(self) -> bool:
+        """Something was measured and it is not saved yet (a stopped sweep is saved only on request)."""
+        return self.saved_run is None and bool(self.result().results)
+
+    def save_note(self) -> str:
+        """What the page says about the Results page: saved as #N, nothing to save, or why it is not saved."""
+        if self.saved_run is not None:
+            return f"Saved as run #{self.saved_run}: the **Results** page can overlay it with other machines' runs."
+        shown = self.result()
+        if not shown.results:
+            return "Nothing was measured, so nothing was saved to the Results page."
+        why = "an incomplete sweep is saved only on request." if shown.stopped else "the save did not go through."
+        return f"Not saved to the Results page: {why}"
