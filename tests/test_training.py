@@ -123,7 +123,7 @@ def test_progress_reports_every_n_batches(toy_features):
     assert [r.epoch for r in reports if not r.partial] == [1, 2] and len(result.epochs) == 2
     assert all(0 <= r.test.accuracy <= 1 and r.seconds >= 0 for r in reports)
     assert [r.progress for r in reports] == sorted(r.progress for r in reports)
-    assert steps[-1].done == steps[-1].total == 2 * n_batches and steps[-1].message.startswith("epoch 2: train loss")
+    assert steps[-1].done == steps[-1].total == 2 * n_batches and steps[-1].message.startswith("epoch 2/2: train loss")
 
 
 def test_stop_between_batches_keeps_finished_epochs_and_frees_the_device(toy_features):

@@ -35,17 +35,19 @@ def _tab_closed() -> bool:
 class PageJob:
     """One page's `hooks` for its core calls (one or several in a row), and what the page learns meanwhile.
 
-    `between_steps` runs each time a running job asks whether to stop (every batch of a training
-    run): a page redraws something there, which is what lets a Stop click end the run promptly.
+    `between_steps(n)` runs each time a running job asks whether to stop (every batch of a training
+    run; n counts them): a page redraws something there, which is what lets a Stop click end the
+    run promptly.
     """
 
     def __init__(self, key: str, on_progress: ProgressCallback | None = None,
-                 between_steps: Callable[[], Any] | None = None) -> None:
+                 between_steps: Callable[[int], Any] | None = None) -> None:
         self._key = key
         self._box = st.empty()
         self._note: Any = None  # the waiting line's placeholder while a job waits
         self._lines = 0  # waiting lines drawn in this script run: each Cancel button needs its own key
         self._between_steps = between_steps
+        self._steps = 0
         self.job: Job | None = None  # the latest job's hold on its devices, once it runs
         self.waited = False  # the latest job stood in line before it ran
         self.hooks = JobHooks(on_progress=on_progress, on_wait=self._on_wait, on_start=self._on_start,
@@ -84,13 +86,14 @@ class PageJob:
 
     def _should_stop(self) -> bool:
         if self.job is not None and self._between_steps is not None:
-            self._between_steps()
+            self._steps += 1
+            self._between_steps(self._steps)
         return _tab_closed()
 
 
 @contextmanager
 def page_job(key: str, *, on_progress: ProgressCallback | None = None,
-             between_steps: Callable[[], Any] | None = None) -> Iterator[PageJob]:
+             between_steps: Callable[[int], Any] | None = None) -> Iterator[PageJob]:
     """Hooks for the core calls in the block; a job that left the line says so and ends the script run.
 
     `key` names this page's widgets (the Cancel button is `{key}_cancel_wait`).
