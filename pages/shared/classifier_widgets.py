@@ -66,7 +66,7 @@ def settings_form() -> SettingsForm:
     """The settings expander, the device, the Results name, and the Train, Race and Stop buttons."""
     with st.expander("Vectorizer and model settings", expanded=False):
         c1, c2, c3, c4 = st.columns(4)
-        v = dict(
+        v: dict[str, Any] = dict(
             weighting=c1.selectbox("Weighting", list(WEIGHTINGS), format_func=WEIGHTINGS.get, key="clf_weighting",
                                    help="NB-weighted: binary word and pair features scaled by how strongly each one "
                                         "leans positive or negative in the training reviews (best accuracy here)"),
