@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from core.cli.output import format_table  # noqa: E402
-from core.platform.device_lock import hold_devices  # noqa: E402
+from core.platform.jobs import run_job  # noqa: E402
 from core.selfcheck import agreement_with_torch_benchmark  # noqa: E402
 from core.matmul.sweep import SweepConfig, log_sizes, run_sweep  # noqa: E402
 
@@ -40,7 +40,7 @@ RESULTS = ROOT / "bench" / "results"
 
 def accuracy(threads: int, rounds: int, budget_s: float) -> list[dict]:
     rows = []
-    with hold_devices(["cpu"]):
+    with run_job(["cpu"], label="timing accuracy bench"):
         for n in SIZES:
             budget = budget_s * (4 if n >= BIG_N else 1)
             runs = agreement_with_torch_benchmark(n, threads=threads, rounds=rounds, budget_s=budget)

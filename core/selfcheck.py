@@ -24,10 +24,10 @@ from torch.utils import benchmark
 
 from core.platform import timing
 from core.classifier.model import ClassifierConfig
-from core.platform.device_lock import hold_devices
 from core.platform.devices import available_devices, cuda_count, device_key
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
+from core.platform.jobs import JobHooks, run_job
 from core.matmul.engine import DTYPES, cuda_event_seconds, make_operands, product, tf32_matmul
 from core.matmul.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
 from core.classifier.features import synthetic_features
@@ -66,6 +66,7 @@ class Context:
 
     cuda: torch.device | None
     cache: dict[str, Any] = field(default_factory=dict)
+    hooks: JobHooks | None = None  # the caller's: every check that holds a device waits in line through them
 
     def gpu_sweep(self) -> SweepResult:
         """The issue's GPU sweep, run once however many checks read it."""
@@ -73,7 +74,7 @@ class Context:
             assert self.cuda is not None, "gpu_sweep needs a CUDA device"
             config = SweepConfig(sizes=GPU_SIZES, devices=("cpu", device_key(self.cuda)),
                                  dtypes=("float32", "bfloat16"), tf32=(False, True), budget_s=GPU_BUDGET_S)
-            self.cache["gpu_sweep"] = run_sweep(config)
+            self.cache["gpu_sweep"] = run_sweep(config, self.hooks)
         return self.cache["gpu_sweep"]
 
 
@@ -139,7 +140,7 @@ def check_devices(ctx: Context) -> CheckResult:
 
 def check_cpu_sweep(ctx: Context) -> CheckResult:
     """The CPU half of the race: every size timed, results plausible and exact to float32."""
-    result = run_sweep(SweepConfig(sizes=CPU_SIZES, budget_s=CPU_BUDGET_S))
+    result = run_sweep(SweepConfig(sizes=CPU_SIZES, budget_s=CPU_BUDGET_S), ctx.hooks)
     problems = [f"n={s.n} skipped: {s.message}" for s in result.skipped]
     for r in result.results:
         if not (r.median_s > 0 and r.samples >= 1):
@@ -183,7 +184,7 @@ def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_
 def check_cpu_vs_torch_benchmark(ctx: Context) -> CheckResult:
     """The engine's method agrees with torch.utils.benchmark's (one thread: the method, not the scaling)."""
     rows = []
-    with hold_devices(["cpu"]):
+    with run_job(["cpu"], ctx.hooks, label="self-check: engine vs torch.utils.benchmark"):
         for n in TORCH_BENCH_SIZES:
             rows += agreement_with_torch_benchmark(n, threads=1, rounds=TORCH_BENCH_ROUNDS, budget_s=0.3)
     ratios = {n: statistics.median(r["ratio"] for r in rows if r["n"] == n) for n in TORCH_BENCH_SIZES}
@@ -233,7 +234,7 @@ def check_cuda_events(ctx: Context) -> CheckResult:
     """Synchronize-then-read-the-clock against CUDA events on the same blocks of products."""
     device = ctx.cuda
     rows = []
-    with hold_devices([device_key(device)]), tf32_matmul(False):
+    with run_job([device_key(device)], ctx.hooks, label="self-check: clock vs CUDA events"), tf32_matmul(False):
         for n in EVENT_SIZES:
             fn = product(make_operands(device, DTYPES["float32"], n, seed=0, end_to_end=False))
             clock_m = timing.measure(fn, device, budget_s=1.0)
@@ -273,7 +274,8 @@ SELFCHECK_DOCS, SELFCHECK_VOCAB, SELFCHECK_WORDS = 1000, 2000, 40  # synthetic r
 def check_train_same_seed(ctx: Context) -> CheckResult:
     """The review classifier for 2 epochs on the CPU and on CUDA from one seed: the losses must agree."""
     features = synthetic_features(SELFCHECK_DOCS, SELFCHECK_VOCAB, SELFCHECK_WORDS)
-    cmp = compare_devices_same_seed(features, ClassifierConfig(), ("cpu", device_key(ctx.cuda)), epochs=2)
+    cmp = compare_devices_same_seed(features, ClassifierConfig(), ("cpu", device_key(ctx.cuda)), epochs=2,
+                                    hooks=ctx.hooks)
     data = {"devices": list(cmp.devices), "train_losses": [list(t) for t in cmp.train_losses],
             "test_losses": [list(t) for t in cmp.test_losses], "seconds": list(cmp.seconds),
             "max_loss_difference": cmp.max_loss_difference, "tolerance": LOSS_TOLERANCE}
@@ -308,9 +310,13 @@ def select(names: Sequence[str] | None, checks: Sequence[Check] = CHECKS) -> lis
     return [c for c in checks if c.name in names]
 
 
-def run_checks(checks: Sequence[Check] = CHECKS, *, on_outcome: Callable[[Outcome], None] | None = None) -> Report:
-    """Run each check once, in order; one check's failure or crash does not stop the others."""
-    ctx = Context(cuda=torch.device("cuda", 0) if cuda_count() > 0 else None)
+def run_checks(checks: Sequence[Check] = CHECKS, *, on_outcome: Callable[[Outcome], None] | None = None,
+               hooks: JobHooks | None = None) -> Report:
+    """Run each check once, in order; one check's failure or crash does not stop the others.
+
+    `hooks` go to every job a check runs (the CLI prints the waiting line through them).
+    """
+    ctx = Context(cuda=torch.device("cuda", 0) if cuda_count() > 0 else None, hooks=hooks)
     outcomes = []
     start = time.perf_counter()
     for check in checks:

@@ -53,18 +53,18 @@ def test_tiny_run_shows_charts_table_and_downloads(app, no_gpu):
     _tiny_run(app)
     assert not app.exception, app.exception
     assert not app.error
-    results = app.session_state["mm_results"]
+    results = app.session_state["mm_sweep"].results
     assert [r.n for r in results] == [16, 32]
     assert len(app.get("plotly_chart")) == 3
     table = app.dataframe[0].value
     assert table["n"].tolist() == [16, 32] and (table["median ms"] > 0).all()
     assert len(app.get("download_button")) == 2
-    assert app.session_state["mm_final"] is not None and "Stopped" not in _text(app)
+    assert app.session_state["mm_sweep"].final is not None and "Stopped" not in _text(app)
 
 
 def test_stop_keeps_the_measured_rows(app, no_gpu):
     _tiny_run(app)
-    app.session_state["mm_final"] = None  # as if Stop had interrupted the sweep after these rows
+    app.session_state["mm_sweep"].final = None  # as if Stop had interrupted the sweep after these rows
     app.button(key="mm_stop").click().run()
     assert not app.exception
     assert "Stopped after 2 of 2 steps" in _text(app)
@@ -120,7 +120,7 @@ def test_a_finished_sweep_is_saved_with_its_label_and_overlays_on_results(app, n
     assert not [b for b in app.button if b.key == "mm_save"], "nothing left to save"
     [run] = open_store().list_runs()
     assert run.kind == "matmul" and run.label == "Ana's laptop"
-    assert run.payload == app.session_state["mm_final"].to_json() | {"machine": run.payload["machine"]}
+    assert run.payload == app.session_state["mm_sweep"].final.to_json() | {"machine": run.payload["machine"]}
     assert run.settings["threads"] == sorted({1, cores}) and not run.payload["stopped"]
 
     app.switch_page("pages/results.py").run()
@@ -136,8 +136,8 @@ def test_a_finished_sweep_is_saved_with_its_label_and_overlays_on_results(app, n
 def test_a_stopped_sweep_is_saved_only_on_request(app, no_gpu):
     _tiny_run(app)
     open_store().delete(1)
-    app.session_state["mm_final"] = None  # as if Stop had interrupted the sweep after these rows
-    app.session_state["mm_saved"] = None
+    app.session_state["mm_sweep"].final = None  # as if Stop had interrupted the sweep after these rows
+    app.session_state["mm_sweep"].saved_run = None
     app.button(key="mm_stop").click().run()
     assert "an incomplete sweep is saved only on request" in _text(app)
     assert not open_store().list_runs()
@@ -157,7 +157,7 @@ def test_the_per_job_cap_stops_the_sweep_and_keeps_its_rows(app, no_gpu, monkeyp
     app.multiselect(key="mm_threads").set_value([1])
     app.button(key="mm_run").click().run()
     assert not app.exception and not app.error
-    final = app.session_state["mm_final"]
+    final = app.session_state["mm_sweep"].final
     assert final.stopped and 1 <= len(final.results) < 17
     text = _text(app)
     assert "the limit per job" in text and "GPU_VS_CPU_MAX_JOB_S" in text and "Stopped after" in text
@@ -176,7 +176,7 @@ def test_a_sweep_waits_for_a_busy_cpu_and_says_so(app, no_gpu):
     assert not app.exception and not app.error
     assert any(c.value.startswith("Waited ") and c.value.endswith(" s for cpu.") for c in app.caption)
     assert "after waiting" in _progress_text(app) and "for cpu" in _progress_text(app)
-    assert [r.n for r in app.session_state["mm_final"].results] == [16, 32]
+    assert [r.n for r in app.session_state["mm_sweep"].final.results] == [16, 32]
 
 
 def test_sizes_beyond_memory_are_skipped_with_a_message_and_nothing_is_saved(app, no_gpu, monkeypatch):
@@ -203,4 +203,4 @@ def test_a_gpu_that_vanished_since_the_page_drew_is_a_message(app, fake_cuda, mo
     text = _text(app)
     assert "No GPU here" in text
     assert app.multiselect(key="mm_devices").value == ["cpu"], "the page offers what is there now"
-    assert {s.device for s in app.session_state["mm_final"].series} == {"cpu"}, "and times only that"
+    assert {s.device for s in app.session_state["mm_sweep"].final.series} == {"cpu"}, "and times only that"

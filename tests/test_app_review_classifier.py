@@ -75,7 +75,7 @@ def test_race_cpu_then_gpu_with_the_same_seed(app, fake_cuda, monkeypatch, toy_c
     app.number_input(key="clf_epochs").set_value(2)
     app.button(key="clf_race").click().run()
     assert not app.exception and not app.error
-    runs = app.session_state["clf_runs"]
+    runs = app.session_state["clf_bench"].runs
     assert [r.device for r in runs] == ["cpu", "cuda:0"] and all(r.status == "done" for r in runs)
     assert "model" in sent and fake_cuda.events.count("sync") > 0
     assert runs[0].config.seed == runs[1].config.seed
@@ -87,7 +87,7 @@ def test_race_cpu_then_gpu_with_the_same_seed(app, fake_cuda, monkeypatch, toy_c
 def test_train_one_epoch_on_a_fixture(app, no_gpu, toy_csv):
     _train_on(_open(app), toy_csv)
     assert not app.error
-    runs = app.session_state["clf_runs"]
+    runs = app.session_state["clf_bench"].runs
     assert len(runs) == 1 and runs[0].status == "done" and len(runs[0].epochs) == 1 and runs[0].device == "cpu"
     labels = {m.label: m.value for m in app.metric}
     assert labels["Epochs done"] == "1 / 1" and labels["Test accuracy (kept epoch)"].endswith("%")
@@ -98,7 +98,7 @@ def test_train_one_epoch_on_a_fixture(app, no_gpu, toy_csv):
     # a second run reuses the loaded data and appears in the overlay and the table
     app.number_input(key="clf_seed").set_value(1)
     app.button(key="clf_train").click().run()
-    assert not app.exception and len(app.session_state["clf_runs"]) == 2
+    assert not app.exception and len(app.session_state["clf_bench"].runs) == 2
     assert len(app.dataframe[0].value) == 2
 
     # try your own review with the latest model
@@ -114,7 +114,7 @@ def test_bad_input_shows_an_error_and_keeps_earlier_runs(app, no_gpu, toy_csv, t
     bad.write_bytes(csv_bytes([("good", "1")] * 5))
     _train_on(app, bad)
     assert any("only positive reviews" in e.value for e in app.error)
-    assert len(app.session_state["clf_runs"]) == 1 and len(_charts(app)) == 3
+    assert len(app.session_state["clf_bench"].runs) == 1 and len(_charts(app)) == 3
     _train_on(app, tmp_path / "missing.csv")
     assert any("nor an existing file or folder" in e.value for e in app.error)
 
@@ -126,9 +126,9 @@ def test_vectorizer_settings_reach_the_run(app, no_gpu, toy_csv):
     app.number_input(key="clf_maxf").set_value(20)
     _train_on(app, toy_csv)
     assert not app.error
-    config = app.session_state["clf_runs"][0].config
+    config = app.session_state["clf_bench"].runs[0].config
     assert (config.weighting, config.ngrams, config.max_features, config.epochs) == ("tfidf", 1, 20, 1)
-    assert app.session_state["clf_prep"][0].vocab_size == 20
+    assert app.session_state["clf_bench"].prep[0].vocab_size == 20
 
 
 def test_an_interrupted_run_is_marked_stopped(app, no_gpu, toy_csv):
@@ -136,9 +136,9 @@ def test_an_interrupted_run_is_marked_stopped(app, no_gpu, toy_csv):
     from core.classifier.runs import RunRecord
 
     _open(app)
-    app.session_state["clf_runs"] = [RunRecord(1, "toy", ClassifierConfig(), "cpu")]  # as a Stop leaves it
+    app.session_state["clf_bench"].runs = [RunRecord(1, "toy", ClassifierConfig(), "cpu")]  # as a Stop leaves it
     app.run()
-    assert not app.exception and app.session_state["clf_runs"][0].status == "stopped"
+    assert not app.exception and app.session_state["clf_bench"].runs[0].status == "stopped"
 
 
 def test_builtin_data_not_cached_offers_a_download(app, no_gpu):

@@ -33,3 +33,18 @@ def test_prints_a_line_when_waiting_and_when_the_line_moves():
     assert lines[1].startswith("waiting for cpu: 1 ahead") and "now running: job 1" in lines[1]
     assert len(lines) == 2, "one line per change, not one per poll"
     assert all(line.endswith("(Ctrl+C to leave the line)") for line in lines)
+
+
+def test_cli_hooks_print_the_line_for_a_core_job_and_pass_progress_on():
+    from core.cli.waiting import cli_hooks
+    from core.platform.jobs import Progress, run_job
+    from tests.lock_helpers import hold_cpu_for
+
+    out, seen = io.StringIO(), []
+    holder = hold_cpu_for(0.5, "a student's sweep")
+    with run_job(["cpu"], cli_hooks(on_progress=seen.append, stream=out), label="cli test") as job:
+        job.report(Progress(1, 2, "half"))
+    holder.join(10)
+    [line] = out.getvalue().splitlines()
+    assert line.startswith("waiting for cpu: 1 ahead") and "now running: a student's sweep" in line
+    assert line.endswith("(Ctrl+C to leave the line)") and [p.message for p in seen] == ["half"]

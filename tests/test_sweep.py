@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 
 import pytest
 import torch
@@ -13,9 +14,12 @@ from core.matmul import engine as matmul
 
 from core.matmul import sweep
 from core.platform.device_lock import JobCancelled, hold_devices
+from core.platform.jobs import JobHooks, WaitCancelled
 from core.errors import DashboardError
 from core.matmul.engine import DoesNotFit, MatmulResult, Series
-from core.matmul.sweep import SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, run_sweep
+from core.matmul.sweep import (
+    SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, run_sweep, tf32_settings,
+)
 from core.platform.timing import Measurement
 from core.platform.units import GIB
 
@@ -180,7 +184,7 @@ def test_sizes_up_to_the_calibration_size_need_no_probe():
 def test_sweep_order_events_frame_and_json(fake_timer, fake_cuda):
     events = []
     config = SweepConfig(sizes=(64, 128, 256), devices=("cpu", "cuda"), threads=(1,), budget_s=5.0)
-    result = run_sweep(config, on_progress=events.append)
+    result = run_sweep(config, JobHooks(on_progress=lambda p: events.append(p.item)))
     assert fake_timer == [("cpu float32 1 thread", 64), ("cuda:0 float32 TF32 off", 64),
                           ("cpu float32 1 thread", 128), ("cuda:0 float32 TF32 off", 128),
                           ("cpu float32 1 thread", 256), ("cuda:0 float32 TF32 off", 256)]
@@ -232,7 +236,7 @@ def test_time_guard_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
     monkeypatch.setattr(sweep, "time_matmul", time_matmul)
     events = []
     result = run_sweep(SweepConfig(sizes=(64, 128, 256, 512, 1024, 2048), dtypes=("float32", "float16"),
-                                   threads=(1,), budget_s=1.0), on_progress=events.append)
+                                   threads=(1,), budget_s=1.0), JobHooks(on_progress=lambda p: events.append(p.item)))
     timed = {(r.series.dtype, r.n) for r in result.results}
     assert ("float32", 2048) in timed and ("float16", 512) in timed
     skipped = {(s.series.dtype, s.n): s for s in result.skipped}
@@ -270,9 +274,11 @@ def test_out_of_memory_is_recovered_and_the_sweep_goes_on(monkeypatch):
 
 def test_stop_keeps_what_was_measured(fake_timer):
     events = []
-    result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128), threads=(1,)), on_progress=events.append,
-                       should_stop=lambda: len([e for e in events if e.kind == "result"]) >= 2)
+    hooks = JobHooks(on_progress=lambda p: events.append(p.item),
+                     should_stop=lambda: len([e for e in events if e.kind == "result"]) >= 2)
+    result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128), threads=(1,)), hooks)
     assert result.stopped and [r.n for r in result.results] == [16, 32]
+    assert result.stop_reason == "stopped by the user"
 
 
 def test_the_device_is_held_while_the_sweep_runs(fake_timer):
@@ -285,13 +291,13 @@ def test_the_device_is_held_while_the_sweep_runs(fake_timer):
         except JobCancelled:
             held.append(True)
 
-    def on_progress(event):
-        if event.kind == "timing":
+    def on_progress(progress):
+        if progress.item.kind == "timing":
             other = threading.Thread(target=try_cpu)
             other.start()
             other.join(10)
 
-    run_sweep(SweepConfig(sizes=(16, 32), threads=(1,)), on_progress=on_progress)
+    run_sweep(SweepConfig(sizes=(16, 32), threads=(1,)), JobHooks(on_progress=on_progress))
     assert held == [True, True]
     with hold_devices(["cpu"], should_cancel=lambda: True):  # released afterwards
         pass
@@ -311,6 +317,48 @@ def test_the_per_job_time_cap_stops_the_sweep_without_a_stop_callback(fake_timer
     monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "1e-9")  # every job is over its cap at once
     result = run_sweep(SweepConfig(sizes=(16, 32), threads=(1,)))
     assert result.stopped and result.results == ()
+    assert "the limit per job" in result.stop_reason
+
+
+def test_the_cap_from_the_hooks_stops_a_sweep_after_what_it_measured(monkeypatch):
+    def slow(series, n, options):
+        time.sleep(0.15)
+        return fake_result(series, n, 1e-3)
+
+    monkeypatch.setattr(sweep, "time_matmul", slow)
+    result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128, 256), threads=(1,)), JobHooks(max_job_s=0.2))
+    assert result.stopped and 1 <= len(result.results) < 5 and "more than 0.2 s" in result.stop_reason
+    assert result.to_json()["stopped"] is True
+
+
+def test_progress_items_are_sweep_events_with_the_step_counts(fake_timer):
+    seen = []
+    run_sweep(SweepConfig(sizes=(16, 32), threads=(1,)), JobHooks(on_progress=seen.append))
+    assert [(p.done, p.total) for p in seen] == [(0, 2), (1, 2), (1, 2), (2, 2)]
+    assert all(p.message == p.item.message for p in seen) and seen[-1].fraction == 1.0
+
+
+def test_leaving_the_line_before_the_sweep_runs_times_nothing(fake_timer):
+    with hold_devices(["cpu"]):  # another job holds the CPU (a thread of its own: same-thread holds nest)
+        ran = []
+        thread = threading.Thread(target=lambda: ran.append(_wait_then_leave()))
+        thread.start()
+        thread.join(10)
+    assert ran == ["left"] and fake_timer == []
+
+
+def _wait_then_leave() -> str:
+    try:
+        run_sweep(SweepConfig(sizes=(16,), threads=(1,)), JobHooks(should_stop=lambda: True))
+    except WaitCancelled:
+        return "left"
+    return "ran"
+
+
+def test_tf32_choices_are_one_mapping_for_the_page_and_the_cli():
+    assert [tf32_settings(c) for c in ("off", "on", "both")] == [(False,), (True,), (False, True)]
+    with pytest.raises(DashboardError, match="TF32 must be one of off, on, both"):
+        tf32_settings("maybe")
 
 
 def test_a_gpu_only_sweep_needs_no_cpu_thread_count(fake_timer, fake_cuda):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -13,6 +15,7 @@ from core.platform import clock
 from core.classifier import training
 from core.classifier.model import ClassifierConfig, SparseBatch
 from core.errors import DashboardError
+from core.platform.jobs import JobHooks
 from core.classifier.training import (
     LOSS_TOLERANCE, batch_order, compare_devices_same_seed, features_for, predict, train,
 )
@@ -111,12 +114,15 @@ def test_epoch_seconds_come_from_the_synchronizing_clock(toy_features, monkeypat
 def test_progress_reports_every_n_batches(toy_features):
     reports = []
     cfg = ClassifierConfig(**{**FAST, "epochs": 2, "report_every": 2})
-    result = train(toy_features, cfg, on_progress=reports.append)
+    steps = []
+    result = train(toy_features, cfg, JobHooks(on_progress=steps.append))
+    reports = [p.item for p in steps]
     n_batches = reports[0].n_batches
     assert sum(r.partial for r in reports) == 2 * ((n_batches - 1) // 2)  # batches 2, 4, ... but not the last
     assert [r.epoch for r in reports if not r.partial] == [1, 2] and len(result.epochs) == 2
     assert all(0 <= r.test.accuracy <= 1 and r.seconds >= 0 for r in reports)
     assert [r.progress for r in reports] == sorted(r.progress for r in reports)
+    assert steps[-1].done == steps[-1].total == 2 * n_batches and steps[-1].message.startswith("epoch 2/2: train loss")
 
 
 def test_stop_between_batches_keeps_finished_epochs_and_frees_the_device(toy_features):
@@ -128,7 +134,7 @@ def test_stop_between_batches_keeps_finished_epochs_and_frees_the_device(toy_fea
         calls.append(1)
         return len(calls) > stop_after
 
-    result = train(toy_features, ClassifierConfig(**FAST), should_stop=should_stop)
+    result = train(toy_features, ClassifierConfig(**FAST), JobHooks(should_stop=should_stop))
     assert result.stopped and len(result.epochs) == 1 and result.best_epoch == 1
     assert current_holder("cpu") is None  # released
 
@@ -139,8 +145,25 @@ def test_training_holds_the_device_lock(toy_features):
     def on_progress(report):
         held.append(current_holder("cpu") is not None)
 
-    train(toy_features, ClassifierConfig(**{**FAST, "epochs": 1}), on_progress=on_progress)
+    train(toy_features, ClassifierConfig(**{**FAST, "epochs": 1}), JobHooks(on_progress=on_progress))
     assert held == [True]
+
+
+def test_the_per_job_cap_stops_training_and_keeps_finished_epochs(toy_features, monkeypatch):
+    real_step = training._sgd_step
+    steps = []
+
+    def slow_step(*args):
+        steps.append(1)
+        if len(steps) > n_batches:
+            time.sleep(0.05)
+        return real_step(*args)
+
+    n_batches = -(-toy_features.n_train // FAST["batch_size"])
+    monkeypatch.setattr(training, "_sgd_step", slow_step)
+    # the first epoch takes milliseconds; epochs 2 to 5 would take 4 * n_batches * 0.05 s = 1.2 s, past the cap
+    result = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 5}), JobHooks(max_job_s=0.5))
+    assert result.stopped and 1 <= len(result.epochs) < 5 and result.best_epoch is not None
 
 
 def test_kept_epoch_is_the_lowest_validation_loss(toy_features):

@@ -11,7 +11,7 @@ batch would synchronize every batch and hide the GPU's speed.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -25,16 +25,14 @@ from core.classifier.baseline import BaselineResult, logistic_regression
 from core.classifier.model import (
     ClassifierConfig, SparseBatch, build_model, forward, make_batch, resolve_input_mode,
 )
-from core.platform.device_lock import WaitCallback, hold_devices
 from core.platform.devices import device_key, resolve_device
+from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.errors import DashboardError
 from core.classifier.loaders import Reviews
 from core.classifier.features import Features, Vectorizer, build_features
 
 EVAL_BATCH = 2048  # rows per evaluation step: bounded memory, few steps
 
-ProgressCallback = Callable[["EpochReport"], None]
-StopCheck = Callable[[], bool]
 
 
 @dataclass(frozen=True)
@@ -64,6 +62,11 @@ class EpochReport:
     def progress(self) -> float:
         """Epochs done as a fraction, e.g. 2.5 halfway through the third."""
         return self.epoch - 1 + self.batches_done / self.n_batches
+
+    def describe(self, epochs: int) -> str:
+        """'epoch 2/10: train loss 0.4321, test accuracy 0.812, 0.53 s', the line a page or log shows."""
+        return (f"epoch {self.epoch}/{epochs}: train loss {self.train_loss:.4f}, "
+                f"test accuracy {self.test.accuracy:.3f}, {self.seconds:.2f} s")
 
     def to_dict(self) -> dict:
         return {"epoch": self.epoch, "train_loss": self.train_loss, "test_loss": self.test.loss,
@@ -151,14 +154,13 @@ def features_for(reviews: Reviews, config: ClassifierConfig) -> Features:
                           test_size=config.test_size, val_fraction=config.val_fraction, seed=config.seed)
 
 
-def prepare(reviews: Reviews, config: ClassifierConfig, *, on_wait: WaitCallback | None = None,
-            should_cancel: StopCheck | None = None) -> tuple[Features, BaselineResult]:
+def prepare(reviews: Reviews, config: ClassifierConfig, hooks: JobHooks | None = None) -> tuple[Features, BaselineResult]:
     """The document-term matrices and the LogisticRegression baseline, built while holding the CPU.
 
     Nothing here is timed, but it keeps both cores busy for seconds, which would skew a
-    classmate's CPU sweep running at the same moment.
+    classmate's CPU sweep running at the same moment. `hooks` hear the wait; it has no steps.
     """
-    with hold_devices(["cpu"], on_wait=on_wait, should_cancel=should_cancel, label="building features"):
+    with run_job(["cpu"], hooks, label="building features"):
         features = features_for(reviews, config)
         return features, logistic_regression(features)
 
@@ -169,29 +171,20 @@ def batch_order(n: int, seed: int, epochs: int) -> list[np.ndarray]:
     return [torch.randperm(n, generator=gen).numpy() for _ in range(epochs)]
 
 
-def train(
-    features: Features,
-    config: ClassifierConfig,
-    *,
-    on_progress: ProgressCallback | None = None,
-    should_stop: StopCheck | None = None,
-    on_wait: WaitCallback | None = None,
-) -> TrainResult:
-    """Train on `config.device` while holding its lock; returns the kept epoch's weights.
+def train(features: Features, config: ClassifierConfig, hooks: JobHooks | None = None) -> TrainResult:
+    """Train on `config.device` while holding it; returns the kept epoch's weights.
 
-    `on_progress` gets an EpochReport after every epoch (and every `report_every` batches);
-    `should_stop` is asked between batches; `on_wait` hears about jobs ahead in the device queue.
+    `hooks.on_progress` gets a Progress (item: an EpochReport) after every epoch and every
+    `report_every` batches; `hooks.should_stop` is asked before every batch (a page can redraw
+    there, which is what lets a Stop click end the run between batches); the per-job cap ends a
+    run like Stop does. A stopped run keeps its finished epochs, marked stopped.
     """
     device = resolve_device(config.device)
     mode = resolve_input_mode(config.input_mode, device)
     if features.n_train == 0:
         raise DashboardError("no training reviews; add reviews or lower the test share")
-    with hold_devices([device_key(device)], on_wait=on_wait, should_cancel=should_stop, label="training run") as job:
-
-        def stop_or_cap() -> bool:  # the device lock's per-job cap ends a run like Stop does
-            return job.timed_out or (should_stop is not None and should_stop())
-
-        return _train_locked(features, config, device, mode, on_progress, stop_or_cap)
+    with run_job([device_key(device)], hooks, label="training run") as job:
+        return _train_locked(features, config, device, mode, job)
 
 
 def _sgd_step(model: nn.Sequential, optimizer: torch.optim.Optimizer, loss_fn: nn.Module,
@@ -209,10 +202,8 @@ def _cpu_copy(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
-def _train_locked(
-    features: Features, config: ClassifierConfig, device: torch.device, mode: str,
-    on_progress: ProgressCallback | None, should_stop: StopCheck | None,
-) -> TrainResult:
+def _train_locked(features: Features, config: ClassifierConfig, device: torch.device, mode: str,
+                  job: RunningJob) -> TrainResult:
     model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
     loss_fn = nn.BCELoss()
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
@@ -239,7 +230,7 @@ def _train_locked(
         train_s = 0.0
         t0 = clock.now(device)
         for b in range(n_batches):
-            if should_stop is not None and should_stop():
+            if job.stop_requested():
                 stopped = True
                 break
             rows = order[b * config.batch_size:(b + 1) * config.batch_size]
@@ -256,8 +247,8 @@ def _train_locked(
                                      clock.now(device) - start)
                 if last:
                     reports.append(report)
-                if on_progress is not None:
-                    on_progress(report)
+                job.report(Progress((epoch - 1) * n_batches + b + 1, config.epochs * n_batches,
+                                    report.describe(config.epochs), item=report))
                 t0 = clock.now(device)
         if stopped:
             break
@@ -312,6 +303,7 @@ LOSS_TOLERANCE = 1e-3  # float32 sums in a different order on a GPU: differences
 
 def compare_devices_same_seed(
     features: Features, config: ClassifierConfig, devices: tuple[str, str] = ("cpu", "cuda"), *, epochs: int = 2,
+    hooks: JobHooks | None = None,
 ) -> DeviceComparison:
     """Train `epochs` epochs from the same seed on each of two devices and line up the losses.
 
@@ -321,7 +313,7 @@ def compare_devices_same_seed(
     runs = []
     for name in devices:
         cfg = ClassifierConfig(**{**config.to_dict(), "device": name, "epochs": epochs, "report_every": 0})
-        runs.append(train(features, cfg))
+        runs.append(train(features, cfg, hooks))
     a, b = runs
     return DeviceComparison(
         devices=(a.device, b.device),

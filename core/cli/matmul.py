@@ -7,12 +7,14 @@ import sys
 
 from core.cli.output import format_table, print_json
 from core.cli.results import add_save_options, save_if_requested
-from core.cli.waiting import print_waiting
-from core.platform.device_lock import hold_devices
+from core.cli.waiting import cli_hooks
 from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
 from core.matmul.engine import DTYPES
-from core.matmul.sweep import SweepConfig, SweepEvent, SweepResult, check_sizes_fit, plan_series, run_sweep
+from core.matmul.sweep import (
+    TF32_CHOICES, SweepConfig, SweepEvent, SweepResult, check_sizes_fit, plan_series, run_sweep, tf32_settings,
+)
+from core.platform.jobs import Progress
 
 EXAMPLE = "--sizes 256,512,1024"
 
@@ -23,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps (default: cpu and the first GPU, if any)")
     p.add_argument("--dtype", default="float32", help=f"comma-separated dtypes to compare: {', '.join(DTYPES)}")
     p.add_argument("--threads", help="CPU threads, or a comma-separated list to compare (default: torch's current count)")
-    p.add_argument("--tf32", nargs="?", const="on", default="off", choices=["off", "on", "both"],
+    p.add_argument("--tf32", nargs="?", const="on", default="off", choices=list(TF32_CHOICES),
                    help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
     p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1)")
     p.add_argument("--end-to-end", action="store_true", help="also time copying inputs to the GPU and the result back")
@@ -63,23 +65,22 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
     if args.threads is not None:
         kwargs["threads"] = _whole_numbers(args.threads, "thread count", "--threads 1,2")
     kwargs["dtypes"] = tuple(d.strip() for d in args.dtype.split(","))
-    kwargs["tf32"] = {"off": (False,), "on": (True,), "both": (False, True)}[args.tf32]
+    kwargs["tf32"] = tf32_settings(args.tf32)
     return SweepConfig(budget_s=_budget(args.budget), end_to_end=args.end_to_end, **kwargs)
 
 
-def _progress(event: SweepEvent) -> None:
-    if event.kind != "timing":
-        print(f"[{event.done}/{event.total}] {event.message}", file=sys.stderr, flush=True)
+def _progress(progress: Progress[SweepEvent]) -> None:
+    if progress.item is not None and progress.item.kind != "timing":
+        print(f"[{progress.done}/{progress.total}] {progress.message}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     plan = plan_series(config)
     check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
-    with hold_devices(plan.devices, on_wait=print_waiting(), label="matmul sweep (command line)") as job:
-        result = run_sweep(config, on_progress=None if args.quiet else _progress, should_stop=lambda: job.timed_out)
+    result = run_sweep(config, cli_hooks(on_progress=None if args.quiet else _progress))
     if result.stopped:
-        print(f"stopped: {job.limit_message}", file=sys.stderr)
+        print(f"stopped: {result.stop_reason}", file=sys.stderr)
     payload = result.to_json()
     if args.json:
         print_json(payload)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from core.cli.output import format_table, print_json
+from core.cli.waiting import cli_hooks
 from core.errors import DashboardError
 from core.platform.paths import data_dir
 from core import selfcheck
@@ -34,7 +35,7 @@ def _progress(outcome: Outcome) -> None:
 def run(args: argparse.Namespace) -> int:
     checks = select([n.strip() for n in args.only.split(",")] if args.only else None, selfcheck.CHECKS)
     out = report_path(args.out)
-    report = run_checks(checks, on_outcome=_progress)
+    report = run_checks(checks, on_outcome=_progress, hooks=cli_hooks())
     try:
         out.write_text(json.dumps(report.to_json(), indent=2, default=str))
     except OSError as exc:  # the folder went away or filled up while the checks ran: still show the results

@@ -9,12 +9,13 @@ from pathlib import Path
 from core.classifier.model import ClassifierConfig
 from core.cli.output import format_table, print_json
 from core.cli.results import add_save_options, save_if_requested
-from core.cli.waiting import print_waiting
+from core.cli.waiting import cli_hooks
 from core.classifier.datasets import BUILTIN_DATASETS, load_source
 from core.platform.devices import resolve_device
 from core.errors import DashboardError
 from core.classifier.loaders import decode_text
 from core.classifier.training import EpochReport, TrainResult, predict, prepare, train
+from core.platform.jobs import Progress
 
 DEFAULTS = ClassifierConfig()
 
@@ -80,16 +81,19 @@ def run(args: argparse.Namespace) -> int:
     if args.data.strip() in BUILTIN_DATASETS:  # IMDB takes a while to unpack; a bad path fails in one line
         print(f"reading {args.data}", file=sys.stderr, flush=True)
     reviews = load_source(args.data, progress=downloading)
-    features, baseline = prepare(reviews, config, on_wait=print_waiting())
+    features, baseline = prepare(reviews, config, cli_hooks())
     print(f"{reviews.source}: {features.n_train} train, {features.n_val} validation, {features.n_test} test reviews, "
           f"{features.vocab_size} terms", file=out, flush=True)
 
-    def progress(report: EpochReport) -> None:
+    def progress(step: Progress[EpochReport]) -> None:
+        report = step.item
+        if report is None:
+            return
         val = f"  val loss {report.val.loss:.4f}" if report.val else ""
         print(f"epoch {report.epoch:3d}  train loss {report.train_loss:.4f}  test loss {report.test.loss:.4f}  "
               f"test accuracy {report.test.accuracy:.4f}{val}  {report.seconds:.2f} s", file=out, flush=True)
 
-    result = train(features, config, on_progress=progress, on_wait=print_waiting())
+    result = train(features, config, cli_hooks(on_progress=progress))
     probabilities = predict(result, texts).tolist()  # empty for no texts
     summary = result.to_json(baseline.accuracy, texts, probabilities)
     if args.json:

@@ -1,25 +1,42 @@
-"""The device line for CLI commands: a line on stderr when a job has to wait, and when it moves up.
+"""The job hooks of CLI commands: a line on stderr when a job has to wait, and when it moves up.
 
-stdout stays the command's table or its one JSON object; Ctrl+C while waiting leaves the line
-(KeyboardInterrupt runs hold_devices' cleanup like any other exit).
+The CLI never takes a device lock itself: it passes `cli_hooks(...)` to a core entry point,
+which waits in line through `core.platform.jobs.run_job`. stdout stays the command's table or its
+one JSON object; Ctrl+C while waiting or running raises KeyboardInterrupt, which leaves the line
+(or releases the devices) like any other exit, and `python -m core` turns it into exit status 130.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from core.platform.device_lock import WaitCallback, WaitStatus
+from core.platform.jobs import JobHooks, ProgressCallback
 
 
-def print_waiting(stream: TextIO | None = None) -> WaitCallback:
-    """An `on_wait` for `hold_devices` that prints "waiting for cpu: 2 ahead ..." each time the count changes."""
+def waiting_printer(stream: TextIO | None = None) -> Callable[[WaitStatus], None]:
+    """An `on_wait` hook that prints "waiting for cpu: 2 ahead ..." each time the count changes, not every poll."""
     last: list[tuple[str | None, int]] = []
 
-    def on_change(status: WaitStatus) -> None:
+    def on_wait(status: WaitStatus) -> None:
         now = (status.device, status.ahead)
         if not last or last[-1] != now:
             last.append(now)
             print(f"{status.message} (Ctrl+C to leave the line)", file=stream or sys.stderr, flush=True)
 
-    return WaitStatus(on_change=on_change).on_wait
+    return on_wait
+
+
+def cli_hooks(on_progress: ProgressCallback | None = None, stream: TextIO | None = None) -> JobHooks:
+    """Hooks for one CLI job: the waiting line on `stream` (stderr), progress as the command prints it."""
+    return JobHooks(on_progress=on_progress, on_wait=waiting_printer(stream))
+
+
+def print_waiting(stream: TextIO | None = None) -> WaitCallback:
+    """The same line as an `on_wait` for `hold_devices` (device, jobs ahead).
+
+    Only `python -m core why-parallel` still uses it, until its sections take JobHooks too.
+    """
+    return WaitStatus(on_change=waiting_printer(stream)).on_wait

@@ -1,8 +1,8 @@
 """A sweep over matrix sizes and series (device x dtype x threads x TF32), with guards and the crossover.
 
 The page builds a `SweepConfig` from its widgets and the CLI from its flags; `run_sweep` holds
-the devices it times, reports each step through a callback, can be stopped between steps, and
-never lets one size sink the sweep: a size that does not fit in memory, runs out of memory, or
+the devices it times through `core.platform.jobs.run_job`, reports each step as a `Progress`
+whose item is a `SweepEvent`, can be stopped between steps, and never lets one size sink the sweep: a size that does not fit in memory, runs out of memory, or
 would blow the time budget is skipped with a message and the sweep goes on.
 """
 
@@ -19,10 +19,10 @@ import pandas as pd
 import torch
 
 from core.matmul.crossover import Crossover, crossover_from_frame
-from core.platform.device_lock import hold_devices
 from core.platform.devices import device_key, resolve_device
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
+from core.platform.jobs import JobHooks, Progress, run_job
 from core.matmul.engine import (
     DTYPES, DoesNotFit, MatmulOptions, MatmulResult, RanOutOfMemory, Series, check_dtype, check_memory,
     largest_fitting_size, memory_need, probe_seconds, supported_dtypes, time_matmul,
@@ -39,6 +39,7 @@ RESULT_COLUMNS = [
     "max_s", "samples", "calls_per_block", "first_call_s", "gflops", "unsynced_s", "h2d_s", "d2h_s",
     "end_to_end_s", "rel_error", "times_s",
 ]
+TF32_CHOICES: dict[str, tuple[bool, ...]] = {"off": (False,), "on": (True,), "both": (False, True)}  # page radio, CLI --tf32
 
 
 def log_sizes(lo: int, hi: int, per_doubling: int = 1) -> tuple[int, ...]:
@@ -59,6 +60,14 @@ def size_options(max_n: int) -> list[int]:
         options.append(n)
         n *= 2
     return options
+
+
+def tf32_settings(choice: str) -> tuple[bool, ...]:
+    """The TF32 settings a page or CLI choice ("off", "on", "both") asks to compare."""
+    try:
+        return TF32_CHOICES[choice]
+    except KeyError:
+        raise DashboardError(f"TF32 must be one of {', '.join(TF32_CHOICES)}, not {choice!r}") from None
 
 
 def thread_choices() -> list[int]:
@@ -232,9 +241,8 @@ class SweepEvent:
         return f"skipped {where}: {self.skipped.message}"
 
 
-ProgressCallback = Callable[[SweepEvent], None]
-StopCheck = Callable[[], bool]
-WaitCallback = Callable[[str, int], None]
+    def as_progress(self) -> Progress[SweepEvent]:
+        return Progress(self.done, self.total, self.message, item=self)
 
 
 def results_frame(results: Sequence[MatmulResult]) -> pd.DataFrame:
@@ -273,6 +281,7 @@ class SweepResult:
     wall_s: float | None = None  # from holding the devices to the end; None for a partial result
     machine: dict[str, Any] | None = None  # inspect_machine().to_dict() when the sweep started
     finished_at: str | None = None  # ISO 8601 UTC
+    stop_reason: str = ""  # why it stopped: the per-job cap's message, or "stopped by the user"; "" if unknown
 
     def frame(self) -> pd.DataFrame:
         return results_frame(self.results)
@@ -383,18 +392,13 @@ class TimeGuard:
 # ---------------------------------------------------------------- the sweep
 
 
-def run_sweep(
-    config: SweepConfig,
-    *,
-    on_progress: ProgressCallback | None = None,
-    should_stop: StopCheck | None = None,
-    on_wait: WaitCallback | None = None,
-) -> SweepResult:
+def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> SweepResult:
     """Time every size of every series, smallest size first, holding the devices throughout.
 
-    `should_stop` is checked before each step (and while waiting for a device); a stopped
-    sweep returns what it has. Results also reach `on_progress` as they arrive, so a caller
-    that is interrupted mid-sweep (Streamlit's Stop) keeps them too.
+    A bad choice is refused before waiting in line. `hooks.should_stop` (and the per-job cap)
+    is checked before each step; a stopped sweep returns what it has, marked stopped. Every
+    step also reaches `hooks.on_progress` (item: a SweepEvent) as it happens, so a caller that
+    is interrupted mid-sweep (Streamlit's Stop) keeps the results too.
     """
     plan = plan_series(config)
     machine = inspect_machine().to_dict()
@@ -402,40 +406,37 @@ def run_sweep(
     results: list[MatmulResult] = []
     skipped: list[Skipped] = []
     total = len(config.sizes) * len(plan.series)
-    stopped = False
+    stop_reason = ""
 
-    def emit(kind: str, s: Series, n: int, **kw: Any) -> None:
-        if on_progress is not None:
-            on_progress(SweepEvent(kind, len(results) + len(skipped), total, s, n, **kw))
+    with run_job(plan.devices, hooks, label="matmul sweep") as job:
 
-    with hold_devices(plan.devices, on_wait=on_wait, should_cancel=should_stop) as job:
+        def emit(kind: str, s: Series, n: int, **kw: Any) -> None:
+            job.report(SweepEvent(kind, len(results) + len(skipped), total, s, n, **kw).as_progress())
+
         start = time.perf_counter()
-        for n in config.sizes:
-            for s in plan.series:
-                if job.timed_out or (should_stop is not None and should_stop()):  # the cap stops it like Stop
-                    stopped = True
-                    break
-                emit("timing", s, n)
-                try:
-                    check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=config.end_to_end,
-                                             check_error=config.check_error))
-                    refusal = guard.refuse(s, n)
-                    if refusal is not None:
-                        skip = Skipped(s, n, "time", refusal)
-                    else:
-                        result = time_matmul(s, n, config.options)
-                        guard.record(s, n, result.median_s)
-                        results.append(result)
-                        emit("result", s, n, result=result)
-                        continue
-                except DoesNotFit as exc:
-                    skip = Skipped(s, n, "memory", str(exc))
-                except RanOutOfMemory as exc:
-                    skip = Skipped(s, n, "out_of_memory", str(exc))
-                skipped.append(skip)
-                emit("skipped", s, n, skipped=skip)
-            if stopped:
+        for n, s in ((n, s) for n in config.sizes for s in plan.series):
+            if job.stop_requested():  # the cap stops it like Stop does
+                stop_reason = job.stop_reason()
                 break
+            emit("timing", s, n)
+            try:
+                check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=config.end_to_end,
+                                         check_error=config.check_error))
+                refusal = guard.refuse(s, n)
+                if refusal is not None:
+                    skip = Skipped(s, n, "time", refusal)
+                else:
+                    result = time_matmul(s, n, config.options)
+                    guard.record(s, n, result.median_s)
+                    results.append(result)
+                    emit("result", s, n, result=result)
+                    continue
+            except DoesNotFit as exc:
+                skip = Skipped(s, n, "memory", str(exc))
+            except RanOutOfMemory as exc:
+                skip = Skipped(s, n, "out_of_memory", str(exc))
+            skipped.append(skip)
+            emit("skipped", s, n, skipped=skip)
         wall = time.perf_counter() - start
-    return SweepResult(config, plan.series, tuple(results), tuple(skipped), plan.notes, stopped, wall, machine,
-                       time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return SweepResult(config, plan.series, tuple(results), tuple(skipped), plan.notes, bool(stop_reason),
+                       wall, machine, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), stop_reason)

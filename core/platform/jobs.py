@@ -16,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from core.platform.device_lock import Job, JobCancelled, WaitStatus, hold_devices
 
 T = TypeVar("T")
+STOPPED_BY_USER = "stopped by the user"
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Progress(Generic[T]):
         return min(1.0, self.done / self.total) if self.total else 0.0
 
 
-ProgressCallback = Callable[[Progress[object]], None]
+ProgressCallback = Callable[[Progress[Any]], None]  # Any: each job says what its items are
 WaitCallback = Callable[[WaitStatus], None]
 StartCallback = Callable[[Job], None]
 StopCheck = Callable[[], bool]
@@ -89,11 +90,15 @@ class RunningJob:
         stop = self.hooks.should_stop
         return self.lock.timed_out or (stop is not None and bool(stop()))
 
+    def stop_reason(self) -> str:
+        """Why `stop_requested()` said stop, for the result a stopped job returns: the cap's message, else Stop."""
+        return self.lock.limit_message if self.lock.timed_out else STOPPED_BY_USER
+
     def check(self) -> None:
         """Between steps of a job that unwinds when stopped: JobCancelled on Stop, JobTimedOut past the cap."""
         stop = self.hooks.should_stop
         if stop is not None and stop():
-            raise JobCancelled("stopped by the user; the steps finished so far are kept")
+            raise JobCancelled(f"{STOPPED_BY_USER}; the steps finished so far are kept")
         self.lock.check()
 
     def report(self, progress: Progress[T]) -> None:

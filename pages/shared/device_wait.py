@@ -1,19 +1,23 @@
-"""Page-side view of the device line: "waiting for cuda:0: 2 ahead" and a Cancel button.
+"""The hooks a page hands to a core job: the device line with a Cancel button, the tab-closed check, "Waited N s".
 
-Not a page (app.py does not list it). The waiting state lives in core (`WaitStatus`, fed by
-`hold_devices`' callbacks); this draws it. The message is redrawn on every poll, and that redraw is
-what lets Streamlit stop a waiting script at once when the user presses Cancel (or Stop, or
-anything else that reruns): the stop exception is raised there, and `hold_devices` leaves the line.
+Not a page (app.py does not list it). Pages never lock: core entry points wait in line through
+`core.platform.jobs.run_job` and call these hooks. `on_wait` redraws "waiting for cuda:0: 2 ahead"
+on every poll, and that redraw is what lets Streamlit stop a waiting script at once when the user
+presses Cancel (or Stop, or anything else that reruns): the stop exception is raised there, and
+the job leaves the line. A closed tab makes `should_stop` true, which leaves the line too
+(`WaitCancelled`: "Left the line; nothing ran.") or stops a running job between steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import streamlit as st
 
-from core.platform.device_lock import Job, JobCancelled, WaitStatus, hold_devices
+from core.platform.device_lock import Job, WaitStatus
+from core.platform.jobs import JobHooks, ProgressCallback, WaitCancelled, run_job
 
 
 def _tab_closed() -> bool:
@@ -28,34 +32,89 @@ def _tab_closed() -> bool:
         return False
 
 
+class PageJob:
+    """One page's `hooks` for its core calls (one or several in a row), and what the page learns meanwhile.
+
+    `between_steps(n)` runs each time a running job asks whether to stop (every batch of a training
+    run; n counts them): a page redraws something there, which is what lets a Stop click end the
+    run promptly.
+    """
+
+    def __init__(self, key: str, on_progress: ProgressCallback | None = None,
+                 between_steps: Callable[[int], Any] | None = None) -> None:
+        self._key = key
+        self._box = st.empty()
+        self._note: Any = None  # the waiting line's placeholder while a job waits
+        self._lines = 0  # waiting lines drawn in this script run: each Cancel button needs its own key
+        self._between_steps = between_steps
+        self._steps = 0
+        self.job: Job | None = None  # the latest job's hold on its devices, once it runs
+        self.waited = False  # the latest job stood in line before it ran
+        self.hooks = JobHooks(on_progress=on_progress, on_wait=self._on_wait, on_start=self._on_start,
+                              should_stop=self._should_stop)
+
+    @property
+    def waited_note(self) -> str:
+        """', after waiting 3 s for cpu' when the latest job waited, else ''."""
+        if self.job is None or not self.waited:
+            return ""
+        return f", after waiting {self.job.waited_s:.0f} s for {', '.join(self.job.devices)}"
+
+    def _on_wait(self, status: WaitStatus) -> None:
+        if self._note is None:
+            self.job, self.waited = None, True
+            with self._box.container(border=True):
+                self._note = st.empty()
+                suffix = f"_{self._lines}" if self._lines else ""
+                st.button("Cancel", key=f"{self._key}_cancel_wait{suffix}", icon=":material/cancel:",
+                          help="leave the line; nothing runs")
+            self._lines += 1
+        self._note.info(status.message, icon=":material/hourglass_top:")
+
+    def _on_start(self, job: Job) -> None:
+        self._box.empty()
+        self.job = job
+        if self._note is not None:
+            self._note = None
+            st.caption(f"Waited {job.waited_s:.0f} s for {', '.join(job.devices)}.")
+        else:
+            self.waited = False
+
+    def left_the_line(self) -> None:
+        self._box.empty()
+        st.info("Left the line; nothing ran.", icon=":material/cancel:")
+
+    def _should_stop(self) -> bool:
+        if self.job is not None and self._between_steps is not None:
+            self._steps += 1
+            self._between_steps(self._steps)
+        return _tab_closed()
+
+
+@contextmanager
+def page_job(key: str, *, on_progress: ProgressCallback | None = None,
+             between_steps: Callable[[int], Any] | None = None) -> Iterator[PageJob]:
+    """Hooks for the core calls in the block; a job that left the line says so and ends the script run.
+
+    `key` names this page's widgets (the Cancel button is `{key}_cancel_wait`).
+    """
+    turn = PageJob(key, on_progress, between_steps)
+    try:
+        yield turn
+    except WaitCancelled:
+        turn.left_the_line()
+        st.stop()
+
+
 @contextmanager
 def device_turn(devices: Iterable[str], *, key: str, label: str = "", max_job_s: float | None = None) -> Iterator[Job]:
-    """Wait in line for `devices` (showing who is ahead, with a Cancel button), then hold them.
+    """Hold `devices` for a block of page code: only the Why-parallel page still does this.
 
-    Yields core's `Job`: call `job.check()` between steps (or pass `job.timed_out` into a stop
-    callback) so the per-job time cap holds. `key` names this page's widgets.
+    Transitional: once its sections take JobHooks (another branch), delete this and let
+    `grep run_job pages` come back empty.
     """
-    box = st.empty()
-    parts: dict[str, object] = {}
-
-    def draw(status: WaitStatus) -> None:
-        if not parts:
-            with box.container(border=True):
-                parts["note"] = st.empty()
-                st.button("Cancel", key=f"{key}_cancel_wait", icon=":material/cancel:",
-                          help="leave the line; nothing runs")
-        parts["note"].info(status.message, icon=":material/hourglass_top:")
-
-    status = WaitStatus(on_change=draw, should_cancel=_tab_closed)
-    with ExitStack() as stack:
-        try:  # only a cancel while waiting means "left the line"; one raised by the job itself is the caller's
-            job = stack.enter_context(hold_devices(devices, on_wait=status.on_wait, should_cancel=status.should_cancel,
-                                                   max_job_s=max_job_s, label=label))
-        except JobCancelled:
-            box.empty()
-            st.info("Left the line; nothing ran.", icon=":material/cancel:")
-            st.stop()
-        box.empty()
-        if status.waiting:
-            st.caption(f"Waited {job.waited_s:.0f} s for {', '.join(job.devices)}.")
-        yield job
+    with page_job(key) as turn:
+        hooks = JobHooks(on_wait=turn.hooks.on_wait, on_start=turn.hooks.on_start, should_stop=_tab_closed,
+                         max_job_s=max_job_s)
+        with run_job(devices, hooks, label=label) as job:
+            yield job.lock

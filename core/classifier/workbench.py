@@ -1,0 +1,156 @@
+"""The Review classifier's working state for one user: loaded reviews, built features, runs, the latest model.
+
+A page keeps one `Workbench` in its session. Loading reviews and building the document-term
+matrices take seconds, so each is redone only when what it depends on changed (`DataChoice.key`,
+`features_key`); a run is recorded report by report (`RunRecord`), so a Stop or a rerun keeps
+everything measured. `Workbench.train` is the Train and "Race CPU vs GPU" buttons: the same
+config, hence the same seed, on one device or on the CPU and then the first GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field, replace
+
+from core.classifier.baseline import BaselineResult
+from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback, load_source
+from core.classifier.features import Features
+from core.classifier.loaders import Reviews, load_uploads
+from core.classifier.model import ClassifierConfig
+from core.classifier.runs import RunRecord, interrupted
+from core.classifier.training import EpochReport, TrainResult, prepare, train
+from core.errors import DashboardError
+from core.platform.devices import available_devices, has_gpu
+from core.platform.jobs import JobHooks, Progress
+
+UPLOAD, PATH = "upload", "path"  # the data sources besides BUILTIN_DATASETS' names
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One uploaded file; `file_id` changes when the user uploads again, even a file of the same name."""
+
+    name: str
+    data: bytes
+    file_id: str
+
+
+@dataclass(frozen=True)
+class DataChoice:
+    """Where the reviews come from: a built-in data set's name, UPLOAD (with its files) or PATH (with its path)."""
+
+    source: str
+    path: str = ""
+    uploads: tuple[Upload, ...] = ()
+
+    @property
+    def key(self) -> Hashable:
+        """Equal for two choices that load the same reviews: the loaded ones are reused."""
+        if self.source == UPLOAD:
+            return UPLOAD, tuple((u.name, len(u.data), u.file_id) for u in self.uploads)
+        return "source", self.source if self.source in BUILTIN_DATASETS else self.path
+
+    def load(self, progress: ProgressCallback | None = None) -> Reviews:
+        if self.source == UPLOAD:
+            return load_uploads([(u.name, u.data) for u in self.uploads])
+        return load_source(self.source if self.source in BUILTIN_DATASETS else self.path, progress=progress)
+
+
+def features_key(config: ClassifierConfig) -> tuple[object, ...]:
+    """Every setting `prepare` (the split and the document-term matrices) depends on, and nothing else."""
+    return config.weighting, config.ngrams, config.max_features, config.test_size, config.val_fraction, config.seed
+
+
+def run_configs(config: ClassifierConfig, *, race: bool) -> list[ClassifierConfig]:
+    """One run on the chosen device, or a race: the same config and seed on the CPU, then the first GPU."""
+    if not race:
+        return [config]
+    if not has_gpu():
+        raise DashboardError("a race needs a GPU; none is visible here, so train on the CPU instead")
+    return [replace(config, device="cpu"), replace(config, device=available_devices()[0])]
+
+
+def should_save(result: TrainResult) -> bool:
+    """A run that finished all its epochs goes to the shared Results page; a stopped one stays in the history."""
+    return bool(result.epochs) and not result.stopped
+
+
+@dataclass
+class Workbench:
+    """What the page keeps between reruns. Mutated in place by the methods below, never by the page."""
+
+    reviews: Reviews | None = None
+    reviews_key: Hashable = None
+    prep: tuple[Features, BaselineResult] | None = None
+    prep_key: Hashable = None
+    runs: list[RunRecord] = field(default_factory=list)
+    model: tuple[str, TrainResult] | None = None  # the latest run's label and kept weights, for "try your own review"
+    status: str = ""  # the latest line about the current run
+
+    def mark_interrupted(self) -> None:
+        """At the top of a script run nothing trains, so a run still 'running' was stopped."""
+        self.runs = interrupted(self.runs)
+
+    def needs_loading(self, choice: DataChoice) -> bool:
+        return self.reviews is None or self.reviews_key != choice.key
+
+    def load(self, choice: DataChoice, progress: ProgressCallback | None = None) -> Reviews:
+        """The chosen reviews, read only if the choice changed since the last load."""
+        if self.needs_loading(choice):
+            self.reviews, self.reviews_key = choice.load(progress), choice.key
+            self.prep = self.prep_key = None
+        assert self.reviews is not None
+        return self.reviews
+
+    def needs_prepare(self, config: ClassifierConfig) -> bool:
+        return self.prep is None or self.prep_key != (self.reviews_key, features_key(config))
+
+    def prepared(self, config: ClassifierConfig, hooks: JobHooks | None = None) -> tuple[Features, BaselineResult]:
+        """Features and baseline for the loaded reviews, rebuilt (holding the CPU) only if their settings changed."""
+        if self.reviews is None:
+            raise DashboardError("load reviews first")
+        if self.needs_prepare(config):
+            self.prep = prepare(self.reviews, config, hooks)
+            self.prep_key = (self.reviews_key, features_key(config))
+        assert self.prep is not None
+        return self.prep
+
+    def train(self, config: ClassifierConfig, hooks: JobHooks, *, race: bool = False,
+              on_done: Callable[[TrainResult, BaselineResult], None] | None = None) -> list[TrainResult]:
+        """Train one run (or a CPU-then-GPU race) on the prepared features, recording every report.
+
+        `hooks.on_progress` hears a start line per run (item None) and every report (item: an
+        EpochReport), with the run's label in the message; `on_done` gets each run that finished
+        all its epochs (with the baseline it is compared with), at once, so a page can save it.
+        """
+        features, baseline = self.prepared(config, hooks)
+        results = []
+        for cfg in run_configs(config, race=race):
+            results.append(self._one_run(features, baseline, cfg, hooks))
+            if on_done is not None and should_save(results[-1]):
+                on_done(results[-1], baseline)
+        return results
+
+    def _one_run(self, features: Features, baseline: BaselineResult, config: ClassifierConfig,
+                 hooks: JobHooks) -> TrainResult:
+        data = self.reviews.source if self.reviews is not None else ""
+        self.runs.append(RunRecord(len(self.runs) + 1, data, config, config.device, baseline=baseline))
+        slot = len(self.runs) - 1
+
+        def on_progress(step: Progress[EpochReport]) -> None:
+            if step.item is not None:
+                self.runs[slot] = self.runs[slot].with_report(step.item)
+            self._tell(hooks, replace(step, message=f"{self.runs[slot].label}, {step.message}"))
+
+        self._tell(hooks, Progress(0, 0, f"{features.n_train} training, {features.n_val} validation, "
+                                         f"{features.n_test} test reviews, {features.vocab_size:,} terms: "
+                                         f"training on {config.device}…"))
+        result = train(features, config, replace(hooks, on_progress=on_progress))
+        self.runs[slot] = self.runs[slot].finished(result)
+        self.model = (self.runs[slot].label, result)
+        return result
+
+    def _tell(self, hooks: JobHooks, step: Progress[EpochReport]) -> None:
+        self.status = step.message
+        if hooks.on_progress is not None:
+            hooks.on_progress(step)

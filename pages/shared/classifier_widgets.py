@@ -1,0 +1,117 @@
+"""The Review classifier's widget layouts: where the reviews come from, the run's settings, the latest run's metrics.
+
+Not a page (app.py does not list it). Widget keys are `clf_*`; what they mean lives in core
+(`DataChoice`, `ClassifierConfig`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from core.classifier.datasets import BUILTIN_DATASETS, fetch, is_cached
+from core.classifier.features import WEIGHTINGS
+from core.classifier.model import INPUT_MODES, ClassifierConfig
+from core.classifier.runs import RunRecord
+from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload
+from core.errors import DashboardError
+from core.platform.devices import GET_A_GPU, available_devices, has_gpu
+
+D = ClassifierConfig()
+
+
+def data_choice() -> DataChoice:
+    """The reviews radio, with a Download button for a built-in set not in the cache yet, an uploader or a path."""
+    choices = {name: f"{name}: {ds.title}" for name, ds in BUILTIN_DATASETS.items()}
+    choices |= {UPLOAD: "upload a file", PATH: "a folder or file on this server"}
+    source = st.radio("Reviews", list(choices), format_func=choices.get, key="clf_source", horizontal=True)
+    if source == UPLOAD:
+        files = st.file_uploader("A CSV/TSV with a text and a label column (0/1, neg/pos, negative/positive, false/true), "
+                                 "a .tar.gz of rt-polarity or aclImdb, or rt-polarity.pos + rt-polarity.neg",
+                                 accept_multiple_files=True, key="clf_upload") or []
+        return DataChoice(UPLOAD, uploads=tuple(Upload(f.name, f.getvalue(), f.file_id) for f in files))
+    if source == PATH:
+        return DataChoice(PATH, path=st.text_input("Path", key="clf_path",
+                                                   placeholder="/data/rt-polaritydata, aclImdb/, reviews.csv"))
+    ds = BUILTIN_DATASETS[source]
+    if is_cached(source):
+        st.caption(f"{ds.title} ({ds.citation}) is in the cache.")
+    elif st.button(f"Download {source} ({ds.approx_mb:g} MB)", key="clf_download", icon=":material/download:"):
+        bar = st.progress(0.0, text=f"downloading {source}")
+        try:
+            fetch(source, progress=lambda done, total: bar.progress(min(1.0, done / total) if total else 0.0,
+                                                                   text=f"{done / 2**20:.1f} MiB"))
+            st.success(f"{source} downloaded and verified.")
+        except DashboardError as exc:
+            st.error(str(exc))
+    else:
+        st.caption(f"Not downloaded yet ({ds.approx_mb:g} MB from {ds.url}); Train downloads it too.")
+    return DataChoice(source)
+
+
+@dataclass(frozen=True)
+class SettingsForm:
+    values: dict[str, Any]  # ClassifierConfig's fields, as the widgets give them
+    train: bool  # Train was pressed
+    race: bool  # "Race CPU vs GPU" was pressed
+
+    def config(self) -> ClassifierConfig:
+        """The run these settings describe; an out-of-range value raises DashboardError."""
+        return ClassifierConfig(**self.values)
+
+
+def settings_form() -> SettingsForm:
+    """The settings expander, the device, the Results name, and the Train, Race and Stop buttons."""
+    with st.expander("Vectorizer and model settings", expanded=False):
+        c1, c2, c3, c4 = st.columns(4)
+        v: dict[str, Any] = dict(
+            weighting=c1.selectbox("Weighting", list(WEIGHTINGS), format_func=WEIGHTINGS.get, key="clf_weighting",
+                                   help="NB-weighted: binary word and pair features scaled by how strongly each one "
+                                        "leans positive or negative in the training reviews (best accuracy here)"),
+            ngrams=c1.radio("n-grams", [1, 2], index=D.ngrams - 1, key="clf_ngrams", horizontal=True,
+                            format_func=lambda n: "words" if n == 1 else "words + pairs"),
+            max_features=c1.number_input("Vocabulary cap (0: none)", 0, 5_000_000, D.max_features or 0,
+                                         key="clf_maxf") or None,
+            hidden=c2.number_input("Hidden units", 1, 4096, D.hidden, key="clf_hidden"),
+            epochs=c2.number_input("Epochs", 1, 500, D.epochs, key="clf_epochs"),
+            batch_size=c2.number_input("Batch size", 1, 65536, D.batch_size, key="clf_batch"),
+            lr=c3.number_input("Learning rate", 1e-6, 100.0, D.lr, format="%.4f", key="clf_lr"),
+            momentum=c3.number_input("Momentum", 0.0, 0.999, D.momentum, key="clf_momentum"),
+            weight_decay=c3.number_input("Weight decay", 0.0, 1.0, D.weight_decay, format="%.5f", key="clf_decay"),
+            seed=c4.number_input("Seed", 0, 2**31 - 1, D.seed, key="clf_seed"),
+            val_fraction=c4.number_input("Validation share (0: keep the last epoch)", 0.0, 0.5, D.val_fraction,
+                                         key="clf_val", help="training reviews held back to choose the kept epoch"),
+            report_every=c4.number_input("Also report every N batches (0: per epoch)", 0, 100_000, 0, key="clf_every"),
+            input_mode=c1.selectbox("Input path", list(INPUT_MODES), format_func=INPUT_MODES.get, key="clf_input",
+                                    help="sparse sums the weights of the words present; dense builds each batch as a "
+                                         "full (batch x vocabulary) matrix first: same numbers, more work"),
+        )
+    d1, d2 = st.columns(2)
+    v["device"] = d1.selectbox("Device", ["auto", *available_devices()] if has_gpu() else ["cpu"], key="clf_device")
+    d2.text_input("Name for the Results page (optional)", key="clf_label", max_chars=200,
+                  placeholder="e.g. Ana's laptop", help="finished runs are saved for the Results page under this name")
+    if not has_gpu():
+        st.info("No GPU here, so runs use the CPU. With a GPU you could train the same run there and watch the two "
+                "loss curves race by wall time below. " + GET_A_GPU, icon=":material/info:")
+    buttons = st.container(horizontal=True)
+    train = buttons.button("Train", type="primary", key="clf_train", icon=":material/play_arrow:")
+    race = buttons.button("Race CPU vs GPU", key="clf_race", icon=":material/sprint:", disabled=not has_gpu(),
+                          help="the same run, same seed, on the CPU and then on the GPU; compare them by wall time below")
+    buttons.button("Stop", key="clf_stop", icon=":material/stop:", help="stops within a few batches; results so far stay")
+    return SettingsForm(v, train, race)
+
+
+def run_metrics(run: RunRecord) -> None:
+    """Four numbers for a run: kept epoch's test accuracy (against the baseline), baseline, s/epoch, epochs done."""
+    kept, base = run.kept, run.baseline
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Test accuracy (kept epoch)", "—" if kept is None else f"{kept.test.accuracy:.1%}",
+              None if kept is None or base is None else f"{kept.test.accuracy - base.accuracy:+.1%} vs baseline")
+    m2.metric("Baseline accuracy", "—" if base is None else f"{base.accuracy:.1%}",
+              help="scikit-learn LogisticRegression on the same features and the same split")
+    m3.metric("Seconds per epoch", "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
+              help="median over the completed epochs, device-synchronized, evaluation excluded")
+    m4.metric("Epochs done", f"{len(run.epochs)} / {run.config.epochs}", f"{run.status} on {run.device}",
+              delta_color="off", delta_arrow="off")

@@ -1,0 +1,75 @@
+"""The Matmul race's settings box: its widgets, laid out, and the SweepConfig they describe.
+
+Not a page (app.py does not list it). Widget keys are `mm_*`; the choices offered come from core
+(`dtype_choices`, `size_choices`, `thread_choices`, `TF32_CHOICES`), so the page cannot offer what
+the machine cannot run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from core.matmul.sweep import (
+    TF32_CHOICES, SweepConfig, dtype_choices, log_sizes, size_choices, tf32_settings, thread_choices,
+)
+from core.platform.devices import available_devices
+
+BUDGETS_S = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0]
+DEFAULT_SIZES = (64, 2048)
+
+
+@dataclass(frozen=True)
+class SweepForm:
+    """What the user chose, and whether they pressed Run."""
+
+    run: bool
+    devices: list[str]
+    dtypes: list[str]
+    threads: list[int]
+    sizes: tuple[int, int]
+    per_doubling: int
+    budget_s: float
+    tf32: str
+    unsynced: bool
+    end_to_end: bool
+
+    def config(self) -> SweepConfig:
+        """The sweep these choices ask for; a bad combination raises DashboardError."""
+        return SweepConfig(sizes=log_sizes(*self.sizes, self.per_doubling), devices=tuple(self.devices),
+                           dtypes=tuple(self.dtypes), threads=tuple(self.threads), tf32=tf32_settings(self.tf32),
+                           budget_s=float(self.budget_s), unsynced=self.unsynced, end_to_end=self.end_to_end)
+
+
+def sweep_form(gpu_here: bool) -> SweepForm:
+    """Draw the settings box with its Run and Stop buttons."""
+    with st.container(border=True):
+        c1, c2, c3 = st.columns(3)
+        devices = c1.multiselect("Devices", available_devices(), default=available_devices(), key="mm_devices")
+        dtypes = c2.multiselect("dtypes", dtype_choices(devices or ["cpu"]), default=["float32"], key="mm_dtypes",
+                                help="float16 on a CPU is very slow; the time guard skips sizes that would overrun the budget.")
+        cores = thread_choices()
+        threads = c3.multiselect("CPU threads (each is a series)", cores, key="mm_threads",
+                                 default=[cores[-1]] if gpu_here or len(cores) == 1 else [1, cores[-1]])
+        c1, c2, c3 = st.columns([2, 1, 1])
+        end_to_end = c3.checkbox("End to end: count the copies to and from the GPU", value=False, key="mm_end_to_end",
+                                 disabled=not gpu_here)
+        options = size_choices(devices or ["cpu"], dtypes or ["float32"], end_to_end=end_to_end)
+        sizes = c1.select_slider("Matrix sizes n (log scale; larger sizes offered while memory allows)", options,
+                                 value=(min(DEFAULT_SIZES[0], options[-1]), min(DEFAULT_SIZES[1], options[-1])),
+                                 key="mm_sizes")
+        per_doubling = c2.selectbox("Sizes per doubling", [1, 2, 4], key="mm_per_doubling")
+        budget = c3.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget")
+        c1, c2, c3 = st.columns(3)
+        tf32 = c1.radio("TF32 for CUDA float32", list(TF32_CHOICES), horizontal=True, key="mm_tf32",
+                        disabled=not any(d.startswith("cuda") for d in devices),
+                        help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it.")
+        unsynced = c2.checkbox("Also time without synchronizing (the classic bug)", value=True, key="mm_unsynced",
+                               disabled=not gpu_here, help="On a CPU nothing is asynchronous, so there is nothing to show.")
+        c3.text_input("Name for the Results page (optional)", key="mm_label", max_chars=200,
+                      placeholder="e.g. Ana's laptop", help="finished sweeps are saved there, under this name")
+        b1, b2 = c3.columns(2)
+        run = b1.button("Run", type="primary", key="mm_run", icon=":material/play_arrow:")
+        b2.button("Stop", key="mm_stop", icon=":material/stop:")
+    return SweepForm(run, devices, dtypes, threads, sizes, per_doubling, budget, tf32, unsynced, end_to_end)
