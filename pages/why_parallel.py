@@ -9,8 +9,8 @@ from core.errors import DashboardError
 from core.parallel import registry
 from core.parallel.machine import pick_gpu
 from core.parallel.section import Section
-from core.platform.device_lock import Job, WaitStatus
-from core.platform.jobs import JobHooks, Progress, WaitCancelled
+from core.platform.jobs import Progress
+from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
 
 through_app()
@@ -34,34 +34,19 @@ with st.expander("Sizes and time budget", icon=":material/tune:"):
 
 def run(section: Section[Any, Any], config: object) -> None:
     """Run one section; each finished step goes to session_state, so a stop or the time cap loses nothing."""
-    key, box, bar, note = section.key, st.empty(), st.empty(), []
-
-    def on_wait(status: WaitStatus) -> None:  # the lead swaps this for the shared page hooks at merge
-        if not note:
-            with box.container(border=True):
-                note.append(st.empty())
-                st.button("Cancel", key=f"wp_{key}_cancel_wait", icon=":material/cancel:", help="leave the line")
-        note[0].info(status.message, icon=":material/hourglass_top:")
-
-    def on_start(job: Job) -> None:
-        box.empty()
-        st.session_state[f"wp_partial_{key}"] = True
-        if note:
-            st.caption(f"Waited {job.waited_s:.0f} s for {', '.join(job.devices)}.")
+    key, bar = section.key, st.empty()
 
     def on_progress(p: Progress[object]) -> None:
-        st.session_state[f"wp_result_{key}"] = p.item
+        st.session_state[f"wp_result_{key}"], st.session_state[f"wp_partial_{key}"] = p.item, True
         bar.progress(p.fraction, text=f"{p.message}: {p.done} of {p.total} steps done")
 
     try:
-        st.session_state[f"wp_result_{key}"] = section.run(config, JobHooks(on_progress, on_wait, on_start))
-        st.session_state[f"wp_partial_{key}"] = False
-    except WaitCancelled:
-        st.info("Left the line; nothing ran.", icon=":material/cancel:")
+        with page_job(f"wp_{key}", on_progress=on_progress, end_run=False) as turn:
+            st.session_state[f"wp_result_{key}"] = section.run(config, turn.hooks)
+            st.session_state[f"wp_partial_{key}"] = False
     except DashboardError as exc:
         st.error(str(exc))
     finally:
-        box.empty()
         bar.empty()
 
 

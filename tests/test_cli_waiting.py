@@ -2,8 +2,9 @@ import io
 import threading
 import time
 
-from core.cli.waiting import print_waiting
+from core.cli.waiting import cli_hooks
 from core.platform.device_lock import hold_devices
+from core.platform.jobs import run_job
 
 
 def test_prints_a_line_when_waiting_and_when_the_line_moves():
@@ -24,7 +25,7 @@ def test_prints_a_line_when_waiting_and_when_the_line_moves():
     time.sleep(0.3)  # the second job is in line now
     threading.Timer(0.5, release[0].set).start()
     threading.Timer(1.2, release[1].set).start()
-    with hold_devices(["cpu"], on_wait=print_waiting(out)):
+    with run_job(["cpu"], cli_hooks(stream=out), label="cli test"):
         pass
     for t in (first, second):
         t.join(10)
@@ -36,7 +37,6 @@ def test_prints_a_line_when_waiting_and_when_the_line_moves():
 
 
 def test_cli_hooks_print_the_line_for_a_core_job_and_pass_progress_on():
-    from core.cli.waiting import cli_hooks
     from core.platform.jobs import Progress, run_job
     from tests.lock_helpers import hold_cpu_for
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from core.platform.device_lock import WaitCallback, WaitStatus
+from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, ProgressCallback
 
 
@@ -33,10 +33,3 @@ def cli_hooks(on_progress: ProgressCallback | None = None, stream: TextIO | None
     """Hooks for one CLI job: the waiting line on `stream` (stderr), progress as the command prints it."""
     return JobHooks(on_progress=on_progress, on_wait=waiting_printer(stream))
 
-
-def print_waiting(stream: TextIO | None = None) -> WaitCallback:
-    """The same line as an `on_wait` for `hold_devices` (device, jobs ahead).
-
-    Only `python -m core why-parallel` still uses it, until its sections take JobHooks too.
-    """
-    return WaitStatus(on_change=waiting_printer(stream)).on_wait

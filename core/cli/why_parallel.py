@@ -10,12 +10,12 @@ import argparse
 import sys
 
 from core.cli.output import print_json
-from core.cli.waiting import print_waiting
+from core.cli.waiting import cli_hooks
 from core.parallel import registry
 from core.parallel.machine import pick_gpu
 from core.errors import DashboardError
 from core.parallel.section import BUDGET, SECTION_BUDGET_S, check_budget
-from core.platform.jobs import JobHooks, Progress
+from core.platform.jobs import Progress
 
 
 def _budget(value: str) -> float:
@@ -45,14 +45,9 @@ def _progress(progress: Progress[object]) -> None:
     print(f"  {progress.message}: {progress.done} of {progress.total} steps done", file=sys.stderr)
 
 
-def _hooks() -> JobHooks:
-    waiting = print_waiting()  # prints "waiting for cpu: 1 ahead …" each time the line moves
-    return JobHooks(on_progress=_progress, on_wait=lambda status: waiting(status.device or "", status.ahead))
-
-
 def run(args: argparse.Namespace) -> int:
     chosen = registry.SECTIONS if args.section == "all" else (registry.section(args.section),)
-    hooks, sections = _hooks(), {}
+    hooks, sections = cli_hooks(on_progress=_progress), {}
     for section in chosen:
         print(f"{section.title} …", file=sys.stderr)
         sections[section.key] = section.run_summarized(section.config({BUDGET.name: args.budget}), hooks)

@@ -10,14 +10,14 @@ the job leaves the line. A closed tab makes `should_stop` true, which leaves the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import streamlit as st
 
 from core.platform.device_lock import Job, WaitStatus
-from core.platform.jobs import JobHooks, ProgressCallback, WaitCancelled, run_job
+from core.platform.jobs import JobHooks, ProgressCallback, WaitCancelled
 
 
 def _tab_closed() -> bool:
@@ -93,28 +93,17 @@ class PageJob:
 
 @contextmanager
 def page_job(key: str, *, on_progress: ProgressCallback | None = None,
-             between_steps: Callable[[int], Any] | None = None) -> Iterator[PageJob]:
+             between_steps: Callable[[int], Any] | None = None, end_run: bool = True) -> Iterator[PageJob]:
     """Hooks for the core calls in the block; a job that left the line says so and ends the script run.
 
-    `key` names this page's widgets (the Cancel button is `{key}_cancel_wait`).
+    `key` names this page's widgets (the Cancel button is `{key}_cancel_wait`). With `end_run=False`
+    the rest of the page still draws after "Left the line" (a page of several independent sections).
     """
     turn = PageJob(key, on_progress, between_steps)
     try:
         yield turn
     except WaitCancelled:
         turn.left_the_line()
-        st.stop()
+        if end_run:
+            st.stop()
 
-
-@contextmanager
-def device_turn(devices: Iterable[str], *, key: str, label: str = "", max_job_s: float | None = None) -> Iterator[Job]:
-    """Hold `devices` for a block of page code: only the Why-parallel page still does this.
-
-    Transitional: once its sections take JobHooks (another branch), delete this and let
-    `grep run_job pages` come back empty.
-    """
-    with page_job(key) as turn:
-        hooks = JobHooks(on_wait=turn.hooks.on_wait, on_start=turn.hooks.on_start, should_stop=_tab_closed,
-                         max_job_s=max_job_s)
-        with run_job(devices, hooks, label=label) as job:
-            yield job.lock
