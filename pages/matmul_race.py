@@ -1,7 +1,5 @@
 """Matmul race: time C = A @ B on the CPU and the GPU for growing sizes, correctly, and find the crossover."""
 
-import json
-
 import streamlit as st
 
 from core.charts.matmul import gflops_figure, results_table, speedup_figure, sync_bug_notes, time_figure
@@ -10,7 +8,7 @@ from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.matmul.sweep import (
     SweepConfig, SweepEvent, SweepResult, dtype_choices, log_sizes, plan_series, run_sweep, size_choices,
-    thread_choices,
+    sweep_json_text, thread_choices,
 )
 from pages.shared.device_wait import device_turn
 from pages.shared.entry import through_app
@@ -124,11 +122,10 @@ if state.mm_results or state.mm_skipped:
                   on_click=save, args=(shown,))
     frame = shown.frame()
     crossovers = shown.crossovers()
-    headline = [c for c in crossovers if c["gpu_vs_cpu"]] or crossovers
+    headline = [c for c in crossovers if c.gpu_vs_cpu] or crossovers
     for c in headline:
-        (st.success if c["n"] is not None else st.info)(
-            f"**{'Crossover' if c['gpu_vs_cpu'] else 'Comparison'}"
-            f"{' with copies' if c['time'] == 'end_to_end_s' else ''}:** {c['text']}")
+        (st.success if c.n is not None else st.info)(
+            f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
     for note in sync_bug_notes(frame):
         st.warning(note, icon=":material/timer_off:")
     if frame["unsynced_s"].isna().all():
@@ -147,5 +144,5 @@ if state.mm_results or state.mm_skipped:
     st.dataframe(table, hide_index=True, key="mm_table")
     d1, d2 = st.columns(2)
     d1.download_button("Download CSV", table.to_csv(index=False), "matmul_race.csv", "text/csv", key="mm_csv")
-    d2.download_button("Download JSON", json.dumps(shown.to_json(), indent=2, default=str), "matmul_race.json",
+    d2.download_button("Download JSON", sweep_json_text(shown), "matmul_race.json",
                        "application/json", key="mm_json")

@@ -53,7 +53,7 @@ def to_jsonable(obj: Any) -> Any:
 
 def dumps(obj: Any, *, indent: int | None = None) -> str:
     """Strict JSON text (no NaN, no Infinity) that every JSON parser reads."""
-    return json.dumps(to_jsonable(obj), indent=indent, allow_nan=False, ensure_ascii=False)
+    return json.dumps(to_jsonable(obj), indent=indent, allow_nan=False)
 
 
 def loads(text: str, *, what: str = "the file") -> Any:

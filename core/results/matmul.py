@@ -50,13 +50,8 @@ class MatmulPoint:
     times_s: tuple[float | None, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The row, keys in the table's column order (RESULT_COLUMNS)."""
-        return {"device": self.device, "n": self.n, "dtype": self.dtype, "series": self.series, "tf32": self.tf32,
-                "threads": self.threads, "median_s": self.median_s, "iqr_s": self.iqr_s, "q1_s": self.q1_s,
-                "q3_s": self.q3_s, "min_s": self.min_s, "max_s": self.max_s, "samples": self.samples,
-                "calls_per_block": self.calls_per_block, "first_call_s": self.first_call_s, "gflops": self.gflops,
-                "unsynced_s": self.unsynced_s, "h2d_s": self.h2d_s, "d2h_s": self.d2h_s,
-                "end_to_end_s": self.end_to_end_s, "rel_error": self.rel_error, "times_s": list(self.times_s)}
+        """The row, keys in the table's column order (POINT_COLUMNS)."""
+        return {name: list(self.times_s) if name == "times_s" else getattr(self, name) for name in POINT_COLUMNS}
 
     @classmethod
     def from_json(cls, value: Any, path: str) -> MatmulPoint:
@@ -73,6 +68,11 @@ class MatmulPoint:
             calls_per_block=f.optional_count(row.get("calls_per_block"), f"{path}.calls_per_block", 1),
             times_s=f.list_of(row.get("times_s", []), f"{path}.times_s", f.number), **numbers,
         )
+
+
+POINT_COLUMNS = ("device", "n", "dtype", "series", "tf32", "threads", "median_s", "iqr_s", "q1_s", "q3_s", "min_s",
+                 "max_s", "samples", "calls_per_block", "first_call_s", "gflops", "unsynced_s", "h2d_s", "d2h_s",
+                 "end_to_end_s", "rel_error", "times_s")  # MatmulPoint.to_json's keys, in the table's order
 
 
 @dataclass(frozen=True)
