@@ -136,6 +136,10 @@ def test_delete(app, saved):
     at.selectbox(key="results_delete_pick").set_value(saved["lab"]).run()
     at.button(key="results_delete").click().run()
     assert not at.exception
+    assert f"Delete run #{saved['lab']} matmul" in _text(at) and "for everyone who shares this store" in _text(at)
+    assert len(open_store().list_runs()) == 3, "nothing is deleted before the confirmation"
+    at.button(key="results_delete_yes").click().run()
+    assert not at.exception
     assert f"Deleted run #{saved['lab']}." in _text(at)
     assert sorted(at.dataframe[0].value["run"]) == [saved["laptop"], saved["train"]]
     assert [r.run_id for r in open_store().list_runs()] == [saved["train"], saved["laptop"]]
@@ -144,8 +148,9 @@ def test_delete(app, saved):
 def test_delete_of_a_run_someone_else_deleted(app, saved):
     at = _open(app)
     at.selectbox(key="results_delete_pick").set_value(saved["lab"]).run()
-    open_store().delete(saved["lab"])  # another session got there first
     at.button(key="results_delete").click().run()
+    open_store().delete(saved["lab"])  # another session got there first
+    at.button(key="results_delete_yes").click().run()
     assert not at.exception
     assert f"no saved run #{saved['lab']}" in at.error[0].value
 

@@ -17,13 +17,14 @@ from core.store.database import (
     Store,
     open_store,
 )
+from core.store import board
 from core.store.frames import listing_frame, matmul_frame, tidy_frame, train_frame
 from core.results.files import MAX_IMPORT_BYTES
 from core.results.kinds import KINDS
 from core.store.records import RunListing, StoredRun, UnreadableRun, device_title, machine_label, pick_runs
 
 __all__ = [
-    "DATABASE_URL_ENV", "KINDS", "MAX_IMPORT_BYTES", "SCHEMA_VERSION", "ImportResult", "RunListing", "Store",
+    "DATABASE_URL_ENV", "KINDS", "board", "MAX_IMPORT_BYTES", "SCHEMA_VERSION", "ImportResult", "RunListing", "Store",
     "StoredRun", "UnreadableRun", "device_title", "listing_frame", "machine_label", "matmul_frame", "open_store",
     "pick_runs", "tidy_frame", "train_frame",
 ]
