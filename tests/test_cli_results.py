@@ -15,7 +15,7 @@ import pytest
 from core.cli import main
 from core.cli.results import add_save_options, save_if_requested, settings_from_args
 from core.store import open_store
-from core.store.payloads import MAX_IMPORT_BYTES
+from core.results.files import MAX_IMPORT_BYTES
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def test_import_missing_file_and_folder(tmp_path, capsys):
 def test_delete_and_export_of_missing_runs(saved, capsys):
     assert "no saved run #99" in _error(capsys, ["results", "delete", str(saved[0]), "99"])
     assert len(open_store().list_runs()) == 2, "nothing deleted when one id is wrong"
-    assert "no saved run with id 99" in _error(capsys, ["results", "export", "99"])
+    assert "no saved run #99" in _error(capsys, ["results", "export", "99"])
 
 
 @pytest.mark.parametrize("argv, match", [
