@@ -7,7 +7,7 @@ exports, whose payloads are version 1 results, read too).
 Import policy: all or nothing. A file with one bad run imports none of its runs and the message
 names the bad run's field ("runs[3].machine.gpus: ..."); a class's export is then fixed (or
 exported again) and imported whole, instead of half of it landing on the shared board unnoticed.
-Runs whose uid is already stored, or repeated within the file, are skipped, not errors.
+Runs whose uid is already stored, or repeated within the file, are skipped (by the store), not errors.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def read_import(data: bytes, *, label: str = "") -> list[RunRecord]:
     """Every run of an uploaded file, each checked field by field; any bad one refuses the file."""
     label = check_label(label)
     obj = decode_json_bytes(data)
-    jsonio.check_tree(obj, "file")
+    bare = isinstance(obj, dict) and "format" not in obj and "payload" not in obj
+    jsonio.check_tree(obj, (detect_kind(obj) or "") if bare else "")
     if not isinstance(obj, dict):
         raise DashboardError(f"the file holds a JSON {type(obj).__name__}, not an object; {WHAT_TO_IMPORT}")
     if "format" in obj:
@@ -65,7 +66,7 @@ def read_import(data: bytes, *, label: str = "") -> list[RunRecord]:
         records = [_read_record(obj, "run")]
     else:
         records = [_read_bare(obj)]
-    return _unique([r.relabelled(label) for r in records])
+    return [r.relabelled(label) for r in records]
 
 
 def _read_bare(obj: dict[str, Any]) -> RunRecord:
@@ -101,11 +102,6 @@ def _read_export(obj: dict[str, Any]) -> list[RunRecord]:
 def _read_record(run: Any, path: str) -> RunRecord:
     jsonio.check_size(run, path, MAX_RUN_CHARS)
     return RunRecord.from_json(run, path)
-
-
-def _unique(records: list[RunRecord]) -> list[RunRecord]:
-    """The first of each uid: a file listing a run twice imports it once."""
-    return list({r.uid: r for r in reversed(records)}.values())[::-1]
 
 
 def decode_json_bytes(data: bytes) -> Any:

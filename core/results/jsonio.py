@@ -81,15 +81,15 @@ def check_tree(value: Any, path: str, *, max_depth: int = MAX_DEPTH) -> None:
     while stack:
         item, where, depth = stack.pop()
         if depth > max_depth:
-            raise DashboardError(f"{where}: nested more than {max_depth} levels deep; a result file never is")
+            raise DashboardError(f"{where or 'the file'}: nested more than {max_depth} levels deep; a result file never is")
         if isinstance(item, str):
             if "\x00" in item:
                 raise DashboardError(f"{where}: contains a NUL character (\\u0000), which a result never holds")
         elif isinstance(item, dict):
             for key, child in item.items():
                 if "\x00" in str(key):
-                    raise DashboardError(f"{where}: a key contains a NUL character (\\u0000)")
-                stack.append((child, f"{where}.{str(key)[:40]}", depth + 1))
+                    raise DashboardError(f"{where or 'the file'}: a key contains a NUL character (\\u0000)")
+                stack.append((child, f"{where}.{str(key)[:40]}" if where else str(key)[:40], depth + 1))
         elif isinstance(item, (list, tuple)):
             stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(item))
 

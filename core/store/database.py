@@ -251,8 +251,8 @@ class Store:
         """Save one finished run; returns its id. `machine` defaults to the payload's own (matmul
         JSON carries one), else this machine's description. The payload goes through the same
         schema as an import, written by the one JSON writer (NaN becomes null)."""
+        jsonio.check_tree(payload, "payload")  # before anything that recurses over it
         plain = jsonio.loads(jsonio.dumps(payload), what="the run")
-        jsonio.check_tree(plain, "payload")
         jsonio.check_size(plain, "payload", files.MAX_RUN_CHARS)
         result = read_result(kind, plain)
         if machine is None:
@@ -261,8 +261,9 @@ class Store:
             from core.platform.hardware import inspect_machine
 
             machine = inspect_machine().to_dict()
-        extras = jsonio.loads(jsonio.dumps({"machine": machine, "settings": settings or {}}), what="the run")
+        extras: dict[str, Any] = {"machine": machine, "settings": settings or {}}
         jsonio.check_tree(extras, "run")
+        extras = jsonio.loads(jsonio.dumps(extras), what="the run")
         record = RunRecord(uid=uuid.uuid4().hex, created_at=files.utc_now(), label=files.check_label(label),
                            machine=read_machine(extras["machine"], "machine"), settings=extras["settings"],
                            versions=software_versions(), result=result)
@@ -288,7 +289,10 @@ class Store:
         with self._transaction() as tx:
             stored = _stored_uids(tx, [r.uid for r in records])
             for record in records:
-                run_id = None if record.uid in stored else _insert(tx, record)
+                if record.uid in stored:  # already here, or listed twice in the file
+                    continue
+                stored.add(record.uid)
+                run_id = _insert(tx, record)
                 if run_id is not None:
                     new.append(run_id)
         return ImportResult(run_ids=tuple(new), skipped=len(records) - len(new))
