@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -368,3 +369,55 @@ def test_a_sqlite_store_locked_too_long_is_a_message(tmp_path, monkeypatch):
         blocker.close()
     store.save("train", train_payload(), machine=LAPTOP)
     assert _count(store) == 1
+
+
+def test_run_numbers_stay_consecutive_after_importing_duplicates(store, tmp_path):
+    """A skipped duplicate uses up no run number (PostgreSQL's identity would, on a conflicting insert)."""
+    first = store.save("matmul", matmul_payload(LAB))
+    exported = store.export_json()
+    for _ in range(3):
+        assert store.import_json(exported).skipped == 1
+    bundle = json.loads(exported)
+    bundle["runs"].append(bundle["runs"][0])  # listed twice in one file
+    assert store.import_json(json.dumps(bundle).encode()).skipped == 2
+    assert store.save("train", train_payload(), machine=LAPTOP) == first + 1
+
+
+def _write_raw(store: Store, **columns) -> int:
+    row = {"uid": uuid.uuid4().hex, "kind": "matmul", "created_at": "2025-01-01T00:00:00Z", "label": "",
+           "machine_label": "x", "machine_json": "{}", "settings_json": "{}", "versions_json": "{}",
+           "payload_json": json.dumps(matmul_payload(LAB))} | columns
+    with store._transaction() as tx:
+        return tx.run(f"INSERT INTO gvc_runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)}) RETURNING id",
+                      list(row.values()))[0][0]
+
+
+@pytest.mark.parametrize("columns, reason", [
+    ({"payload_json": "{not json"}, "its payload is not valid JSON"),
+    ({"machine_json": '{"gpus": 5}'}, "machine.gpus: expected a list"),
+    ({"created_at": "0001-01-01T00:00:00+01:00"}, "created_at: expected an ISO 8601 time between 2000 and 2099"),
+    ({"kind": "roofline"}, "kind: expected one of matmul, train"),
+    ({"payload_json": json.dumps(matmul_payload(LAB) | {"schema_version": 9})}, "schema version 9, newer"),
+    ({"payload_json": "[" * 5000 + "]" * 5000}, "nested too deeply"),
+])
+def test_a_stored_row_that_cannot_be_read_is_set_apart(store, columns, reason):
+    good = store.save("train", train_payload(), machine=LAPTOP)
+    bad = _write_raw(store, **columns)
+    listing = store.read_runs()
+    assert [r.run_id for r in listing.runs] == [good] and [u.run_id for u in listing.unreadable] == [bad]
+    assert reason in listing.unreadable[0].reason and listing.unreadable[0].reason.count("\n") == 0
+    assert [r.run_id for r in store.list_runs()] == [good]
+    with pytest.raises(DashboardError, match=f"saved run #{bad} cannot be read"):
+        store.get(bad)
+    store.export_json()  # exports what can be read
+    store.delete(bad)
+    assert store.read_runs().unreadable == []
+
+
+@pytest.mark.parametrize("run_id", [0, -1, 2**63, 99999999999999999999, True])
+def test_impossible_run_ids_are_no_such_run(store, run_id):
+    with pytest.raises(DashboardError, match="there is no saved run"):
+        store.delete(run_id)
+    with pytest.raises(DashboardError, match="there is no saved run"):
+        store.get(run_id)
+    assert store.list_runs(run_ids=[run_id]) == []

@@ -313,7 +313,7 @@ class Store:
             where.append("EXISTS (SELECT 1 FROM gvc_run_devices d WHERE d.run_id = r.id AND d.device = ?)")
             params.append(device)
         if run_ids is not None:
-            keys = [i for i in run_ids if isinstance(i, int) and 1 <= i <= MAX_RUN_ID]
+            keys = [i for i in run_ids if isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_RUN_ID]
             if not keys:
                 return RunListing([], [])
             where.append(f"r.id IN ({', '.join('?' for _ in keys)})")
