@@ -74,7 +74,7 @@ def import_upload(url: str | None, upload: Upload | None, label: str = "") -> No
 
 def confirm_text(run_id: int, listing: RunListing) -> str:
     """The question the page asks before a delete, naming the run."""
-    titles = {r.run_id: r.title for r in [*listing.runs, *listing.unreadable]}
+    titles = {r.run_id: r.title for r in listing.runs} | {r.run_id: r.title for r in listing.unreadable}
     return (f"Delete run {titles.get(run_id, f'#{run_id}')}? It is removed for everyone who shares this store, "
             "and cannot be undone.")
 

@@ -302,7 +302,8 @@ class Store:
     def read_runs(self, *, machine: str | None = None, device: str | None = None, kind: str | None = None,
                   run_ids: Sequence[int] | None = None) -> RunListing:
         """Saved runs, newest first, and the rows that cannot be read; each filter left as None matches all."""
-        where, params = ["1 = 1"], []
+        where: list[str] = ["1 = 1"]
+        params: list[Any] = []
         if kind is not None:
             where.append("r.kind = ?")
             params.append(kind)
