@@ -1,14 +1,12 @@
 """Matmul race: time C = A @ B on the CPU and the GPU for growing sizes, correctly, and find the crossover."""
 
-import json
-
 import streamlit as st
 
 from core.charts.matmul import gflops_figure, results_table, speedup_figure, sync_bug_notes, time_figure
 from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.matmul.collector import SweepCollector
-from core.matmul.sweep import run_sweep
+from core.matmul.sweep import run_sweep, sweep_json_text
 from core.platform.devices import GET_A_GPU, has_gpu
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
@@ -64,10 +62,9 @@ if sweep is not None and sweep.has_steps:
     if sweep.can_save:
         st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save, args=(sweep,))
     frame, crossovers = shown.frame(), shown.crossovers()
-    for c in [c for c in crossovers if c["gpu_vs_cpu"]] or crossovers:
-        (st.success if c["n"] is not None else st.info)(
-            f"**{'Crossover' if c['gpu_vs_cpu'] else 'Comparison'}{' with copies' if c['time'] == 'end_to_end_s' else ''}"
-            f":** {c['text']}")
+    for c in [c for c in crossovers if c.gpu_vs_cpu] or crossovers:
+        (st.success if c.n is not None else st.info)(
+            f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
     for note in sync_bug_notes(frame):
         st.warning(note, icon=":material/timer_off:")
     if frame["unsynced_s"].isna().all():
@@ -86,5 +83,5 @@ if sweep is not None and sweep.has_steps:
     st.dataframe(table, hide_index=True, key="mm_table")
     d1, d2 = st.columns(2)
     d1.download_button("Download CSV", table.to_csv(index=False), "matmul_race.csv", "text/csv", key="mm_csv")
-    d2.download_button("Download JSON", json.dumps(shown.to_json(), indent=2, default=str), "matmul_race.json",
+    d2.download_button("Download JSON", sweep_json_text(shown), "matmul_race.json",
                        "application/json", key="mm_json")

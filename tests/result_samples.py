@@ -38,3 +38,10 @@ def train_payload(device: str = "cpu", epochs: int = 3, seconds: float = 4.0) ->
     return {"device": device, "n_train": 8529, "n_test": 2133, "vocab_size": 20000, "epochs": rows,
             "test_accuracy": rows[-1]["test_accuracy"], "train_seconds": seconds * epochs,
             "baseline_accuracy": 0.77, "predictions": [{"text": "a gripping film", "p_positive": 0.91}]}
+
+
+def as_saved(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as the store hands it back: read through the schema, written in its current version."""
+    from core.results import read_result
+
+    return read_result(kind, copy.deepcopy(payload)).to_json()

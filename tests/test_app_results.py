@@ -136,6 +136,10 @@ def test_delete(app, saved):
     at.selectbox(key="results_delete_pick").set_value(saved["lab"]).run()
     at.button(key="results_delete").click().run()
     assert not at.exception
+    assert f"Delete run #{saved['lab']} matmul" in _text(at) and "for everyone who shares this store" in _text(at)
+    assert len(open_store().list_runs()) == 3, "nothing is deleted before the confirmation"
+    at.button(key="results_delete_yes").click().run()
+    assert not at.exception
     assert f"Deleted run #{saved['lab']}." in _text(at)
     assert sorted(at.dataframe[0].value["run"]) == [saved["laptop"], saved["train"]]
     assert [r.run_id for r in open_store().list_runs()] == [saved["train"], saved["laptop"]]
@@ -144,8 +148,9 @@ def test_delete(app, saved):
 def test_delete_of_a_run_someone_else_deleted(app, saved):
     at = _open(app)
     at.selectbox(key="results_delete_pick").set_value(saved["lab"]).run()
-    open_store().delete(saved["lab"])  # another session got there first
     at.button(key="results_delete").click().run()
+    open_store().delete(saved["lab"])  # another session got there first
+    at.button(key="results_delete_yes").click().run()
     assert not at.exception
     assert f"no saved run #{saved['lab']}" in at.error[0].value
 
@@ -181,3 +186,38 @@ def test_runs_with_unmeasured_values_still_render(app):
     assert len(_charts(at)) == 2
     assert "no accuracy" in " ".join(at.dataframe[0].value["result"])
     assert "unknown machine" in list(at.dataframe[0].value["machine"])
+
+
+def test_an_unreadable_row_is_listed_with_a_delete_button(app, saved):
+    store = open_store()
+    with store._transaction() as tx:
+        tx.run("UPDATE gvc_runs SET payload_json = ? WHERE id = ?", ('{"results": "garbage"}', saved["lab"]))
+    at = _open(app)
+    warning = next(w.value for w in at.warning if f"#{saved['lab']}" in w.value)
+    assert "unreadable" in warning and "results: expected a list" in warning
+    assert sorted(at.dataframe[0].value["run"]) == [saved["laptop"], saved["train"]], "the rest still draws"
+    assert len(_charts(at)) == 2
+    at.button(key=f"results_delete_bad_{saved['lab']}").click().run()
+    assert "for everyone who shares this store" in _text(at)
+    assert len(store.read_runs().unreadable) == 1, "asks before deleting"
+    at.button(key="results_delete_yes").click().run()
+    assert not at.exception and f"Deleted run #{saved['lab']}." in _text(at)
+    assert store.read_runs().unreadable == [] and len(store.list_runs()) == 2
+
+
+def test_delete_can_be_cancelled(app, saved):
+    at = _open(app)
+    at.button(key="results_delete").click().run()
+    at.button(key="results_delete_no").click().run()
+    assert not at.exception and "for everyone who shares this store" not in _text(at)
+    assert len(open_store().list_runs()) == 3
+
+
+def test_only_unreadable_rows(app):
+    store = open_store()
+    run_id = store.save("train", train_payload(), machine=LAPTOP)
+    with store._transaction() as tx:
+        tx.run("UPDATE gvc_runs SET created_at = ? WHERE id = ?", ("0001-01-01T00:00:00+01:00", run_id))
+    at = _open(app)
+    assert any(f"#{run_id}" in w.value and "created_at" in w.value for w in at.warning)
+    assert "No saved runs yet" in _text(at)

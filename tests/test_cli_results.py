@@ -15,7 +15,7 @@ import pytest
 from core.cli import main
 from core.cli.results import add_save_options, save_if_requested, settings_from_args
 from core.store import open_store
-from core.store.payloads import MAX_IMPORT_BYTES
+from core.results.files import MAX_IMPORT_BYTES
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def test_import_missing_file_and_folder(tmp_path, capsys):
 def test_delete_and_export_of_missing_runs(saved, capsys):
     assert "no saved run #99" in _error(capsys, ["results", "delete", str(saved[0]), "99"])
     assert len(open_store().list_runs()) == 2, "nothing deleted when one id is wrong"
-    assert "no saved run with id 99" in _error(capsys, ["results", "export", "99"])
+    assert "no saved run #99" in _error(capsys, ["results", "export", "99"])
 
 
 @pytest.mark.parametrize("argv, match", [
@@ -171,3 +171,51 @@ def test_save_option_saves_with_settings_and_label(capsys):
 def test_without_save_nothing_is_saved():
     assert save_if_requested(_run_command([]), "train", train_payload()) is None
     assert open_store().list_runs() == []
+
+
+@pytest.mark.parametrize("command", ["delete", "export"])
+@pytest.mark.parametrize("run_id", ["99999999999999999999", "0"])
+def test_impossible_run_ids_are_one_line(saved, capsys, command, run_id):
+    assert f"no saved run #{run_id}" in _error(capsys, ["results", command, run_id])
+    assert len(open_store().list_runs()) == 2
+
+
+def test_export_of_a_run_of_another_kind_says_so(saved, capsys):
+    matmul_id, train_id = saved
+    error = _error(capsys, ["results", "export", str(matmul_id), "--kind", "train"])
+    assert f"run #{matmul_id} is a matmul run, not train" in error
+    assert "used cpu, not cuda:0" in _error(capsys, ["results", "export", str(train_id), "--device", "cuda:0"])
+    assert main(["results", "export", str(train_id), "--kind", "train"]) == 0
+    assert [r["kind"] for r in json.loads(capsys.readouterr().out)["runs"]] == ["train"]
+
+
+def test_an_unreadable_stored_row_is_listed_and_can_be_deleted(saved, capsys):
+    store = open_store()
+    with store._transaction() as tx:
+        tx.run("UPDATE gvc_runs SET machine_json = ? WHERE id = ?", ('{"gpus": 5}', saved[0]))
+    assert main(["results", "list"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("1 saved run(s)")
+    assert f"run #{saved[0]} cannot be read (run #{saved[0]}.machine.gpus: expected a list" in captured.err
+    assert main(["results", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unreadable"][0]["run_id"] == saved[0]
+    assert f"saved run #{saved[0]} cannot be read" in _error(capsys, ["results", "export", str(saved[0])])
+    assert main(["results", "delete", str(saved[0])]) == 0
+    assert [r.run_id for r in store.read_runs().runs] == [saved[1]] and not store.read_runs().unreadable
+
+
+def test_import_of_a_version_1_matmul_race_file(tmp_path, capsys):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(matmul_payload(LAB) | {"kind": "matmul_race", "schema_version": 1}))
+    assert main(["results", "import", str(old), "--json"]) == 0
+    (run_id,) = json.loads(capsys.readouterr().out)["imported"]
+    assert open_store().get(run_id).payload["kind"] == "matmul"
+
+
+def test_import_of_a_bad_file_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(train_payload("cuda:²")))
+    assert "train.device: expected a device" in _error(capsys, ["results", "import", str(bad)])
+    deep = tmp_path / "deep.json"
+    deep.write_text(json.dumps(train_payload())[:-1] + ', "x": ' + "[" * 800 + "]" * 800 + "}")
+    assert "nested" in _error(capsys, ["results", "import", str(deep)])

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from core.errors import DashboardError
 from core.store import SCHEMA_VERSION, open_store
 from core.store import database
 from core.store.database import Store
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +48,7 @@ def test_round_trip_keeps_payload_machine_settings_and_versions(store):
     tr_id = store.save("train", train_payload("cpu"), {"epochs": 3, "lr": 0.1}, machine=LAPTOP, label="Ana's laptop")
 
     run = store.get(mm_id)
-    assert run.kind == "matmul" and run.payload == mm
+    assert run.kind == "matmul" and run.payload == as_saved("matmul", mm)
     assert run.machine == LAB, "a matmul payload brings its own machine description"
     assert run.settings == {"sizes": [256, 1024, 4096], "tf32": False}
     assert run.versions["torch"] and run.versions["python"]
@@ -56,7 +57,7 @@ def test_round_trip_keeps_payload_machine_settings_and_versions(store):
     assert run.machine_label == "Lab Xeon 8480C + NVIDIA H200"
 
     train = store.get(tr_id)
-    assert train.payload == train_payload("cpu") and train.machine == LAPTOP and train.label == "Ana's laptop"
+    assert train.payload == as_saved("train", train_payload("cpu")) and train.machine == LAPTOP and train.label == "Ana's laptop"
     assert [r.run_id for r in store.list_runs()] == [tr_id, mm_id], "newest first"
 
 
@@ -114,8 +115,8 @@ def test_export_then_import_into_another_store_round_trips(store, tmp_path):
     other = open_store(f"sqlite:///{tmp_path / 'other.sqlite3'}")
     result = other.import_json(exported)
     assert len(result.run_ids) == 2 and result.skipped == 0
-    mine = {r.uid: r.to_record() for r in store.list_runs()}
-    theirs = {r.uid: r.to_record() for r in other.list_runs()}
+    mine = {r.uid: r.record for r in store.list_runs()}
+    theirs = {r.uid: r.record for r in other.list_runs()}
     assert mine == theirs, "everything but the local id survives"
 
     again = other.import_json(exported)
@@ -129,7 +130,7 @@ def test_import_cli_json_files(store):
     first = store.import_json(json.dumps(mm).encode(), label="Ana")
     tr = store.import_json(json.dumps(train_payload("mps")).encode())
     run = store.get(first.run_ids[0])
-    assert run.kind == "matmul" and run.payload == mm and run.label == "Ana" and run.machine == LAPTOP
+    assert run.kind == "matmul" and run.payload == as_saved("matmul", mm) and run.label == "Ana" and run.machine == LAPTOP
     trained = store.get(tr.run_ids[0])
     assert trained.kind == "train" and trained.machine == {} and trained.machine_label == "unknown machine"
     assert store.import_json(json.dumps(mm).encode()).skipped == 1, "the same CLI file again is not a new run"
@@ -160,7 +161,7 @@ def test_schema_version_and_migration_hook(store_url, monkeypatch):
     monkeypatch.setattr(database, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     upgraded = open_store(store_url)
     assert upgraded.schema_version() == SCHEMA_VERSION + 1
-    assert upgraded.get(run_id).payload == train_payload(), "a migration keeps what was saved"
+    assert upgraded.get(run_id).payload == as_saved("train", train_payload()), "a migration keeps what was saved"
     open_store(store_url)  # opening again runs nothing twice
 
     monkeypatch.setattr(database, "MIGRATIONS", database.MIGRATIONS[:-1])
@@ -193,6 +194,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from core.store import open_store
+    from core.results import RunRecord
     from core.store.database import _insert
     from tests.result_samples import LAB, matmul_payload
 
@@ -204,9 +206,10 @@ WRITER = textwrap.dedent(
     else:  # stop inside an open transaction, after the run's row is written
         store.save("matmul", matmul_payload(LAB, sizes))
         with store._transaction() as tx:
-            _insert(tx, {"uid": "half-written", "kind": "matmul", "created_at": "2025-01-01T00:00:00Z",
-                         "label": "", "machine": LAB, "settings": {}, "versions": {},
-                         "payload": matmul_payload(LAB, sizes)})
+            _insert(tx, RunRecord.from_json({"uid": "half-written", "kind": "matmul",
+                                             "created_at": "2025-01-01T00:00:00Z", "label": "", "machine": LAB,
+                                             "settings": {}, "versions": {}, "payload": matmul_payload(LAB, sizes)},
+                                            "run"))
             print("inside", flush=True)
             time.sleep(60)
     """
@@ -366,3 +369,55 @@ def test_a_sqlite_store_locked_too_long_is_a_message(tmp_path, monkeypatch):
         blocker.close()
     store.save("train", train_payload(), machine=LAPTOP)
     assert _count(store) == 1
+
+
+def test_run_numbers_stay_consecutive_after_importing_duplicates(store, tmp_path):
+    """A skipped duplicate uses up no run number (PostgreSQL's identity would, on a conflicting insert)."""
+    first = store.save("matmul", matmul_payload(LAB))
+    exported = store.export_json()
+    for _ in range(3):
+        assert store.import_json(exported).skipped == 1
+    bundle = json.loads(exported)
+    bundle["runs"].append(bundle["runs"][0])  # listed twice in one file
+    assert store.import_json(json.dumps(bundle).encode()).skipped == 2
+    assert store.save("train", train_payload(), machine=LAPTOP) == first + 1
+
+
+def _write_raw(store: Store, **columns) -> int:
+    row = {"uid": uuid.uuid4().hex, "kind": "matmul", "created_at": "2025-01-01T00:00:00Z", "label": "",
+           "machine_label": "x", "machine_json": "{}", "settings_json": "{}", "versions_json": "{}",
+           "payload_json": json.dumps(matmul_payload(LAB))} | columns
+    with store._transaction() as tx:
+        return tx.run(f"INSERT INTO gvc_runs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)}) RETURNING id",
+                      list(row.values()))[0][0]
+
+
+@pytest.mark.parametrize("columns, reason", [
+    ({"payload_json": "{not json"}, "its payload is not valid JSON"),
+    ({"machine_json": '{"gpus": 5}'}, "machine.gpus: expected a list"),
+    ({"created_at": "0001-01-01T00:00:00+01:00"}, "created_at: expected an ISO 8601 time between 2000 and 2099"),
+    ({"kind": "roofline"}, "kind: expected one of matmul, train"),
+    ({"payload_json": json.dumps(matmul_payload(LAB) | {"schema_version": 9})}, "schema version 9, newer"),
+    ({"payload_json": "[" * 5000 + "]" * 5000}, "nested too deeply"),
+])
+def test_a_stored_row_that_cannot_be_read_is_set_apart(store, columns, reason):
+    good = store.save("train", train_payload(), machine=LAPTOP)
+    bad = _write_raw(store, **columns)
+    listing = store.read_runs()
+    assert [r.run_id for r in listing.runs] == [good] and [u.run_id for u in listing.unreadable] == [bad]
+    assert reason in listing.unreadable[0].reason and listing.unreadable[0].reason.count("\n") == 0
+    assert [r.run_id for r in store.list_runs()] == [good]
+    with pytest.raises(DashboardError, match=f"saved run #{bad} cannot be read"):
+        store.get(bad)
+    store.export_json()  # exports what can be read
+    store.delete(bad)
+    assert store.read_runs().unreadable == []
+
+
+@pytest.mark.parametrize("run_id", [0, -1, 2**63, 99999999999999999999, True])
+def test_impossible_run_ids_are_no_such_run(store, run_id):
+    with pytest.raises(DashboardError, match="there is no saved run"):
+        store.delete(run_id)
+    with pytest.raises(DashboardError, match="there is no saved run"):
+        store.get(run_id)
+    assert store.list_runs(run_ids=[run_id]) == []

@@ -199,7 +199,7 @@ def test_sweep_order_events_frame_and_json(fake_timer, fake_cuda):
 
     obj = json.loads(json.dumps(result.to_json()))
     assert {"results", "crossover_n", "machine"} <= set(obj)
-    assert obj["kind"] == "matmul_race" and obj["schema_version"] == 1
+    assert obj["kind"] == "matmul" and obj["schema_version"] == 2
     for row in obj["results"]:
         assert ISSUE_KEYS <= set(row)
     # CPU n^3 ns vs GPU 20 us + n^3/50 ns: the GPU wins from n ~ 28; below the first size here

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
+from core.results.matmul import SweepCrossover
 
 PALETTE = qualitative.Plotly
 HEIGHT_PX = 430
@@ -122,10 +123,10 @@ def speedup_table(frame: pd.DataFrame, challenger: str, baseline: str, column: s
     return pd.DataFrame({"n": both.index, "speedup": (both[baseline] / both[challenger]).to_numpy()})
 
 
-def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[dict[str, Any]], *, lecture: bool = True) -> go.Figure:
+def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[SweepCrossover], *, lecture: bool = True) -> go.Figure:
     """Speed-up of each challenger over its baseline, break-even at 1, each crossover marked.
 
-    `crossovers` is SweepResult.crossovers(): one entry per (challenger, baseline, time column).
+    `crossovers` is SweepResult.crossovers(): one per (challenger, baseline, time column).
     """
     title = "Speed-up over the baseline (above 1: the challenger is faster)"
     if frame.empty or not crossovers:
@@ -136,21 +137,21 @@ def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[dict[str, Any]], *,
                   annotation_position="bottom right")
     gpu_vs_cpu = False
     for c in crossovers:
-        table = speedup_table(frame, c["challenger"], c["baseline"], c["time"])
+        table = speedup_table(frame, c.challenger, c.baseline, c.time)
         if table.empty:
             continue
-        copies = c["time"] == "end_to_end_s"
-        name = f"{c['challenger']} vs {c['baseline']}" + (" (with copies)" if copies else "")
-        color = colors.get(c["challenger"], "black")
+        copies = c.with_copies
+        name = f"{c.challenger} vs {c.baseline}" + (" (with copies)" if copies else "")
+        color = colors.get(c.challenger, "black")
         fig.add_scatter(x=table["n"], y=table["speedup"], mode="lines+markers", name=name,
                         line=dict(color=color, dash="dot" if copies else "solid"),
                         hovertemplate=f"{name}<br>n=%{{x}}<br>%{{y:.3g}}×<extra></extra>")
-        if c["n"] is not None:
-            fig.add_vline(x=c["n"], line=dict(color=color, dash="dot" if copies else "dash", width=1))
-            fig.add_scatter(x=[c["n"]], y=[1.0], mode="markers+text", name=f"crossover n ≈ {c['n']:,}",
-                            text=[f"crossover ≈ {c['n']:,}"], textposition="top right",
+        if c.n is not None:
+            fig.add_vline(x=c.n, line=dict(color=color, dash="dot" if copies else "dash", width=1))
+            fig.add_scatter(x=[c.n], y=[1.0], mode="markers+text", name=f"crossover n ≈ {c.n:,}",
+                            text=[f"crossover ≈ {c.n:,}"], textposition="top right",
                             marker=dict(color=color, size=12, symbol="circle-open", line=dict(width=2)))
-        gpu_vs_cpu = gpu_vs_cpu or c.get("gpu_vs_cpu", False)
+        gpu_vs_cpu = gpu_vs_cpu or c.gpu_vs_cpu
     if lecture and gpu_vs_cpu:
         ratio = LECTURE_CPU_S / LECTURE_GPU_S
         _lecture_point(fig, ratio, f"lecture ≈ {ratio:.1f}× ({LECTURE_CPU_S:g} s vs {LECTURE_GPU_S:g} s)", "star")

@@ -30,6 +30,8 @@ from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.errors import DashboardError
 from core.classifier.loaders import Reviews
 from core.classifier.features import Features, Vectorizer, build_features
+from core.results.jsonio import to_jsonable
+from core.results.train import Prediction, TrainEpoch, TrainRun
 
 EVAL_BATCH = 2048  # rows per evaluation step: bounded memory, few steps
 
@@ -68,9 +70,12 @@ class EpochReport:
         return (f"epoch {self.epoch}/{epochs}: train loss {self.train_loss:.4f}, "
                 f"test accuracy {self.test.accuracy:.3f}, {self.seconds:.2f} s")
 
+    def to_record(self) -> TrainEpoch:
+        return TrainEpoch(epoch=self.epoch, train_loss=self.train_loss, test_loss=self.test.loss,
+                          test_accuracy=self.test.accuracy, seconds=self.seconds)
+
     def to_dict(self) -> dict:
-        return {"epoch": self.epoch, "train_loss": self.train_loss, "test_loss": self.test.loss,
-                "test_accuracy": self.test.accuracy, "seconds": self.seconds}
+        return self.to_record().to_json()
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,22 +118,21 @@ class TrainResult:
     def samples_per_s(self) -> float | None:
         return self.n_train * len(self.epochs) / self.train_seconds if self.epochs and self.train_seconds > 0 else None
 
+    def to_record(self, baseline_accuracy: float | None, texts: Sequence[str] = (),
+                  probabilities: Sequence[float] = ()) -> TrainRun:
+        """The run as the result schema describes it (core.results.train)."""
+        return TrainRun(
+            device=self.device, n_train=self.n_train, n_test=self.n_test, vocab_size=self.vocab_size,
+            epochs=tuple(e.to_record() for e in self.epochs), test_accuracy=self.test_accuracy,
+            train_seconds=self.train_seconds, baseline_accuracy=baseline_accuracy,
+            predictions=tuple(Prediction(t, float(p)) for t, p in zip(texts, probabilities)),
+            stopped=self.stopped, settings=to_jsonable(asdict(self.config)),
+        )
+
     def to_json(self, baseline_accuracy: float | None, texts: Sequence[str] = (),
                 probabilities: Sequence[float] = ()) -> dict[str, Any]:
         """The `python -m core train --json` object, which the result store also saves."""
-        return {
-            "device": self.device,
-            "n_train": self.n_train,
-            "n_test": self.n_test,
-            "vocab_size": self.vocab_size,
-            "epochs": [e.to_dict() for e in self.epochs],
-            "test_accuracy": self.test_accuracy,
-            "train_seconds": self.train_seconds,
-            "baseline_accuracy": baseline_accuracy,
-            "predictions": [{"text": t, "p_positive": float(p)} for t, p in zip(texts, probabilities)],
-            "stopped": self.stopped,
-            "settings": asdict(self.config),
-        }
+        return to_jsonable(self.to_record(baseline_accuracy, texts, probabilities))
 
 
 def _evaluate(model: nn.Sequential, x: sp.csr_matrix, y: np.ndarray, mode: str, device: torch.device) -> Evaluation:

@@ -107,8 +107,8 @@ def render(result: SweepResult) -> str:
     lines = [format_table(headers, rows), ""]
     lines += [f"skipped n={s.n} on {s.series.label}: {s.message}" for s in result.skipped]
     lines += [f"note: {n}" for n in result.notes]
-    lines += [f"{'crossover' if c['gpu_vs_cpu'] else 'comparison'}"
-              f"{' with copies' if c['time'] == 'end_to_end_s' else ''}: {c['text']}" for c in result.crossovers()]
+    lines += [f"{'crossover' if c.gpu_vs_cpu else 'comparison'}{' with copies' if c.with_copies else ''}: {c.text}"
+              for c in result.crossovers()]
     if not any(r.series.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
     lines.append(f"wall time {result.wall_s:.1f} s, of which timed {result.timed_s:.1f} s")

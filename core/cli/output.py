@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
+
+from core.results.jsonio import dumps
 
 
 def print_json(obj: Any) -> None:
-    """Exactly one JSON object on stdout; NaN/inf become null so any JSON parser accepts it."""
-    print(json.dumps(_finite(obj), indent=2, default=str))
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, Mapping):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
+    """Exactly one JSON object on stdout, through core.results' one JSON writer (NaN/inf -> null)."""
+    print(dumps(obj, indent=2))
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from core.cli.output import format_table, print_json
 from core.errors import DashboardError
-from core.store import KINDS, MAX_IMPORT_BYTES, Store, listing_frame, open_store
+from core.store import KINDS, MAX_IMPORT_BYTES, Store, StoredRun, listing_frame, open_store
 
 # argparse fields that are how the command was called, not settings of the run
 NOT_SETTINGS = frozenset({"handler", "command", "json", "save", "label", "db", "results_command"})
@@ -62,34 +62,46 @@ def register(sub: argparse._SubParsersAction) -> None:
     rm.set_defaults(handler=run_delete)
 
 
-def _matching(store: Store, args: argparse.Namespace) -> list:
-    ids = getattr(args, "run_ids", None) or None
-    return store.list_runs(kind=args.kind, device=args.device, machine=args.machine, run_ids=ids)
+def _matching(store: Store, args: argparse.Namespace) -> list[StoredRun]:
+    """The runs named by id (each must exist and pass the filters, else a message says which), or all that match."""
+    if not getattr(args, "run_ids", None):
+        return store.list_runs(kind=args.kind, device=args.device, machine=args.machine)
+    runs = [store.get(run_id) for run_id in dict.fromkeys(args.run_ids)]
+    for run in runs:
+        if args.kind is not None and run.kind != args.kind:
+            raise DashboardError(f"run #{run.run_id} is a {run.kind} run, not {args.kind}; drop --kind {args.kind} "
+                                 "or give the id of a matching run")
+        if args.device is not None and args.device not in run.devices:
+            raise DashboardError(f"run #{run.run_id} used {', '.join(run.devices)}, not {args.device}; drop --device")
+        if args.machine is not None and run.machine_label != args.machine:
+            raise DashboardError(f"run #{run.run_id} is from {run.machine_label}, not {args.machine}; drop --machine")
+    return runs
 
 
 def run_list(args: argparse.Namespace) -> int:
     store = open_store(args.db)
-    runs = _matching(store, args)
+    listing = store.read_runs(kind=args.kind, device=args.device, machine=args.machine)
+    runs = listing.runs
     if args.json:
         print_json({"store": store.describe(), "runs": [
             {"run_id": r.run_id, "uid": r.uid, "kind": r.kind, "created_at": r.created_at, "label": r.label,
              "machine": r.machine_label, "devices": r.devices, "result": r.headline, "settings": r.settings,
-             "versions": r.versions} for r in runs]})
+             "versions": r.versions} for r in runs],
+            "unreadable": [{"run_id": u.run_id, "kind": u.kind, "reason": u.reason} for u in listing.unreadable]})
         return 0
     print(f"{len(runs)} saved run(s) in the {store.describe()}")
     if runs:
         frame = listing_frame(runs)
         print(format_table(list(frame.columns), frame.values.tolist()))
+    for bad in listing.unreadable:
+        print(f"run #{bad.run_id} cannot be read ({bad.reason}); `python -m core results delete {bad.run_id}` "
+              "removes it", file=sys.stderr)
     return 0
 
 
 def run_export(args: argparse.Namespace) -> int:
     store = open_store(args.db)
     runs = _matching(store, args)
-    if args.run_ids and len(runs) < len(set(args.run_ids)):
-        missing = sorted(set(args.run_ids) - {r.run_id for r in runs})
-        raise DashboardError(f"no saved run with id {', '.join(map(str, missing))}; `python -m core results list` "
-                             "shows the saved ones")
     ids = [r.run_id for r in runs]
     data = store.export_json(ids) if args.format == "json" else store.export_csv(ids)
     if args.output is None:
@@ -136,7 +148,8 @@ def run_import(args: argparse.Namespace) -> int:
 def run_delete(args: argparse.Namespace) -> int:
     store = open_store(args.db)
     for run_id in dict.fromkeys(args.run_ids):
-        store.get(run_id)  # all must exist before any is deleted
+        if not store.read_runs(run_ids=[run_id]).unreadable:  # an unreadable run may be deleted
+            store.get(run_id)  # all must exist before any is deleted
     for run_id in dict.fromkeys(args.run_ids):
         store.delete(run_id)
     if args.json:

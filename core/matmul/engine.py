@@ -29,6 +29,7 @@ from core.errors import DashboardError
 from core.platform.memory import free_device_bytes, release_device_memory
 from core.platform.timing import Measurement
 from core.platform.units import GIB
+from core.results.matmul import MatmulPoint
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -156,33 +157,20 @@ class MatmulResult:
         parts = (self.compute, self.unsynced, self.copy_in, self.copy_out)
         return sum(m.timed_s for m in parts if m is not None)
 
+    def to_point(self) -> MatmulPoint:
+        """This size as the result schema's row (core.results.matmul owns the field names)."""
+        m = self.compute
+        return MatmulPoint(
+            device=self.series.device, n=self.n, dtype=self.series.dtype, series=self.series.label, tf32=self.tf32,
+            threads=self.threads, median_s=m.median_s, iqr_s=m.iqr_s, q1_s=m.q1_s, q3_s=m.q3_s, min_s=m.min_s,
+            max_s=m.max_s, samples=m.samples, calls_per_block=m.calls_per_block, first_call_s=m.first_call_s,
+            gflops=self.gflops, unsynced_s=self.unsynced_s, h2d_s=self.h2d_s, d2h_s=self.d2h_s,
+            end_to_end_s=self.end_to_end_s, rel_error=self.rel_error, times_s=tuple(m.times_s),
+        )
+
     def to_row(self) -> dict[str, object]:
         """One row of the results table and of the JSON `results` list."""
-        m = self.compute
-        return {
-            "device": self.series.device,
-            "n": self.n,
-            "dtype": self.series.dtype,
-            "series": self.series.label,
-            "tf32": self.tf32,
-            "threads": self.threads,
-            "median_s": m.median_s,
-            "iqr_s": m.iqr_s,
-            "q1_s": m.q1_s,
-            "q3_s": m.q3_s,
-            "min_s": m.min_s,
-            "max_s": m.max_s,
-            "samples": m.samples,
-            "calls_per_block": m.calls_per_block,
-            "first_call_s": m.first_call_s,
-            "gflops": self.gflops,
-            "unsynced_s": self.unsynced_s,
-            "h2d_s": self.h2d_s,
-            "d2h_s": self.d2h_s,
-            "end_to_end_s": self.end_to_end_s,
-            "rel_error": self.rel_error,
-            "times_s": list(m.times_s),
-        }
+        return self.to_point().to_json()
 
 
 # ---------------------------------------------------------------- what a device can do

@@ -23,22 +23,18 @@ from core.platform.devices import device_key, resolve_device
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, run_job
+from core.results.jsonio import dumps, to_jsonable
+from core.results.matmul import POINT_COLUMNS, MatmulSweep, SkippedSize, SweepCrossover
 from core.matmul.engine import (
     DTYPES, DoesNotFit, MatmulOptions, MatmulResult, RanOutOfMemory, Series, check_dtype, check_memory,
     largest_fitting_size, memory_need, probe_seconds, supported_dtypes, time_matmul,
 )
 
-SCHEMA = "matmul_race"  # the "kind" of the JSON object, for the result store
-SCHEMA_VERSION = 1
 MIN_SIZE = 16  # smallest n the page offers; the CLI accepts any n >= 1
 MAX_BUDGET_S = 600.0  # 10 minutes per size: beyond that a sweep is not interactive any more
 CALIBRATION_N = 128  # the time guard probes sizes down to this one for a series with no history
 GUARD_CALLS = 2  # a size costs at least its warm-up call and one timed call
-RESULT_COLUMNS = [
-    "device", "n", "dtype", "series", "tf32", "threads", "median_s", "iqr_s", "q1_s", "q3_s", "min_s",
-    "max_s", "samples", "calls_per_block", "first_call_s", "gflops", "unsynced_s", "h2d_s", "d2h_s",
-    "end_to_end_s", "rel_error", "times_s",
-]
+RESULT_COLUMNS = list(POINT_COLUMNS)  # the results table's columns: the schema's row, in its order
 TF32_CHOICES: dict[str, tuple[bool, ...]] = {"off": (False,), "on": (True,), "both": (False, True)}  # page radio, CLI --tf32
 
 
@@ -209,9 +205,11 @@ class Skipped:
     reason: str  # "memory" (refused before allocating), "out_of_memory" (failed anyway), "time" (guard)
     message: str
 
+    def to_record(self) -> SkippedSize:
+        return SkippedSize(self.series.device, self.n, self.series.dtype, self.series.label, self.reason, self.message)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"device": self.series.device, "n": self.n, "dtype": self.series.dtype, "series": self.series.label,
-                "reason": self.reason, "message": self.message}
+        return self.to_record().to_json()
 
 
 @dataclass(frozen=True)
@@ -290,7 +288,7 @@ class SweepResult:
     def timed_s(self) -> float:
         return sum(r.timed_s for r in self.results)
 
-    def crossovers(self) -> list[dict[str, Any]]:
+    def crossovers(self) -> list[SweepCrossover]:
         """Every comparison's crossover, for compute time and (if timed) end to end."""
         frame = self.frame()
         columns = ["median_s"] + (["end_to_end_s"] if self.config.end_to_end else [])
@@ -298,10 +296,10 @@ class SweepResult:
         for challenger, baseline in comparisons(self.series):
             for column in columns:
                 c = crossover_from_frame(frame, challenger.label, baseline.label, column)
-                out.append({"challenger": challenger.label, "baseline": baseline.label, "time": column,
-                            "gpu_vs_cpu": challenger.is_gpu and not baseline.is_gpu, "status": c.status,
-                            "n": c.n_int, "lower_n": c.lower_n, "upper_n": c.upper_n,
-                            "text": c.describe(challenger.label, baseline.label)})
+                out.append(SweepCrossover(
+                    challenger=challenger.label, baseline=baseline.label, time=column,
+                    gpu_vs_cpu=challenger.is_gpu and not baseline.is_gpu, status=c.status, n=c.n_int,
+                    lower_n=c.lower_n, upper_n=c.upper_n, text=c.describe(challenger.label, baseline.label)))
         return out
 
     def crossover(self, column: str = "median_s") -> Crossover | None:
@@ -312,26 +310,28 @@ class SweepResult:
         challenger, baseline = pairs[0]
         return crossover_from_frame(self.frame(), challenger.label, baseline.label, column)
 
-    def to_json(self) -> dict[str, Any]:
-        """The `python -m core matmul --json` object, also what the result store saves."""
+    def to_record(self) -> MatmulSweep:
+        """The sweep as the result schema describes it (core.results.matmul)."""
         headline = self.crossover()
         end_to_end = self.crossover("end_to_end_s") if self.config.end_to_end else None
-        return {
-            "kind": SCHEMA,
-            "schema_version": SCHEMA_VERSION,
-            "results": [r.to_row() for r in self.results],
-            "crossover_n": None if headline is None else headline.n_int,
-            "crossover_end_to_end_n": None if end_to_end is None else end_to_end.n_int,
-            "crossovers": self.crossovers(),
-            "skipped": [s.to_dict() for s in self.skipped],
-            "notes": list(self.notes),
-            "settings": {**self.config.to_dict(), "series": [s.label for s in self.series]},
-            "stopped": self.stopped,
-            "wall_s": self.wall_s,
-            "timed_s": self.timed_s,
-            "finished_at": self.finished_at,
-            "machine": self.machine if self.machine is not None else inspect_machine().to_dict(),
-        }
+        return MatmulSweep(
+            results=tuple(r.to_point() for r in self.results),
+            crossover_n=None if headline is None else headline.n_int,
+            crossover_end_to_end_n=None if end_to_end is None else end_to_end.n_int,
+            crossovers=tuple(self.crossovers()), skipped=tuple(s.to_record() for s in self.skipped),
+            notes=self.notes, settings={**self.config.to_dict(), "series": [s.label for s in self.series]},
+            stopped=self.stopped, wall_s=self.wall_s, timed_s=self.timed_s, finished_at=self.finished_at,
+            machine=self.machine if self.machine is not None else inspect_machine().to_dict(),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The `python -m core matmul --json` object, also what the result store saves."""
+        return to_jsonable(self.to_record())
+
+
+def sweep_json_text(result: SweepResult) -> str:
+    """The JSON download of a sweep: the same object as `python -m core matmul --json`, same writer."""
+    return dumps(result.to_record(), indent=2)
 
 
 # ---------------------------------------------------------------- the time guard

@@ -9,10 +9,6 @@ All SQL is parameterized; tables carry a `gvc_` prefix so a shared database's ot
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-import numbers
 import os
 import re
 import sqlite3
@@ -26,9 +22,9 @@ from typing import Any
 
 from core.errors import DashboardError
 from core.platform.paths import data_dir
-from core.store import payloads
-from core.store.payloads import EXPORT_FORMAT, EXPORT_VERSION, KINDS, MAX_IMPORT_RUNS, WHAT_TO_IMPORT
-from core.store.records import StoredRun, machine_label, parse_timestamp, software_versions, utc_now
+from core.results import RunRecord, files, jsonio, read_result
+from core.results.machine import read_machine
+from core.store.records import RunListing, StoredRun, UnreadableRun, machine_label, software_versions
 
 DATABASE_URL_ENV = "DATABASE_URL"  # postgresql://user:password@host:5432/db shares one board
 SQLITE_FILE = "results.sqlite3"  # in core.platform.paths.data_dir()
@@ -36,8 +32,9 @@ BUSY_TIMEOUT_MS = 30_000  # how long a SQLite writer waits for another one
 WAL_RETRY_S = 0.05  # pause between tries to switch a new file to WAL while another connection opens it
 PG_CONNECT_TIMEOUT_S = 5  # an unreachable server fails fast with a message, never hangs the page
 PG_MIGRATION_LOCK = 0x6776635F  # pg_advisory_xact_lock key ("gvc_"): one migrator at a time
-MAX_LABEL_CHARS = 200
 MIN_SQLITE = (3, 35)  # INSERT/DELETE ... RETURNING
+MAX_RUN_ID = 2**63 - 1  # both back ends' 64-bit ids; a larger number names no run (and would overflow the driver)
+UID_CHUNK = 500  # uids per "already stored?" query, under SQLite's limit on parameters
 
 RUN_COLUMNS = "id, uid, kind, created_at, label, machine_json, settings_json, versions_json, payload_json"
 
@@ -108,28 +105,6 @@ def _create_tables(tx: _Tx) -> None:
 # To change the schema, append a function; never edit one that has shipped.
 MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables]
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-def _to_json(obj: Any) -> str:
-    """Strict JSON (NaN/inf become null, numpy numbers plain ones, other types their str), as the CLI prints."""
-
-    def finite(value: Any) -> Any:
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            return int(value)  # numpy's int64 too
-        if isinstance(value, numbers.Real):
-            return float(value) if math.isfinite(value) else None
-        if isinstance(value, dict):
-            return {str(k): finite(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [finite(v) for v in value]
-        return value
-
-    return json.dumps(finite(obj), default=str, allow_nan=False)
-
-
-def _content_uid(payload: dict[str, Any]) -> str:
-    """A CLI JSON file has no id: its content hash makes importing it twice a no-op."""
-    return "sha256:" + hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 class Store:
@@ -274,37 +249,49 @@ class Store:
     def save(self, kind: str, payload: dict[str, Any], settings: dict[str, Any] | None = None,
              machine: dict[str, Any] | None = None, *, label: str = "") -> int:
         """Save one finished run; returns its id. `machine` defaults to the payload's own (matmul
-        JSON carries one), else this machine's description. The payload is stored as the CLI prints
-        it: NaN becomes null, numpy numbers plain ones."""
-        payload = json.loads(_to_json(payload))
-        payloads.validate_payload(kind, payload)
+        JSON carries one), else this machine's description. The payload goes through the same
+        schema as an import, written by the one JSON writer (NaN becomes null)."""
+        jsonio.check_tree(payload, "payload")  # before anything that recurses over it
+        plain = jsonio.loads(jsonio.dumps(payload), what="the run")
+        jsonio.check_size(plain, "payload", files.MAX_RUN_CHARS)
+        result = read_result(kind, plain)
         if machine is None:
-            machine = payload.get("machine") if isinstance(payload.get("machine"), dict) else None
+            machine = plain.get("machine") if isinstance(plain.get("machine"), dict) else None
         if machine is None:
             from core.platform.hardware import inspect_machine
 
             machine = inspect_machine().to_dict()
-        record = {"uid": uuid.uuid4().hex, "kind": kind, "created_at": utc_now(), "label": label,
-                  "machine": machine, "settings": settings or {}, "versions": software_versions(),
-                  "payload": payload}
+        extras: dict[str, Any] = {"machine": machine, "settings": settings or {}}
+        jsonio.check_tree(extras, "run")
+        extras = jsonio.loads(jsonio.dumps(extras), what="the run")
+        record = RunRecord(uid=uuid.uuid4().hex, created_at=files.utc_now(), label=files.check_label(label),
+                           machine=read_machine(extras["machine"], "machine"), settings=extras["settings"],
+                           versions=software_versions(), result=result)
         with self._transaction() as tx:
             run_id = _insert(tx, record)
         assert run_id is not None, "a fresh uuid cannot collide"
         return run_id
 
     def delete(self, run_id: int) -> None:
+        """Delete one run, readable or not."""
+        key = _run_key(run_id)
         with self._transaction() as tx:
-            tx.run("DELETE FROM gvc_run_devices WHERE run_id = ?", (int(run_id),))
-            if not tx.run("DELETE FROM gvc_runs WHERE id = ? RETURNING id", (int(run_id),)):
+            tx.run("DELETE FROM gvc_run_devices WHERE run_id = ?", (key,))
+            if not tx.run("DELETE FROM gvc_runs WHERE id = ? RETURNING id", (key,)):
                 raise DashboardError(f"there is no saved run #{run_id} (deleted already?); "
                                      "`python -m core results list` shows the saved ones")
 
     def import_json(self, data: bytes, *, label: str = "") -> ImportResult:
-        """Import a CLI JSON file or an export, all or nothing; runs already here are skipped."""
-        records = parse_import(data, label=label)
+        """Import a CLI JSON file or an export, all or nothing (see core.results.files); runs
+        already here are skipped before inserting, so they use up no run number."""
+        records = files.read_import(data, label=label)
         new: list[int] = []
         with self._transaction() as tx:
+            stored = _stored_uids(tx, [r.uid for r in records])
             for record in records:
+                if record.uid in stored:  # already here, or listed twice in the file
+                    continue
+                stored.add(record.uid)
                 run_id = _insert(tx, record)
                 if run_id is not None:
                     new.append(run_id)
@@ -312,11 +299,11 @@ class Store:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def list_runs(self, *, machine: str | None = None, device: str | None = None, kind: str | None = None,
-                  run_ids: Sequence[int] | None = None) -> list[StoredRun]:
-        """Saved runs, newest first; each filter left as None matches everything."""
+    def read_runs(self, *, machine: str | None = None, device: str | None = None, kind: str | None = None,
+                  run_ids: Sequence[int] | None = None) -> RunListing:
+        """Saved runs, newest first, and the rows that cannot be read; each filter left as None matches all."""
         where: list[str] = ["1 = 1"]
-        params: list[str | int] = []
+        params: list[Any] = []
         if kind is not None:
             where.append("r.kind = ?")
             params.append(kind)
@@ -327,119 +314,97 @@ class Store:
             where.append("EXISTS (SELECT 1 FROM gvc_run_devices d WHERE d.run_id = r.id AND d.device = ?)")
             params.append(device)
         if run_ids is not None:
-            if not run_ids:
-                return []
-            where.append(f"r.id IN ({', '.join('?' for _ in run_ids)})")
-            params.extend(int(i) for i in run_ids)
+            keys = [i for i in run_ids if isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_RUN_ID]
+            if not keys:
+                return RunListing([], [])
+            where.append(f"r.id IN ({', '.join('?' for _ in keys)})")
+            params.extend(keys)
         sql = (f"SELECT {', '.join('r.' + c.strip() for c in RUN_COLUMNS.split(','))} FROM gvc_runs r "
                f"WHERE {' AND '.join(where)} ORDER BY r.created_at DESC, r.id DESC")
         with self._transaction(write=False) as tx:
-            return [_row_to_run(row) for row in tx.run(sql, params)]
+            rows = tx.run(sql, params)
+        read = [_row_to_run(row) for row in rows]
+        return RunListing([r for r in read if isinstance(r, StoredRun)],
+                          [r for r in read if isinstance(r, UnreadableRun)])
+
+    def list_runs(self, *, machine: str | None = None, device: str | None = None, kind: str | None = None,
+                  run_ids: Sequence[int] | None = None) -> list[StoredRun]:
+        """The readable saved runs, newest first (`read_runs` also names the unreadable ones)."""
+        return self.read_runs(machine=machine, device=device, kind=kind, run_ids=run_ids).runs
 
     def get(self, run_id: int) -> StoredRun:
-        runs = self.list_runs(run_ids=[int(run_id)])
-        if not runs:
+        listing = self.read_runs(run_ids=[_run_key(run_id)])
+        if listing.unreadable:
+            raise DashboardError(f"saved run #{run_id} cannot be read ({listing.unreadable[0].reason}); "
+                                 f"`python -m core results delete {run_id}` removes it")
+        if not listing.runs:
             raise DashboardError(f"there is no saved run #{run_id}; `python -m core results list` shows the saved ones")
-        return runs[0]
+        return listing.runs[0]
 
     def export_json(self, run_ids: Sequence[int] | None = None) -> bytes:
         """An export file (all runs, or the given ones, oldest first) that `import_json` reads back."""
-        runs = sorted(self.list_runs(run_ids=run_ids), key=lambda r: (r.created_at, r.run_id))
-        return export_bytes(runs)
+        return export_bytes(self._oldest_first(run_ids))
 
     def export_csv(self, run_ids: Sequence[int] | None = None) -> bytes:
         """The tidy table of the runs (one row per run and device and size, or per run and epoch)."""
         from core.store.frames import tidy_frame
 
-        runs = sorted(self.list_runs(run_ids=run_ids), key=lambda r: (r.created_at, r.run_id))
-        return tidy_frame(runs).to_csv(index=False).encode()
+        return tidy_frame(self._oldest_first(run_ids)).to_csv(index=False).encode()
+
+    def _oldest_first(self, run_ids: Sequence[int] | None) -> list[StoredRun]:
+        return sorted(self.list_runs(run_ids=run_ids), key=lambda r: (r.created_at, r.run_id))
 
 
 def export_bytes(runs: Sequence[StoredRun]) -> bytes:
-    bundle = {"format": EXPORT_FORMAT, "format_version": EXPORT_VERSION, "exported_at": utc_now(),
-              "runs": [r.to_record() for r in runs]}
-    return (_to_json(bundle) + "\n").encode()
+    return files.export_text([r.record for r in runs]).encode()
 
 
-def _insert(tx: _Tx, record: dict[str, Any]) -> int | None:
-    """Insert a validated record with its device rows; None when its uid is already stored."""
+def _run_key(run_id: Any) -> int:
+    """A run id as the database takes it; a number no run can have is 'no such run', not an overflow."""
+    if isinstance(run_id, bool) or not isinstance(run_id, int) or not 1 <= run_id <= MAX_RUN_ID:
+        raise DashboardError(f"there is no saved run #{run_id}: run numbers are whole numbers from 1 to "
+                             f"{MAX_RUN_ID}; `python -m core results list` shows the saved ones")
+    return run_id
+
+
+def _stored_uids(tx: _Tx, uids: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(uids), UID_CHUNK):
+        chunk = list(uids[start:start + UID_CHUNK])
+        found.update(row[0] for row in tx.run(
+            f"SELECT uid FROM gvc_runs WHERE uid IN ({', '.join('?' for _ in chunk)})", chunk))
+    return found
+
+
+def _insert(tx: _Tx, record: RunRecord) -> int | None:
+    """Insert a checked record with its device rows; None when its uid is already stored."""
     rows = tx.run(
         "INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
         "versions_json, payload_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING RETURNING id",
-        (record["uid"], record["kind"], record["created_at"], record["label"][:MAX_LABEL_CHARS],
-         machine_label(record["machine"]), _to_json(record["machine"]), _to_json(record["settings"]),
-         _to_json(record["versions"]), _to_json(record["payload"])),
+        (record.uid, record.kind, record.created_at, record.label, machine_label(record.machine),
+         jsonio.dumps(record.machine), jsonio.dumps(record.settings), jsonio.dumps(record.versions),
+         jsonio.dumps(record.result)),
     )
     if not rows:
         return None
     run_id = int(rows[0][0])
-    for device in payloads.payload_devices(record["kind"], record["payload"]):
+    for device in record.devices:
         tx.run("INSERT INTO gvc_run_devices (run_id, device) VALUES (?, ?)", (run_id, device))
     return run_id
 
 
-def _row_to_run(row: tuple) -> StoredRun:
+def _row_to_run(row: tuple) -> StoredRun | UnreadableRun:
+    """A stored row read through the schema like an import; a row that fails is named, not raised."""
     run_id, uid, kind, created_at, label, machine, settings, versions, payload = row
-    return StoredRun(run_id=int(run_id), uid=uid, kind=kind, created_at=created_at, label=label,
-                     machine=json.loads(machine), settings=json.loads(settings), versions=json.loads(versions),
-                     payload=json.loads(payload))
-
-
-def parse_import(data: bytes, *, label: str = "") -> list[dict[str, Any]]:
-    """Validated run records from an uploaded file: an export, one record, or a CLI JSON object."""
-    obj = payloads.decode_json_bytes(data)
-    if not isinstance(obj, dict):
-        raise DashboardError(f"the file holds a JSON {type(obj).__name__}, not an object; {WHAT_TO_IMPORT}")
-    if "format" in obj:
-        return _parse_export(obj, label)
-    if "kind" in obj and "payload" in obj:
-        return [_parse_record(obj, "run", label)]
-    kind = payloads.detect_kind(obj)
-    if kind is None:
-        keys = ", ".join(repr(k) for k in list(obj)[:5]) or "none"
-        raise DashboardError(f"this JSON is not a result file: it has none of the keys 'results' (matmul), "
-                             f"'epochs' (train) or 'runs' (an export); its keys: {keys}. {WHAT_TO_IMPORT}")
-    payloads.validate_payload(kind, obj, path=kind)
-    machine = obj.get("machine") if isinstance(obj.get("machine"), dict) else {}
-    return [{"uid": _content_uid(obj), "kind": kind, "created_at": utc_now(), "label": label, "machine": machine,
-             "settings": {}, "versions": {}, "payload": obj}]
-
-
-def _parse_export(obj: dict[str, Any], label: str) -> list[dict[str, Any]]:
-    if obj.get("format") != EXPORT_FORMAT:
-        raise DashboardError(f"unknown file format {obj.get('format')!r}; {WHAT_TO_IMPORT}")
-    version = obj.get("format_version")
-    if not isinstance(version, int) or version > EXPORT_VERSION:
-        raise DashboardError(f"this export has format version {version!r}, newer than this dashboard reads "
-                             f"({EXPORT_VERSION}); update the dashboard")
-    runs = obj.get("runs")
-    if not isinstance(runs, list):
-        raise DashboardError("runs: expected a list of saved runs")
-    if len(runs) > MAX_IMPORT_RUNS:
-        raise DashboardError(f"the file holds {len(runs)} runs, over the limit of {MAX_IMPORT_RUNS} per import")
-    return [_parse_record(run, f"runs[{i}]", label) for i, run in enumerate(runs)]
-
-
-def _parse_record(run: Any, path: str, label: str) -> dict[str, Any]:
-    if not isinstance(run, dict):
-        raise DashboardError(f"{path}: expected a JSON object, got {type(run).__name__}")
-    kind = run.get("kind")
-    if kind not in KINDS:
-        raise DashboardError(f"{path}.kind: expected one of {', '.join(KINDS)}, got {kind!r}")
-    payloads.validate_payload(kind, run.get("payload"), path=f"{path}.payload")
-    for key in ("machine", "settings", "versions"):
-        if run.get(key) is not None and not isinstance(run[key], dict):
-            raise DashboardError(f"{path}.{key}: expected a JSON object")
-    uid = run.get("uid")
-    if uid is not None and (not isinstance(uid, str) or not uid.strip() or len(uid) > MAX_LABEL_CHARS):
-        raise DashboardError(f"{path}.uid: expected a short non-empty string")
-    own_label = run.get("label")
-    if own_label is not None and not isinstance(own_label, str):
-        raise DashboardError(f"{path}.label: expected a string")
-    return {"uid": uid or _content_uid(run["payload"]), "kind": kind,
-            "created_at": parse_timestamp(run.get("created_at"), f"{path}.created_at"),
-            "label": label or own_label, "machine": run.get("machine") or {}, "settings": run.get("settings") or {},
-            "versions": run.get("versions") or {}, "payload": run["payload"]}
+    where = f"run #{run_id}"
+    try:
+        obj = {"uid": uid, "kind": kind, "created_at": created_at, "label": label}
+        for key, text in (("machine", machine), ("settings", settings), ("versions", versions), ("payload", payload)):
+            obj[key] = jsonio.loads(text, what=f"its {key}")
+        jsonio.check_tree(obj, where)
+        return StoredRun(int(run_id), RunRecord.from_json(obj, where))
+    except (DashboardError, TypeError, ValueError) as exc:  # one bad row never hides the others
+        return UnreadableRun(int(run_id), str(kind)[:40], str(created_at)[:40], str(exc))
 
 
 def _resolve(url: str | None) -> tuple[str, str]:

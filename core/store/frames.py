@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from core.results import MatmulPoint, MatmulSweep, TrainRun
 from core.store.records import StoredRun, device_title
 
 RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine"]
@@ -33,18 +34,17 @@ def _series(run: StoredRun, title: str, extra: str = "") -> str:
     return f"{name} · {run.label}" if run.label else name
 
 
-def _variant(result: dict) -> str:
+def _variant(point: MatmulPoint) -> str:
     """What sets a sweep's series apart on one device: dtype, plus TF32 and CPU threads when recorded.
 
     A sweep comparing 1 and 2 CPU threads (or TF32 off and on) has two rows per size on one
     device; without these in the name they would be drawn as one zigzag line.
     """
-    parts = [str(result["dtype"])]
-    if result.get("tf32") is not None:
-        parts.append(f"TF32 {'on' if result['tf32'] else 'off'}")
-    threads = result.get("threads")
-    if isinstance(threads, int) and not isinstance(threads, bool):
-        parts.append(f"{threads} thread{'s' if threads != 1 else ''}")
+    parts = [point.dtype]
+    if point.tf32 is not None:
+        parts.append(f"TF32 {'on' if point.tf32 else 'off'}")
+    if point.threads is not None:
+        parts.append(f"{point.threads} thread{'s' if point.threads != 1 else ''}")
     return " ".join(parts)
 
 
@@ -52,12 +52,12 @@ def matmul_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
     """One row per measured (run, series, n), sorted by size within each series."""
     rows = []
     for run in runs:
-        if run.kind != "matmul":
+        if not isinstance(run.result, MatmulSweep):
             continue
-        for result in run.payload["results"]:
-            title = device_title(run.machine, str(result["device"]))
-            row = {**_run_columns(run), "series": _series(run, title, _variant(result)), "device_title": title}
-            row.update({field: result.get(field) for field in MATMUL_FIELDS})
+        for point in run.result.results:
+            title = device_title(run.machine, point.device)
+            row = {**_run_columns(run), "series": _series(run, title, _variant(point)), "device_title": title}
+            row.update({name: getattr(point, name) for name in MATMUL_FIELDS})
             rows.append(row)
     frame = pd.DataFrame(rows, columns=MATMUL_COLUMNS)
     return frame.sort_values(["run_id", "series", "n"], kind="stable").reset_index(drop=True)
@@ -67,15 +67,15 @@ def train_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
     """One row per (run, epoch); `elapsed_s` sums the epochs' seconds, for a race by wall time."""
     rows = []
     for run in runs:
-        if run.kind != "train":
+        if not isinstance(run.result, TrainRun):
             continue
-        device = str(run.payload["device"])
+        device = run.result.device
         title = device_title(run.machine, device)
         elapsed = 0.0
-        for epoch in sorted(run.payload["epochs"], key=lambda e: e["epoch"]):
-            elapsed += epoch.get("seconds") or 0.0
+        for epoch in sorted(run.result.epochs, key=lambda e: e.epoch):
+            elapsed += epoch.seconds or 0.0
             row = {**_run_columns(run), "series": _series(run, title), "device": device, "device_title": title}
-            row.update({field: epoch.get(field) for field in EPOCH_FIELDS})
+            row.update({name: getattr(epoch, name) for name in EPOCH_FIELDS})
             row["elapsed_s"] = elapsed
             rows.append(row)
     return pd.DataFrame(rows, columns=TRAIN_COLUMNS)

@@ -5,12 +5,10 @@ from __future__ import annotations
 import platform
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from importlib import metadata
 from typing import Any
 
-from core.errors import DashboardError
-from core.store.payloads import payload_devices
+from core.results import Result, RunRecord
 
 UNKNOWN_MACHINE = "unknown machine"
 VERSIONED_PACKAGES = ("torch", "numpy", "pandas", "scikit-learn", "streamlit", "plotly")
@@ -18,17 +16,47 @@ VERSIONED_PACKAGES = ("torch", "numpy", "pandas", "scikit-learn", "streamlit", "
 
 @dataclass(frozen=True)
 class StoredRun:
-    """One saved sweep or training run: the CLI JSON payload plus where, how and when it ran."""
+    """One saved sweep or training run: its typed record plus the store's id for it."""
 
     run_id: int
-    uid: str  # stable across stores: an import of an export never duplicates a run
-    kind: str  # 'matmul' | 'train'
-    created_at: str  # ISO 8601, UTC
-    label: str  # optional name given by the user, e.g. "Ana's laptop"
-    machine: dict[str, Any]  # core.platform.hardware.inspect_machine().to_dict(); {} when unknown
-    settings: dict[str, Any]  # the options the run was started with
-    versions: dict[str, Any]  # python, torch, ... at the time of the run
-    payload: dict[str, Any]  # the CLI JSON object
+    record: RunRecord
+
+    @property
+    def uid(self) -> str:
+        return self.record.uid
+
+    @property
+    def kind(self) -> str:
+        return self.record.kind
+
+    @property
+    def created_at(self) -> str:
+        return self.record.created_at
+
+    @property
+    def label(self) -> str:
+        return self.record.label
+
+    @property
+    def machine(self) -> dict[str, Any]:
+        return self.record.machine
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.record.settings
+
+    @property
+    def versions(self) -> dict[str, str | None]:
+        return self.record.versions
+
+    @property
+    def result(self) -> Result:
+        return self.record.result
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The result's JSON form (what `matmul --json` or `train --json` prints)."""
+        return self.record.result.to_json()
 
     @property
     def machine_label(self) -> str:
@@ -36,7 +64,7 @@ class StoredRun:
 
     @property
     def devices(self) -> list[str]:
-        return payload_devices(self.kind, self.payload)
+        return self.record.devices
 
     @property
     def title(self) -> str:
@@ -47,21 +75,32 @@ class StoredRun:
     @property
     def headline(self) -> str:
         """The run's result in a few words, for the listing."""
-        p = self.payload
-        if self.kind == "matmul":
-            sizes = [r["n"] for r in p["results"]]
-            cross = p.get("crossover_n")
-            crossing = f"GPU wins from n≈{cross:.0f}" if cross else "no crossover"
-            return f"n {min(sizes)}–{max(sizes)}, {crossing}"
-        acc = p.get("test_accuracy")
-        accuracy = f"accuracy {acc:.3f}" if acc is not None else "no accuracy"
-        return f"{accuracy} in {p.get('train_seconds') or 0:.1f} s, {len(p['epochs'])} epochs"
+        return self.result.headline
 
-    def to_record(self) -> dict[str, Any]:
-        """The run as one entry of an export file (no store-local id)."""
-        return {"uid": self.uid, "kind": self.kind, "created_at": self.created_at, "label": self.label,
-                "machine": self.machine, "settings": self.settings, "versions": self.versions,
-                "payload": self.payload}
+
+@dataclass(frozen=True)
+class UnreadableRun:
+    """A stored row this version cannot read (written by hand, or by an older, laxer version).
+
+    Listed so it can be deleted; never drawn, and never the reason a whole listing fails.
+    """
+
+    run_id: int
+    kind: str
+    created_at: str
+    reason: str
+
+    @property
+    def title(self) -> str:
+        return f"#{self.run_id} {self.kind} · unreadable: {self.reason}"
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """What a read of the store found: the runs, and the rows that could not be read."""
+
+    runs: list[StoredRun]
+    unreadable: list[UnreadableRun]
 
 
 def pick_runs(runs: Sequence[StoredRun], *, machines: Collection[str] = (), devices: Collection[str] = (),
@@ -89,7 +128,7 @@ def device_title(machine: dict[str, Any], device: str) -> str:
     """'cuda:0 (NVIDIA H200)', 'cpu (AMD EPYC ...)': a device key named by its hardware."""
     name = None
     if device.startswith("cuda"):
-        index = int(device.split(":")[1]) if ":" in device and device.split(":")[1].isdigit() else 0
+        index = int(device.split(":")[1]) if ":" in device and device.split(":")[1].isdecimal() else 0
         gpus = [g for g in machine.get("gpus") or [] if isinstance(g, dict)]
         name = next((g.get("name") for g in gpus if g.get("index") == index), None)
     elif device == "cpu" and isinstance(machine.get("cpu"), dict):
@@ -108,21 +147,3 @@ def software_versions() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[package] = None
     return versions
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_timestamp(value: Any, path: str) -> str:
-    """An imported timestamp, normalised to the store's UTC form, or a DashboardError."""
-    if isinstance(value, str):
-        try:
-            stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            stamp = None
-        if stamp is not None:
-            if stamp.tzinfo is None:
-                stamp = stamp.replace(tzinfo=timezone.utc)
-            return stamp.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    raise DashboardError(f"{path}: expected an ISO 8601 time such as 2025-01-31T14:05:00Z, got {value!r}")

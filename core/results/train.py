@@ -1,0 +1,111 @@
+"""The classifier training run's result: what `python -m core train --json` prints (kind "train").
+
+Version 2 adds `"kind": "train"` and `"schema_version": 2` to the object; version 1 had neither
+and reads the same otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.results import fields as f
+
+KIND = "train"
+VERSION = 2
+MAX_REVIEW_CHARS = 100_000  # one "try your own review" text
+
+
+@dataclass(frozen=True)
+class TrainEpoch:
+    epoch: int  # 1-based
+    train_loss: float | None
+    test_loss: float | None
+    test_accuracy: float | None
+    seconds: float | None  # synchronized seconds of this epoch's training steps
+
+    def to_json(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "train_loss": self.train_loss, "test_loss": self.test_loss,
+                "test_accuracy": self.test_accuracy, "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, value: Any, path: str) -> TrainEpoch:
+        e = f.obj(value, path)
+        for key in ("epoch", "train_loss", "test_loss", "test_accuracy", "seconds"):
+            f.field(e, key, path)
+        return cls(epoch=f.count(e["epoch"], f"{path}.epoch"), train_loss=f.number(e["train_loss"], f"{path}.train_loss"),
+                   test_loss=f.number(e["test_loss"], f"{path}.test_loss"),
+                   test_accuracy=f.probability(e["test_accuracy"], f"{path}.test_accuracy"),
+                   seconds=f.number(e["seconds"], f"{path}.seconds"))
+
+
+@dataclass(frozen=True)
+class Prediction:
+    text: str
+    p_positive: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "p_positive": self.p_positive}
+
+    @classmethod
+    def from_json(cls, value: Any, path: str) -> Prediction:
+        p = f.obj(value, path)
+        return cls(text=f.text(f.field(p, "text", path), f"{path}.text", max_chars=MAX_REVIEW_CHARS, empty=True),
+                   p_positive=f.probability(f.field(p, "p_positive", path), f"{path}.p_positive"))
+
+
+@dataclass(frozen=True)
+class TrainRun:
+    """A finished or stopped training run as saved: every epoch, the kept accuracy, the baseline."""
+
+    device: str
+    n_train: int
+    n_test: int
+    vocab_size: int
+    epochs: tuple[TrainEpoch, ...]
+    test_accuracy: float | None
+    train_seconds: float | None
+    baseline_accuracy: float | None = None
+    predictions: tuple[Prediction, ...] = ()
+    stopped: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # keys a newer version added, kept as they came
+
+    kind = KIND
+
+    @property
+    def devices(self) -> list[str]:
+        return [self.device]
+
+    @property
+    def headline(self) -> str:
+        accuracy = f"accuracy {self.test_accuracy:.3f}" if self.test_accuracy is not None else "no accuracy"
+        return f"{accuracy} in {self.train_seconds or 0:.1f} s, {len(self.epochs)} epochs"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.extra, "kind": KIND, "schema_version": VERSION, "device": self.device, "n_train": self.n_train,
+                "n_test": self.n_test, "vocab_size": self.vocab_size, "epochs": [e.to_json() for e in self.epochs],
+                "test_accuracy": self.test_accuracy, "train_seconds": self.train_seconds,
+                "baseline_accuracy": self.baseline_accuracy, "predictions": [p.to_json() for p in self.predictions],
+                "stopped": self.stopped, "settings": self.settings}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any], path: str) -> TrainRun:
+        """Read a version 1 or 2 object (the caller checked kind and version)."""
+        v = value
+        for key in ("device", "n_train", "n_test", "vocab_size", "epochs", "test_accuracy", "train_seconds"):
+            f.field(v, key, path)
+        known = {"kind", "schema_version", "device", "n_train", "n_test", "vocab_size", "epochs", "test_accuracy",
+                 "train_seconds", "baseline_accuracy", "predictions", "stopped", "settings"}
+        return cls(
+            device=f.device(v["device"], f"{path}.device"), n_train=f.count(v["n_train"], f"{path}.n_train", 1),
+            n_test=f.count(v["n_test"], f"{path}.n_test"), vocab_size=f.count(v["vocab_size"], f"{path}.vocab_size", 1),
+            epochs=f.list_of(v["epochs"], f"{path}.epochs", TrainEpoch.from_json, minimum=1),
+            test_accuracy=f.probability(v["test_accuracy"], f"{path}.test_accuracy"),
+            train_seconds=f.number(v["train_seconds"], f"{path}.train_seconds"),
+            baseline_accuracy=f.probability(v.get("baseline_accuracy"), f"{path}.baseline_accuracy"),
+            predictions=f.list_of(v.get("predictions") or [], f"{path}.predictions", Prediction.from_json),
+            stopped=f.flag(v.get("stopped", False), f"{path}.stopped"),
+            settings=f.optional_object(v.get("settings"), f"{path}.settings"),
+            extra={k: x for k, x in v.items() if k not in known},
+        )
