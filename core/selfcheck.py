@@ -68,11 +68,16 @@ class Context:
     cache: dict[str, Any] = field(default_factory=dict)
     hooks: JobHooks | None = None  # the caller's: every check that holds a device waits in line through them
 
+    def gpu(self) -> torch.device:
+        """The CUDA device a CUDA-only check runs on; run_checks skips those checks without one."""
+        if self.cuda is None:
+            raise DashboardError("this check needs a CUDA GPU, and none is visible")
+        return self.cuda
+
     def gpu_sweep(self) -> SweepResult:
         """The issue's GPU sweep, run once however many checks read it."""
         if "gpu_sweep" not in self.cache:
-            assert self.cuda is not None, "gpu_sweep needs a CUDA device"
-            config = SweepConfig(sizes=GPU_SIZES, devices=("cpu", device_key(self.cuda)),
+            config = SweepConfig(sizes=GPU_SIZES, devices=("cpu", device_key(self.gpu())),
                                  dtypes=("float32", "bfloat16"), tf32=(False, True), budget_s=GPU_BUDGET_S)
             self.cache["gpu_sweep"] = run_sweep(config, self.hooks)
         return self.cache["gpu_sweep"]
@@ -208,15 +213,18 @@ def judge_gpu_sweep(result: SweepResult, capability_major: int) -> CheckResult:
     bf16 = next((r for r in at_top.values() if r.series.dtype == "bfloat16"), None)
     if top < max(GPU_SIZES):
         problems.append(f"the GPU sweep reached n={top}, not {max(GPU_SIZES)}")
+    fp32_error, tf32_error, bf16_error = (None if r is None else r.rel_error for r in (fp32, tf32, bf16))
     if fp32 is None or tf32 is None or bf16 is None:
         problems.append("a GPU series is missing at the largest size")
+    elif fp32_error is None or tf32_error is None or bf16_error is None:
+        problems.append("a GPU series at the largest size has no relative error figure")
     else:
-        if fp32.rel_error > FLOAT32_MAX_ERROR:
-            problems.append(f"float32 (TF32 off) relative error {fp32.rel_error:.1e} above {FLOAT32_MAX_ERROR:g}")
-        if bf16.rel_error > BFLOAT16_MAX_ERROR:
-            problems.append(f"bfloat16 relative error {bf16.rel_error:.1e} above {BFLOAT16_MAX_ERROR:g}")
-        if capability_major >= TF32_MIN_CAPABILITY and not tf32.rel_error > 2 * fp32.rel_error:
-            problems.append(f"TF32 on changed nothing (error {tf32.rel_error:.1e} vs {fp32.rel_error:.1e}): "
+        if fp32_error > FLOAT32_MAX_ERROR:
+            problems.append(f"float32 (TF32 off) relative error {fp32_error:.1e} above {FLOAT32_MAX_ERROR:g}")
+        if bf16_error > BFLOAT16_MAX_ERROR:
+            problems.append(f"bfloat16 relative error {bf16_error:.1e} above {BFLOAT16_MAX_ERROR:g}")
+        if capability_major >= TF32_MIN_CAPABILITY and not tf32_error > 2 * fp32_error:
+            problems.append(f"TF32 on changed nothing (error {tf32_error:.1e} vs {fp32_error:.1e}): "
                             "is torch.backends.cuda.matmul.allow_tf32 honoured?")
     crossover = result.crossover()
     speeds = ", ".join(f"{label} {r.gflops:,.0f} GFLOP/s" for label, r in at_top.items())
@@ -226,13 +234,13 @@ def judge_gpu_sweep(result: SweepResult, capability_major: int) -> CheckResult:
 
 
 def check_gpu_sweep(ctx: Context) -> CheckResult:
-    major = torch.cuda.get_device_properties(ctx.cuda).major
+    major = torch.cuda.get_device_properties(ctx.gpu()).major
     return judge_gpu_sweep(ctx.gpu_sweep(), major)
 
 
 def check_cuda_events(ctx: Context) -> CheckResult:
     """Synchronize-then-read-the-clock against CUDA events on the same blocks of products."""
-    device = ctx.cuda
+    device = ctx.gpu()
     rows = []
     with run_job([device_key(device)], ctx.hooks, label="self-check: clock vs CUDA events"), tf32_matmul(False):
         for n in EVENT_SIZES:
@@ -256,13 +264,17 @@ def check_unsynced_far_below(ctx: Context) -> CheckResult:
     if not rows:
         return CheckResult(False, "no unsynchronized figure was measured on the GPU")
     top = max(r.n for r in rows)
-    data, problems = [], []
+    data: list[dict[str, Any]] = []
+    problems: list[str] = []
     for r in (r for r in rows if r.n == top):
-        ratio = r.unsynced_s / r.median_s
-        data.append({"series": r.series.label, "n": top, "median_s": r.median_s, "unsynced_s": r.unsynced_s,
+        unsynced = r.unsynced_s
+        if unsynced is None:  # filtered above; says so to the type checker too
+            continue
+        ratio = unsynced / r.median_s
+        data.append({"series": r.series.label, "n": top, "median_s": r.median_s, "unsynced_s": unsynced,
                      "ratio": ratio})
         if ratio > UNSYNCED_FAR_BELOW:
-            problems.append(f"{r.series.label}: unsynced {r.unsynced_s * 1e3:.3g} ms is {ratio:.0%} of "
+            problems.append(f"{r.series.label}: unsynced {unsynced * 1e3:.3g} ms is {ratio:.0%} of "
                             f"{r.median_s * 1e3:.3g} ms")
     text = ", ".join(f"{d['series']}: {d['unsynced_s'] * 1e3:.3g} ms vs {d['median_s'] * 1e3:.3g} ms" for d in data)
     return CheckResult(not problems, "; ".join(problems) or f"n={top}: {text}", {"rows": data})
@@ -274,7 +286,7 @@ SELFCHECK_DOCS, SELFCHECK_VOCAB, SELFCHECK_WORDS = 1000, 2000, 40  # synthetic r
 def check_train_same_seed(ctx: Context) -> CheckResult:
     """The review classifier for 2 epochs on the CPU and on CUDA from one seed: the losses must agree."""
     features = synthetic_features(SELFCHECK_DOCS, SELFCHECK_VOCAB, SELFCHECK_WORDS)
-    cmp = compare_devices_same_seed(features, ClassifierConfig(), ("cpu", device_key(ctx.cuda)), epochs=2,
+    cmp = compare_devices_same_seed(features, ClassifierConfig(), ("cpu", device_key(ctx.gpu())), epochs=2,
                                     hooks=ctx.hooks)
     data = {"devices": list(cmp.devices), "train_losses": [list(t) for t in cmp.train_losses],
             "test_losses": [list(t) for t in cmp.test_losses], "seconds": list(cmp.seconds),

@@ -109,6 +109,7 @@ def test_gpu_sweep_judged_good():
     ({"tf32": 1e-6}, 9, "TF32 on changed nothing"),
     ({"fp32": 1e-3}, 9, "float32 (TF32 off) relative error"),
     ({"bf16": 0.2}, 9, "bfloat16 relative error"),
+    ({"fp32": None}, 9, "has no relative error figure"),  # reported, not a TypeError
 ])
 def test_gpu_sweep_judged_bad(errors, capability, message):
     result = judge_gpu_sweep(_gpu_sweep(errors), capability)

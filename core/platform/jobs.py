@@ -103,7 +103,7 @@ class RunningJob:
 
     def report(self, progress: Progress[T]) -> None:
         if self.hooks.on_progress is not None:
-            self.hooks.on_progress(progress)  # type: ignore[arg-type]
+            self.hooks.on_progress(progress)
 
 
 @contextmanager
