@@ -51,8 +51,9 @@ TRANSACTION_TIMEOUT_S = 5.0  # the file lock guards a few file reads and writes,
 WaitCallback = Callable[[str, int], None]  # (device key, jobs ahead, the running one included)
 CancelCheck = Callable[[], bool]
 
-# Devices the current thread holds, so a nested hold_devices (a page holding the devices around a
-# core function that holds them too) passes through instead of waiting for itself forever.
+# Devices the current thread holds. Only core's job layer takes devices, once per job, so a second
+# hold of a held device in the same thread is a bug that would wait for itself forever: it is
+# refused at once instead.
 _held_here = threading.local()
 
 
@@ -368,7 +369,8 @@ def hold_devices(
     GPU_VS_CPU_MAX_JOB_S environment variable, else 600 s) stops with JobTimedOut. `on_wait` is
     called on every poll while waiting; `should_cancel` returning True raises JobCancelled.
     Locks are taken in sorted order so two jobs wanting the same pair can never deadlock; a nested
-    call in the same thread for a device it holds already passes through. Released on any exit:
+    call in the same thread for a device it holds already is a RuntimeError (it would wait for
+    itself). Released on any exit:
     finish, error, cancel, Streamlit's stop and rerun, a closed tab's session shutdown; and by the
     kernel when the process dies.
     """
@@ -377,21 +379,15 @@ def hold_devices(
         raise DashboardError(f"max_job_s must be a positive number of seconds, not {max_job_s!r}")
     wanted = tuple(sorted(set(devices)))
     held: set[str] = _held_here.__dict__.setdefault("devices", set())
-    outer: Job | None = getattr(_held_here, "job", None)
-    if outer is not None and set(wanted) <= held:
-        yield outer  # nested inside a job holding all of these: its clock and cap go on counting
-        return
+    if held & set(wanted):
+        raise RuntimeError(f"this thread already holds {', '.join(sorted(held & set(wanted)))}: a core entry point "
+                           "takes its own devices through run_job; pass it JobHooks instead of holding them around it")
     joined = time.monotonic()
     tokens: list[tuple[str, str]] = []
     with ExitStack() as stack:
         for device in wanted:
-            if device in held:  # this thread holds it already, in an outer hold_devices
-                continue
             tokens.append((device, stack.enter_context(_hold_one(device, label, cap, on_wait, should_cancel))))
             held.add(device)
             stack.callback(held.discard, device)
         started = time.monotonic()
-        job = Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined, tokens=tuple(tokens))
-        _held_here.job = job
-        stack.callback(setattr, _held_here, "job", outer)
-        yield job
+        yield Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined, tokens=tuple(tokens))
