@@ -116,3 +116,20 @@ def test_a_run_stopped_by_the_time_cap_before_its_first_epoch_still_reports(toy_
     assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["stopped"] is True and out["epochs"] == [] and out["test_accuracy"] is None
+
+
+def test_predict_from_a_device_or_a_huge_file_is_refused(capsys, tmp_path, monkeypatch):
+    assert main(["train", "--data", "nowhere-at-all", "--predict", "/dev/zero"]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    monkeypatch.setattr("core.cli.train.MAX_PREDICT_BYTES", 10)
+    big = tmp_path / "many.txt"
+    big.write_text("a fine film\n" * 5)
+    assert main(["train", "--data", "nowhere-at-all", "--predict", str(big)]) == 2
+    assert "larger than" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["train", "--data", "rt-polarity"], ["matmul", "--sizes", "16"]])
+def test_a_label_without_save_is_refused_before_anything_runs(command, capsys):
+    assert main([*command, "--label", "lab GPU"]) == 2
+    err = capsys.readouterr().err
+    assert "add --save" in err and "Traceback" not in err

@@ -50,7 +50,7 @@ def test_same_seed_identical_first_epoch_losses(toy_features):
 
 
 def test_batch_order_is_seeded_and_differs_per_epoch():
-    a, b = batch_order(50, 3, 2), batch_order(50, 3, 2)
+    a, b = list(batch_order(50, 3, 2)), list(batch_order(50, 3, 2))
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
     assert not np.array_equal(a[0], a[1]) and sorted(a[0]) == list(range(50))
 
@@ -252,3 +252,23 @@ def test_prepare_builds_features_and_baseline_while_holding_the_cpu(monkeypatch)
     features, baseline = training.prepare(toy_reviews(60), ClassifierConfig(**FAST))
     assert seen == ["held"]
     assert features.n_train > 0 and 0 <= baseline.accuracy <= 1
+
+
+def test_a_diverging_run_is_one_clear_error_not_a_traceback(toy_features, monkeypatch):
+    # ClassifierConfig refuses such rates; lift its bound to reach the guard that backs it up
+    monkeypatch.setattr("core.classifier.model.MAX_LR", 1e40)
+    with pytest.raises(DashboardError, match="training diverged at learning rate 1e\\+30"):
+        train(toy_features, ClassifierConfig(**{**FAST, "lr": 1e30}))
+    assert current_holder("cpu") is None
+
+
+def test_batch_orders_are_made_one_epoch_at_a_time():
+    orders = batch_order(10, 0, 1_000_000)  # a million epochs of orders would not fit in memory at once
+    first = next(orders)
+    assert sorted(first.tolist()) == list(range(10))
+
+
+def test_a_network_bigger_than_memory_is_refused_before_it_is_built(toy_features, monkeypatch):
+    monkeypatch.setattr("core.classifier.model.free_device_bytes", lambda device: 1024)
+    with pytest.raises(DashboardError, match="fewer hidden units"):
+        train(toy_features, ClassifierConfig(**FAST))

@@ -10,8 +10,9 @@ batch would synchronize every batch and hide the GPU's speed.
 
 from __future__ import annotations
 
+import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from torch import nn
 from core.platform import clock
 from core.classifier.baseline import BaselineResult, logistic_regression
 from core.classifier.model import (
-    ClassifierConfig, SparseBatch, build_model, forward, make_batch, resolve_input_mode,
+    ClassifierConfig, SparseBatch, build_model, check_model_fits, forward, make_batch, resolve_input_mode,
 )
 from core.platform.devices import device_key, resolve_device
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
@@ -33,6 +34,8 @@ from core.classifier.features import Features, Vectorizer, build_features
 from core.results.jsonio import to_jsonable
 from core.results.train import Prediction, TrainEpoch, TrainRun
 
+DIVERGED = ("training diverged at learning rate {lr:g}: the network's outputs became NaN; "
+            "lower the learning rate (the default is 0.03)")
 EVAL_BATCH = 2048  # rows per evaluation step: bounded memory, few steps
 
 
@@ -169,10 +172,14 @@ def prepare(reviews: Reviews, config: ClassifierConfig, hooks: JobHooks | None =
         return features, logistic_regression(features)
 
 
-def batch_order(n: int, seed: int, epochs: int) -> list[np.ndarray]:
-    """Each epoch's shuffled row order, from a seeded CPU generator: identical on every device."""
+def batch_order(n: int, seed: int, epochs: int) -> Iterator[np.ndarray]:
+    """Each epoch's shuffled row order, from a seeded CPU generator: identical on every device.
+
+    Made one epoch at a time, as training reaches it: a run of many epochs never holds them all.
+    """
     gen = torch.Generator().manual_seed(seed)
-    return [torch.randperm(n, generator=gen).numpy() for _ in range(epochs)]
+    for _ in range(epochs):
+        yield torch.randperm(n, generator=gen).numpy()
 
 
 def train(features: Features, config: ClassifierConfig, hooks: JobHooks | None = None) -> TrainResult:
@@ -187,6 +194,7 @@ def train(features: Features, config: ClassifierConfig, hooks: JobHooks | None =
     mode = resolve_input_mode(config.input_mode, device)
     if features.n_train == 0:
         raise DashboardError("no training reviews; add reviews or lower the test share")
+    check_model_fits(features.vocab_size, config.hidden, device)
     with run_job([device_key(device)], hooks, label="training run") as job:
         return _train_locked(features, config, device, mode, job)
 
@@ -240,14 +248,22 @@ def _train_locked(features: Features, config: ClassifierConfig, device: torch.de
             rows = order[b * config.batch_size:(b + 1) * config.batch_size]
             batch = make_batch(features.x_train[rows], mode).to(device)  # only these rows, to the device
             target = torch.from_numpy(y_train[rows]).to(device)
-            loss_sum += _sgd_step(model, optimizer, loss_fn, batch, target) * len(rows)
+            try:
+                loss_sum += _sgd_step(model, optimizer, loss_fn, batch, target) * len(rows)
+            except RuntimeError as exc:  # BCELoss refuses NaN outputs: the weights overflowed
+                if "between 0 and 1" not in str(exc):
+                    raise
+                raise DashboardError(DIVERGED.format(lr=config.lr)) from None
             seen += len(rows)
             last = b + 1 == n_batches
             if last or (config.report_every and (b + 1) % config.report_every == 0):
                 t1 = clock.now(device)
                 train_s += t1 - t0
                 val, test = evaluate()
-                report = EpochReport(epoch, b + 1, n_batches, loss_sum.item() / seen, val, test, train_s,
+                train_loss = loss_sum.item() / seen
+                if not math.isfinite(train_loss):
+                    raise DashboardError(DIVERGED.format(lr=config.lr))
+                report = EpochReport(epoch, b + 1, n_batches, train_loss, val, test, train_s,
                                      clock.now(device) - start)
                 if last:
                     reports.append(report)

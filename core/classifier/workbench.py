@@ -13,7 +13,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
 from core.classifier.baseline import BaselineResult
-from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback, load_source
+from core.classifier.browser_paths import load_for_browser
+from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback
 from core.classifier.features import Features
 from core.classifier.loaders import Reviews, load_uploads
 from core.classifier.model import ClassifierConfig
@@ -53,7 +54,8 @@ class DataChoice:
     def load(self, progress: ProgressCallback | None = None) -> Reviews:
         if self.source == UPLOAD:
             return load_uploads([(u.name, u.data) for u in self.uploads])
-        return load_source(self.source if self.source in BUILTIN_DATASETS else self.path, progress=progress)
+        # a browser user is a stranger: a typed path is read only under the configured data roots
+        return load_for_browser(self.source if self.source in BUILTIN_DATASETS else self.path, progress=progress)
 
 
 def features_key(config: ClassifierConfig) -> tuple[object, ...]:

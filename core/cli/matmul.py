@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from core.cli.output import format_table, print_json
-from core.cli.results import add_save_options, save_if_requested
+from core.cli.results import add_save_options, check_save_options, save_if_requested
 from core.cli.waiting import cli_hooks
 from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
@@ -75,6 +75,7 @@ def _progress(progress: Progress[SweepEvent]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_save_options(args)
     config = config_from_args(args)
     plan = plan_series(config)
     check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs

@@ -170,6 +170,12 @@ def add_save_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label", default="", help="with --save: a name for the run, e.g. 'lab GPU'")
 
 
+def check_save_options(args: argparse.Namespace) -> None:
+    """Refuse `--label` without `--save` before anything runs: the label would be silently dropped."""
+    if getattr(args, "label", "") and not getattr(args, "save", False):
+        raise DashboardError("--label names a saved run; add --save to save this run under it, or drop --label")
+
+
 def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The run's options as the command parsed them (paths and other objects become strings)."""
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in NOT_SETTINGS}

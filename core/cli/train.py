@@ -8,7 +8,7 @@ from pathlib import Path
 
 from core.classifier.model import ClassifierConfig
 from core.cli.output import format_table, print_json
-from core.cli.results import add_save_options, save_if_requested
+from core.cli.results import add_save_options, check_save_options, save_if_requested
 from core.cli.waiting import cli_hooks
 from core.classifier.datasets import BUILTIN_DATASETS, load_source
 from core.platform.devices import resolve_device
@@ -52,10 +52,19 @@ def config_from_args(args: argparse.Namespace) -> ClassifierConfig:
     )
 
 
+MAX_PREDICT_BYTES = 10 * 2**20  # 10 MiB of reviews to score is ~100,000 of them
+
+
 def read_predict_file(path: str) -> list[str]:
     p = Path(path).expanduser()
     try:
-        data = p.read_bytes()
+        if p.exists() and not p.is_dir() and not p.is_file():  # /dev/zero, a pipe: never ends
+            raise DashboardError(f"--predict {p} is not a regular file; give a text file with one review per line")
+        with open(p, "rb") as handle:
+            data = handle.read(MAX_PREDICT_BYTES + 1)
+        if len(data) > MAX_PREDICT_BYTES:
+            raise DashboardError(f"--predict file {p} is larger than {MAX_PREDICT_BYTES // 2**20} MiB; "
+                                 "score a smaller sample of it")
     except FileNotFoundError:
         raise DashboardError(f"--predict file {p} does not exist") from None
     except IsADirectoryError:
@@ -69,6 +78,7 @@ def read_predict_file(path: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_save_options(args)
     config = config_from_args(args)
     resolve_device(config.device)  # an unknown or absent device fails before any data is read
     texts = read_predict_file(args.predict) if args.predict else []
