@@ -9,6 +9,7 @@ from core.classifier.runs import DONE, table_rows
 from core.classifier.training import predict
 from core.classifier.workbench import Workbench
 from core.errors import DashboardError
+from core.plain_text import for_markdown
 from pages.shared.classifier_widgets import data_choice, run_metrics, settings_form
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
@@ -54,7 +55,7 @@ if settings.train or settings.race:
             bench.train(config, turn.hooks, race=settings.race, on_done=save)
         status.empty()
     except DashboardError as exc:
-        status.error(str(exc))
+        status.error(for_markdown(str(exc)))  # it may name an uploaded file: the uploader chose that name
 
 if bench.runs:  # ---- the latest run (from the session, so it survives reruns and Stop)
     last, base = bench.runs[-1], bench.runs[-1].baseline

@@ -8,6 +8,7 @@ from typing import Protocol
 import plotly.graph_objects as go
 
 from core.classifier.training import EpochReport
+from core.plain_text import for_plotly
 
 TRAIN_COLOR = "#1f77b4"
 TEST_COLOR = "#d62728"
@@ -89,7 +90,7 @@ def overlay(runs: Sequence[Run], *, by: str = "epoch", metric: str = "test_loss"
     fig = go.Figure()
     for run in runs:
         xs = [r.progress if by == "epoch" else r.elapsed_s for r in run.reports]
-        fig.add_scatter(x=xs, y=[_metric(r, metric) for r in run.reports], name=run.label, mode="lines+markers")
+        fig.add_scatter(x=xs, y=[_metric(r, metric) for r in run.reports], name=for_plotly(run.label), mode="lines+markers")
     fig.update_layout(height=360, margin=dict(l=10, r=10, t=30, b=10),
                       xaxis_title="epoch" if by == "epoch" else "seconds since the start (device-synchronized)",
                       yaxis_title=METRICS[metric], legend=dict(orientation="h", y=1.12))

@@ -8,6 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
+from core.plain_text import plotly_safe_frame
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ def matmul_overlay(frame: pd.DataFrame, metric: str = "median_s", *, reference: 
     the spread (IQR) is an error bar on each time.
     """
     fig = go.Figure()
+    frame = plotly_safe_frame(frame)  # labels, machines and devices come from other people's imports
     for series, rows in frame.groupby("series", sort=False):
         rows = rows.sort_values("n")
         device = str(rows["device"].iloc[0])
@@ -74,6 +76,7 @@ def matmul_overlay(frame: pd.DataFrame, metric: str = "median_s", *, reference: 
 def train_overlay(frame: pd.DataFrame, metric: str = "test_accuracy", x: str = "epoch") -> go.Figure:
     """A training metric by epoch or by seconds of training, one line per run: the CPU-vs-GPU race."""
     fig = go.Figure()
+    frame = plotly_safe_frame(frame)
     for series, rows in frame.groupby("series", sort=False):
         device = str(rows["device"].iloc[0])
         fig.add_scatter(x=rows[x], y=rows[metric], name=str(series), mode="lines+markers",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.errors import DashboardError
+from core.plain_text import for_markdown
 from core.store.database import Store, open_store
 from core.store.records import RunListing, StoredRun, UnreadableRun
 
@@ -67,15 +68,15 @@ def import_upload(url: str | None, upload: Upload | None, label: str = "") -> No
     try:
         result = open_store(url).import_json(upload.getvalue(), label=label)
     except DashboardError as exc:
-        return Notice("error", f"{name}: {exc}")
+        return Notice("error", for_markdown(f"{name}: {exc}"))  # the file's name and values are the uploader's
     skipped = f"; {result.skipped} were already saved" if result.skipped else ""
-    return Notice("success", f"{name}: imported {len(result.run_ids)} run(s){skipped}.")
+    return Notice("success", f"{for_markdown(name)}: imported {len(result.run_ids)} run(s){skipped}.")
 
 
 def confirm_text(run_id: int, listing: RunListing) -> str:
     """The question the page asks before a delete, naming the run."""
     titles = {r.run_id: r.title for r in listing.runs} | {r.run_id: r.title for r in listing.unreadable}
-    return (f"Delete run {titles.get(run_id, f'#{run_id}')}? It is removed for everyone who shares this store, "
+    return (f"Delete run {for_markdown(titles.get(run_id, f'#{run_id}'))}? It is removed for everyone who shares this store, "
             "and cannot be undone.")
 
 
@@ -91,7 +92,7 @@ def delete_run(url: str | None, run_id: int | None) -> Notice:
 
 
 def unreadable_text(run: UnreadableRun) -> str:
-    return f"Stored run {run.title}. It cannot be drawn; delete it, or update the dashboard if it is newer."
+    return f"Stored run {for_markdown(run.title)}. It cannot be drawn; delete it, or update the dashboard if it is newer."
 
 
 def compare_key(run_ids: Sequence[int]) -> str:

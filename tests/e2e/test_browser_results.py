@@ -78,3 +78,38 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
     assert_no_exception(page)
     assert len(store.list_runs()) == 4
     screenshot(page, "results-after-import")
+
+
+HOSTILE = ('<a href="https://example.invalid/login" target="_blank">x</a>'
+           '<span style="font-size:80px;color:red">BIG</span>')
+
+
+def test_an_imported_html_label_is_shown_as_text_not_markup(page, streamlit_url, seeded, tmp_path):
+    store, _ = seeded
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Results").wait_for()
+    page.goto(f"{streamlit_url}/results")
+    wait_for_idle(page)
+    page.get_by_text("Import a result file").click()
+    upload = tmp_path / "**evil** [click](https:example.invalid).json"
+    upload.write_text(json.dumps(matmul_payload(LAPTOP, sizes=(128, 256))))
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
+    page.get_by_label("Label for the imported runs (optional)").fill(HOSTILE)
+    page.get_by_label("Label for the imported runs (optional)").press("Enter")
+    wait_for_idle(page)
+    page.get_by_role("button", name="Import", exact=True).click()
+    page.get_by_text("imported 1 run(s).").wait_for()
+    wait_for_idle(page)
+    assert_no_exception(page)
+    assert any(r.label == HOSTILE for r in store.list_runs()), "stored as typed"
+
+    sweep = page.locator('[data-testid="stPlotlyChart"]').first
+    sweep.locator(".legendtext").first.wait_for()
+    legend = " ".join(sweep.locator(".legendtext").all_text_contents())
+    assert '<a href="https://example.invalid/login"' in legend and "BIG</span>" in legend, legend  # shown literally
+    assert page.locator('a[href*="example.invalid"]').count() == 0, "no link made from the label or file name"
+    assert page.locator('[style*="80px"]').count() == 0, "no styled span made from the label"
+    assert page.locator("strong", has_text="evil").count() == 0, "the file name's Markdown is not rendered"
+    assert page.get_by_text("**evil** [click](https:example.invalid).json: imported 1 run(s).").count() == 1
+    screenshot(page, "results-html-label")
