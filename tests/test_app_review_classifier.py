@@ -19,6 +19,12 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
 
 
+@pytest.fixture(autouse=True)
+def data_roots(tmp_path, monkeypatch):
+    """The page reads server paths only under GPU_VS_CPU_DATA_ROOTS: let it read this test's folder."""
+    monkeypatch.setenv("GPU_VS_CPU_DATA_ROOTS", str(tmp_path))
+
+
 @pytest.fixture
 def toy_csv(tmp_path):
     reviews = toy_reviews(40)
@@ -116,7 +122,19 @@ def test_bad_input_shows_an_error_and_keeps_earlier_runs(app, no_gpu, toy_csv, t
     assert any("only positive reviews" in e.value for e in app.error)
     assert len(app.session_state["clf_bench"].runs) == 1 and len(_charts(app)) == 3
     _train_on(app, tmp_path / "missing.csv")
-    assert any("nor an existing file or folder" in e.value for e in app.error)
+    assert any("not available here" in e.value for e in app.error)
+
+
+def test_a_server_path_outside_the_data_roots_is_refused_without_reading_it(app, no_gpu, tmp_path, monkeypatch):
+    secret = tmp_path / "elsewhere" / "creds.csv"
+    secret.parent.mkdir()
+    secret.write_text("DB_PASSWORD=hunter2,x\n1,2\n")
+    monkeypatch.setenv("GPU_VS_CPU_DATA_ROOTS", str(tmp_path / "allowed"))
+    _train_on(_open(app), secret)
+    refused = [e.value for e in app.error]
+    assert refused and "not available here" in refused[0] and "hunter2" not in refused[0]
+    _train_on(app, tmp_path / "elsewhere" / "nothing.csv")
+    assert [e.value for e in app.error] == refused, "missing and forbidden paths get the same message"
 
 
 def test_vectorizer_settings_reach_the_run(app, no_gpu, toy_csv):

@@ -17,6 +17,12 @@ from tests.review_fixtures import csv_bytes, keep_cuda_on_cpu, toy_reviews
 FAST = ClassifierConfig(hidden=4, lr=0.3, batch_size=16, epochs=2, weighting="binary", ngrams=1, device="cpu")
 
 
+@pytest.fixture(autouse=True)
+def data_roots(tmp_path, monkeypatch):
+    """The page reads server paths only under GPU_VS_CPU_DATA_ROOTS: let it read this test's folder."""
+    monkeypatch.setenv("GPU_VS_CPU_DATA_ROOTS", str(tmp_path))
+
+
 @pytest.fixture
 def toy_csv(tmp_path):
     reviews = toy_reviews(40)
