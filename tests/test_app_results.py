@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -11,10 +12,15 @@ from core.store import open_store
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
 
 
+def _shown(markdown: object) -> str:
+    """What a reader sees of a Markdown source: user-written text arrives backslash-escaped."""
+    return re.sub(r"\\(.)", r"\1", str(markdown))
+
+
 def _text(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [i.value for i in at.info] + [e.value for e in at.error]
     parts += [s.value for s in at.success] + [w.value for w in at.warning] + [c.value for c in at.caption]
-    return "\n".join(str(p) for p in parts)
+    return "\n".join(_shown(p) for p in parts)
 
 
 def _open(app: AppTest) -> AppTest:
@@ -119,8 +125,8 @@ def test_import_a_good_file(app):
 def test_import_a_bad_file(app, data, message):
     at = _open(app)
     at = _upload(at, "bad.json", data)
-    assert [e.value for e in at.error] and message in at.error[0].value
-    assert at.error[0].value.startswith("bad.json: ")
+    assert [e.value for e in at.error] and message in _shown(at.error[0].value)
+    assert _shown(at.error[0].value).startswith("bad.json: ")
     assert open_store().list_runs() == []
     assert "No saved runs yet" in _text(at), "the page still works"
 
@@ -193,7 +199,7 @@ def test_an_unreadable_row_is_listed_with_a_delete_button(app, saved):
     with store._transaction() as tx:
         tx.run("UPDATE gvc_runs SET payload_json = ? WHERE id = ?", ('{"results": "garbage"}', saved["lab"]))
     at = _open(app)
-    warning = next(w.value for w in at.warning if f"#{saved['lab']}" in w.value)
+    warning = next(_shown(w.value) for w in at.warning if f"#{saved['lab']}" in _shown(w.value))
     assert "unreadable" in warning and "results: expected a list" in warning
     assert sorted(at.dataframe[0].value["run"]) == [saved["laptop"], saved["train"]], "the rest still draws"
     assert len(_charts(at)) == 2
@@ -219,5 +225,5 @@ def test_only_unreadable_rows(app):
     with store._transaction() as tx:
         tx.run("UPDATE gvc_runs SET created_at = ? WHERE id = ?", ("0001-01-01T00:00:00+01:00", run_id))
     at = _open(app)
-    assert any(f"#{run_id}" in w.value and "created_at" in w.value for w in at.warning)
+    assert any(f"#{run_id}" in _shown(w.value) and "created_at" in _shown(w.value) for w in at.warning)
     assert "No saved runs yet" in _text(at)
