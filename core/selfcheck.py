@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
-from torch.utils import benchmark
 
 from core.platform import timing
 from core.classifier.model import ClassifierConfig
@@ -165,7 +164,12 @@ def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_
 
     Both time the same call on the same matrices with the same thread count (Timer defaults
     to one thread, so it is passed explicitly); the two take turns, so drift hits both alike.
+    torch.utils.benchmark is imported here, not at the top: it imports torch.utils.cpp_extension,
+    which on a CUDA build without a CUDA runtime logs "No CUDA runtime is found" to stderr, and
+    that line would precede every one-line error of `python -m core`.
     """
+    from torch.utils import benchmark  # noqa: PLC0415 (see the docstring)
+
     cpu = torch.device("cpu")
     rows = []
     with timing.torch_threads(threads):

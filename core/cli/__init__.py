@@ -8,13 +8,23 @@ Errors a user can cause exit 2 with a one-line message on stderr, never a traceb
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
-from core.cli import data, devices, matmul, results, selfcheck, train, why_parallel
 from core.errors import DashboardError
 
-SUBCOMMANDS = [devices, matmul, data, train, why_parallel, results, selfcheck]
+# Subcommand name -> its module under core.cli, in the order `--help` lists them.
+SUBCOMMANDS = {
+    "devices": "devices",
+    "matmul": "matmul",
+    "data": "data",
+    "train": "train",
+    "why-parallel": "why_parallel",
+    "results": "results",
+    "selfcheck": "selfcheck",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,17 +34,40 @@ class _Parser(argparse.ArgumentParser):
         raise DashboardError(f"{message} (try: {self.prog} --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m core", description=__doc__.splitlines()[0])
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line, if it is one we know.
+
+    The top-level parser has no options of its own besides --help, so the first word that is
+    not an option is the subcommand; anything else (--help, a typo, nothing) gets None.
+    """
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in SUBCOMMANDS else None
+    return None
+
+
+def _modules(names: Sequence[str]) -> list[ModuleType]:
+    return [importlib.import_module(f"core.cli.{SUBCOMMANDS[name]}") for name in names]
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser, with every subcommand, or with `only` that one.
+
+    Each subcommand's module imports what it needs (scikit-learn for train, the store for
+    results, ...), which together take seconds; building just the chosen one keeps
+    `python -m core devices` about as quick as `import torch` (bench/cli_startup.py).
+    """
+    parser = _Parser(prog="python -m core", description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for module in SUBCOMMANDS:
+    for module in _modules([only] if only else list(SUBCOMMANDS)):
         module.register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(chosen_command(words)).parse_args(words)
         return int(args.handler(args) or 0)
     except DashboardError as exc:
         print(f"error: {exc}", file=sys.stderr)
