@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 from core.cli.output import format_table, print_json
+from core.results.jsonio import dumps
 from core.cli.waiting import cli_hooks
 from core.errors import DashboardError
 from core.platform.paths import data_dir
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     out = report_path(args.out)
     report = run_checks(checks, on_outcome=_progress, hooks=cli_hooks())
     try:
-        out.write_text(json.dumps(report.to_json(), indent=2, default=str))
+        out.write_text(dumps(report.to_json(), indent=2))
     except OSError as exc:  # the folder went away or filled up while the checks ran: still show the results
         written = f"the report could not be written to {out} ({exc.strerror or type(exc).__name__})"
     else:
