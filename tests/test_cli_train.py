@@ -109,8 +109,21 @@ def test_train_save_lands_in_the_store(toy_csv, capsys):
     assert runs[0].payload["epochs"] == json.loads(captured.out)["epochs"]
 
 
-def test_a_run_stopped_by_the_time_cap_before_its_first_epoch_still_reports(toy_csv, monkeypatch, capsys):
+def test_feature_building_obeys_the_time_cap(toy_csv, monkeypatch, capsys):
     monkeypatch.setenv("GPU_VS_CPU_MAX_JOB_S", "1e-9")
+    assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "the limit per job" in err and err.count("\n") == 1
+
+
+def test_a_run_stopped_by_the_time_cap_before_its_first_epoch_still_reports(toy_csv, monkeypatch, capsys):
+    from dataclasses import replace
+
+    from core.cli import train as train_command
+
+    real_train = train_command.train  # the features are built in time; the training run gets a tiny cap
+    monkeypatch.setattr(train_command, "train",
+                        lambda features, config, hooks: real_train(features, config, replace(hooks, max_job_s=1e-9)))
     assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu"]) == 0
     assert "stopped before the first epoch ended" in capsys.readouterr().out
     assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu", "--json"]) == 0
@@ -133,3 +146,11 @@ def test_a_label_without_save_is_refused_before_anything_runs(command, capsys):
     assert main([*command, "--label", "lab GPU"]) == 2
     err = capsys.readouterr().err
     assert "add --save" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flags", [["--lr", "inf"], ["--lr", "1e30"], ["--hidden", "10000000"], ["--epochs", "1000000"],
+                                   ["--seed", "-1"]])
+def test_settings_out_of_range_exit_2_before_any_data_is_read(flags, capsys):
+    assert main(["train", "--data", "nowhere-at-all", *flags]) == 2
+    err = capsys.readouterr().err
+    assert "out of range" in err and err.count("\n") == 1 and "Traceback" not in err

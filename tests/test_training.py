@@ -272,3 +272,19 @@ def test_a_network_bigger_than_memory_is_refused_before_it_is_built(toy_features
     monkeypatch.setattr("core.classifier.model.free_device_bytes", lambda device: 1024)
     with pytest.raises(DashboardError, match="fewer hidden units"):
         train(toy_features, ClassifierConfig(**FAST))
+
+
+def test_preparing_stops_between_its_steps_when_asked(monkeypatch):
+    from core.classifier.training import prepare
+    from core.platform.device_lock import JobCancelled
+    from core.platform.jobs import WaitCancelled
+
+    built, fitted = [], []
+    real_features_for = training.features_for
+    monkeypatch.setattr(training, "features_for", lambda *a: built.append(1) or real_features_for(*a))
+    monkeypatch.setattr(training, "logistic_regression", lambda features: fitted.append(1))
+    with pytest.raises(JobCancelled) as stopped:
+        prepare(toy_reviews(20), ClassifierConfig(**FAST), JobHooks(should_stop=lambda: True))
+    assert not isinstance(stopped.value, WaitCancelled), "the CPU was free: it stopped between the steps"
+    assert built == [1] and fitted == [], "the baseline was not fitted after the stop"
+    assert current_holder("cpu") is None

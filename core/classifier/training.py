@@ -165,10 +165,13 @@ def prepare(reviews: Reviews, config: ClassifierConfig, hooks: JobHooks | None =
     """The document-term matrices and the LogisticRegression baseline, built while holding the CPU.
 
     Nothing here is timed, but it keeps both cores busy for seconds, which would skew a
-    classmate's CPU sweep running at the same moment. `hooks` hear the wait; it has no steps.
+    classmate's CPU sweep running at the same moment. Two steps, each one library call that cannot
+    be interrupted: a Stop or the per-job cap takes effect between them (JobCancelled/JobTimedOut),
+    and a step that overruns the cap by the lock's grace period loses the CPU to the next job.
     """
-    with run_job(["cpu"], hooks, label="building features"):
+    with run_job(["cpu"], hooks, label="building features") as job:
         features = features_for(reviews, config)
+        job.check()
         return features, logistic_regression(features)
 
 
