@@ -1,0 +1,233 @@
+"""Sixty students on one server: the server's own CPU and memory per page view, measured without browsers.
+
+The real server (`streamlit run app.py` on localhost) and N students, each a websocket client of
+Streamlit's own protocol (`/_stcore/stream`, the BackMsg/ForwardMsg protobufs the browser sends and
+reads): a student opens a page by asking for its script run and reads every message until the run
+has finished, exactly what a browser tab does before it draws. What it leaves out: the browser's
+own rendering and the static files (served once per browser and cached), so the server's CPU per
+view measured here is what a class costs it, and none of it is spent by browsers on the server's
+cores. Threads of this process drive the clients; the server is measured from outside (psutil).
+
+For N = 1, 10, 30, 60 students and each page, N sessions open the page at once (a barrier), and
+the bench reports: the server's CPU seconds per page view (its CPU time over the round / N), the
+median and worst time to the complete render, the server's RSS at the end of the round and after
+the sessions are closed (30 s later by default). Then "everyone presses Run": K students on the
+Matmul race press Run with n = 16 to 64 and 0.25 s per size, through the device lock.
+
+    python bench/classroom_server.py [--students 1,10,30,60] [--pages home,hardware,results] [--run-students 5]
+                                     [--settle 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import psutil  # noqa: E402
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+from websockets.sync.client import connect  # noqa: E402
+
+from core.cli.output import format_table  # noqa: E402
+
+PAGES = {"home": "", "hardware": "hardware", "matmul": "matmul_race", "classifier": "review_classifier",
+         "parallel": "why_parallel", "results": "results"}
+RUN_SIZES = ("16", "64")  # the Matmul race's size slider, as the browser sends it (formatted options)
+RUN_BUDGET = ("0.25",)  # its budget slider: 0.25 s per size
+TIMEOUT_S = 600.0
+
+
+class Student:
+    """One browser tab, without the browser: a websocket session of the real server."""
+
+    def __init__(self, url: str) -> None:
+        self.ws = connect(url, origin=url.replace("ws://", "http://").split("/_stcore")[0], max_size=None,
+                          open_timeout=TIMEOUT_S)
+        self.widgets: dict[str, str] = {}  # user key -> the widget's id, from the elements received
+        self.progress: list[str] = []  # the progress bar's lines, to check that a sweep finished
+
+    def open(self, page: str) -> float:
+        """Ask for the page's script run; seconds until the server says it finished."""
+        msg = BackMsg()
+        msg.rerun_script.page_name = page
+        return self._run(msg)
+
+    def press_run(self) -> float:
+        msg = BackMsg()
+        msg.rerun_script.page_name = PAGES["matmul"]
+        for key, setting in (("mm_sizes", RUN_SIZES), ("mm_budget", RUN_BUDGET)):
+            state = msg.rerun_script.widget_states.widgets.add()
+            state.id = self.widgets[key]
+            state.string_array_value.data.extend(setting)
+        trigger = msg.rerun_script.widget_states.widgets.add()
+        trigger.id = self.widgets["mm_run"]
+        trigger.trigger_value = True
+        self.progress = []
+        took = self._run(msg)
+        if not any(text.startswith("done in") for text in self.progress):
+            raise RuntimeError(f"the sweep did not finish: {self.progress[-1:] or 'no progress shown'}")
+        return took
+
+    def _run(self, msg: BackMsg) -> float:
+        start = time.perf_counter()
+        self.ws.send(msg.SerializeToString())
+        while True:
+            reply = ForwardMsg()
+            reply.ParseFromString(self.ws.recv(timeout=TIMEOUT_S))
+            kind = reply.WhichOneof("type")
+            if kind == "delta" and reply.delta.WhichOneof("type") == "new_element":
+                self._note_widget(reply.delta.new_element)
+            elif kind == "delta" and reply.delta.new_element.WhichOneof("type") == "exception":
+                raise RuntimeError(reply.delta.new_element.exception.message)
+            elif kind == "script_finished":
+                return time.perf_counter() - start
+
+    def _note_widget(self, element: Any) -> None:
+        kind = element.WhichOneof("type")
+        if kind == "exception":
+            raise RuntimeError(element.exception.message)
+        if kind == "progress":
+            self.progress.append(element.progress.text)
+        widget = getattr(element, kind, None)
+        widget_id = getattr(widget, "id", "")
+        if widget_id:
+            self.widgets[widget_id.rsplit("-", 1)[-1]] = widget_id  # ids end with the user's key
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_server(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                               "--server.address", "127.0.0.1", "--server.headless", "true"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server
+        except OSError:
+            time.sleep(0.3)
+    server.kill()
+    raise RuntimeError("the server did not start within 120 s")
+
+
+def _cpu_s(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+def _round(n: int, work: Any) -> list[Any]:
+    """`work(i)` in n threads, released together."""
+    barrier = threading.Barrier(n)
+
+    def one(i: int) -> Any:
+        barrier.wait()
+        return work(i)
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def measure(url: str, server: psutil.Process, students: list[int], pages: list[str], run_students: int,
+            settle_s: float) -> dict[str, Any]:
+    first = Student(url)
+    first.open(PAGES["home"])  # the first session pays for imports: the class meets a warm server
+    first.close()
+    time.sleep(settle_s)
+    rss_first = server.memory_info().rss / 2**20
+    rows: list[dict[str, Any]] = []
+    for n in students:
+        for page in pages:
+            tabs = [Student(url) for _ in range(n)]
+            cpu0 = _cpu_s(server)
+            renders = _round(n, lambda i: tabs[i].open(PAGES[page]))
+            cpu = _cpu_s(server) - cpu0
+            rss_during = server.memory_info().rss / 2**20
+            for tab in tabs:
+                tab.close()
+            time.sleep(settle_s)
+            rows.append({"students": n, "page": page, "cpu_s_per_view": cpu / n,
+                         "render_median_s": statistics.median(renders), "render_max_s": max(renders),
+                         "rss_during_mib": rss_during, "rss_after_mib": server.memory_info().rss / 2**20})
+            print(_table(rows[-1:]), flush=True)
+    if run_students:
+        tabs = [Student(url) for _ in range(run_students)]
+        for tab in tabs:
+            tab.open(PAGES["matmul"])
+        cpu0 = _cpu_s(server)
+        waits = _round(run_students, lambda i: tabs[i].press_run())
+        cpu = _cpu_s(server) - cpu0
+        rss_during = server.memory_info().rss / 2**20
+        for tab in tabs:
+            tab.close()
+        time.sleep(settle_s)
+        rows.append({"students": run_students, "page": "matmul: everyone presses Run", "cpu_s_per_view": cpu / run_students,
+                     "render_median_s": statistics.median(waits), "render_max_s": max(waits),
+                     "rss_during_mib": rss_during, "rss_after_mib": server.memory_info().rss / 2**20})
+        print(_table(rows[-1:]), flush=True)
+    return {"rows": rows, "rss_after_first_session_mib": rss_first, "settle_s": settle_s,
+            "load_average": os.getloadavg(), "cores": os.cpu_count(),
+            "method": "the real server on localhost; each student a websocket client of Streamlit's protocol"}
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    headers = ["students", "page", "server CPU s / view", "render median s", "render max s", "RSS during MiB",
+               "RSS after MiB"]
+    return format_table(headers, [[r["students"], r["page"], r["cpu_s_per_view"], r["render_median_s"],
+                                   r["render_max_s"], r["rss_during_mib"], r["rss_after_mib"]] for r in rows])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--students", default="1,10,30,60")
+    parser.add_argument("--pages", default="home,hardware,results")
+    parser.add_argument("--run-students", type=int, default=5, help="students pressing Run together (0: skip)")
+    parser.add_argument("--settle", type=float, default=30.0, help="seconds after a round before reading RSS")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as home:  # its own store, cache and locks: never the user's class board
+        env = {**os.environ, "GPU_VS_CPU_CACHE_DIR": f"{home}/cache", "GPU_VS_CPU_DATA_DIR": f"{home}/data",
+               "GPU_VS_CPU_LOCK_DIR": f"{home}/locks"}
+        env.pop("DATABASE_URL", None)
+        port = _free_port()
+        server = _start_server(port, env)
+        try:
+            report = measure(f"ws://127.0.0.1:{port}/_stcore/stream", psutil.Process(server.pid),
+                             [int(s) for s in args.students.split(",")], args.pages.split(","), args.run_students,
+                             args.settle)
+        finally:
+            server.terminate()
+            server.wait(30)
+    print()
+    print(_table(report["rows"]))
+    print(f"server RSS after the first session: {report['rss_after_first_session_mib']:.0f} MiB; "
+          f"load average {report['load_average'][0]:.2f} on {report['cores']} cores")
+    out = ROOT / "bench" / "results" / "classroom_server.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))
+    print(f"written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
