@@ -49,6 +49,7 @@ PAGES = {"home": "", "hardware": "hardware", "matmul": "matmul_race", "classifie
 RUN_SIZES = ("16", "64")  # the Matmul race's size slider, as the browser sends it (formatted options)
 RUN_BUDGET = ("0.25",)  # its budget slider: 0.25 s per size
 TIMEOUT_S = 600.0
+EXTRA_FLAGS = [a for a in os.environ.get("CLASSROOM_SERVER_FLAGS", "").split() if a]  # e.g. a config to compare
 
 
 class Student:
@@ -119,7 +120,7 @@ def _free_port() -> int:
 
 def _start_server(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                               "--server.address", "127.0.0.1", "--server.headless", "true"],
+                               "--server.address", "127.0.0.1", "--server.headless", "true", *EXTRA_FLAGS],
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
