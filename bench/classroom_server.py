@@ -31,6 +31,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,9 @@ class Student:
     """One browser tab, without the browser: a websocket session of the real server."""
 
     def __init__(self, url: str) -> None:
-        self.ws = connect(url, origin=url.replace("ws://", "http://").split("/_stcore")[0], max_size=None,
-                          open_timeout=TIMEOUT_S)
+        self._stack = ExitStack()  # websockets wants its connection used as a context manager
+        self.ws = self._stack.enter_context(connect(url, origin=url.replace("ws://", "http://").split("/_stcore")[0],
+                                                    max_size=None, open_timeout=TIMEOUT_S))
         self.widgets: dict[str, str] = {}  # user key -> the widget's id, from the elements received
         self.progress: list[str] = []  # the progress bar's lines, to check that a sweep finished
 
@@ -109,7 +111,7 @@ class Student:
             self.widgets[widget_id.rsplit("-", 1)[-1]] = widget_id  # ids end with the user's key
 
     def close(self) -> None:
-        self.ws.close()
+        self._stack.close()
 
 
 def _free_port() -> int:
