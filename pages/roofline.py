@@ -15,7 +15,7 @@ from pages.shared.result_store import save_run
 
 through_app()
 state = st.session_state
-state.setdefault("rl_run", None)
+state.setdefault("rl_result", None)
 
 st.title("Roofline")
 st.caption("Three measured constants per device explain the crossover: its peak arithmetic rate, its memory "
@@ -39,14 +39,14 @@ if run:
         config = RooflineConfig(devices=tuple(devices), dtype=dtype or "float32", budget_s=float(budget))
         bar = st.empty()
         with page_job("rl", on_progress=lambda p: bar.progress(p.fraction, text=p.message)) as turn:
-            state.rl_run = run_roofline(config, turn.hooks)
-        bar.progress(1.0, text=f"done in {state.rl_run.wall_s:.1f} s{turn.waited_note}")
-        if state.rl_run.points and not state.rl_run.stopped:
-            save_run("roofline", state.rl_run.to_json(), config.to_dict(), label=state.rl_label.strip())
+            state.rl_result = run_roofline(config, turn.hooks)
+        bar.progress(1.0, text=f"done in {state.rl_result.wall_s:.1f} s{turn.waited_note}")
+        if state.rl_result.points and not state.rl_result.stopped:
+            save_run("roofline", state.rl_result.to_json(), config.to_dict(), label=state.rl_label.strip())
     except DashboardError as exc:
         st.error(str(exc))
 
-if (result := state.rl_run) is not None:
+if (result := state.rl_result) is not None:
     if result.stopped:
         st.warning("Stopped before the last step: what was measured is shown, and not saved.", icon=":material/stop_circle:")
     box = st.success if result.predicted_crossover_n and result.measured_crossover_n else st.info
