@@ -145,10 +145,11 @@ def run_roofline(config: RooflineConfig, hooks: JobHooks | None = None) -> Roofl
     series, pair = plan(config)
     sizes = config.sizes + (GPU_SIZES if any(s.is_gpu for s in series) and config.sizes == DEFAULT_SIZES else ())
     config = replace(config, sizes=sizes)
-    machine, notes = inspect_machine().to_dict(), []
+    machine = inspect_machine().to_dict()
+    notes: list[str] = []
     total = len(series) * (1 + len(config.sizes))
     roofs: list[DeviceRoofs] = []
-    stopped, results = False, []
+    stopped, results = False, list[MatmulResult]()
     with run_job(sorted({s.device for s in series}), hooks, label="roofline") as job:
         start = time.perf_counter()
         for i, s in enumerate(series):
