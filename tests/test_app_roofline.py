@@ -49,3 +49,18 @@ def test_a_fake_gpu_is_offered(app: AppTest, fake_cuda):
     app.switch_page(PAGE).run()
     assert not app.exception
     assert "cuda:0" in app.multiselect(key="rl_devices").options
+
+
+def test_saved_rooflines_appear_on_results_beside_each_other(app: AppTest, no_gpu):
+    from tests.test_roofline import _synthetic_run
+
+    store = open_store()
+    store.save("roofline", _synthetic_run().to_json(), {}, label="lab GPU")
+    store.save("roofline", _synthetic_run().to_json() | {"wall_s": 1.0}, {}, label="Ana's laptop")
+    app.switch_page("pages/results.py").run()
+    assert not app.exception
+    assert "roofline" in app.multiselect(key="results_kinds").options
+    listing = app.dataframe[0].value
+    assert list(listing["kind"]) == ["roofline", "roofline"] and "crossover predicted 49" in listing["result"].iloc[0]
+    (chart,) = [c for c in app.get("plotly_chart") if "Rooflines" in c.proto.spec]
+    assert "#1 lab GPU" in chart.proto.spec and "Ana's laptop" in chart.proto.spec

@@ -16,6 +16,7 @@ from core.plain_text import for_plotly
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
 from core.roofline.model import RooflineModel
 from core.roofline.run import model_of
+from core.store.records import StoredRun
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 LAYOUT = dict(legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=30, b=10), height=520)
@@ -34,11 +35,28 @@ def share_of_roof(point: RooflinePoint, roofs: DeviceRoofs) -> float | None:
 
 def roofline_figure(run: RooflineRun) -> go.Figure:
     """Operations per byte against GFLOP/s, log-log: per series its two roofs meeting at the ridge, and its products."""
+    return _rooflines([("", run)])
+
+
+def roofline_overlay(runs: Sequence[StoredRun]) -> go.Figure | None:
+    """The Results page's chart: every chosen saved roofline on one set of axes (a lab GPU beside a laptop); None
+    when no chosen run is a roofline."""
+    named = [(f"#{r.run_id} {r.label or r.machine_label} · ", r.result) for r in runs if isinstance(r.result, RooflineRun)]
+    if not named:
+        return None
+    fig = _rooflines(named)
+    fig.update_layout(title="Rooflines", margin=dict(t=50))
+    return fig
+
+
+def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
     fig = go.Figure()
-    xs = [p.intensity for p in run.points if p.intensity] + [d.ridge_intensity for d in run.devices_roofs if d.ridge_intensity]
+    xs = [x for _, run in runs for x in [p.intensity for p in run.points] + [d.ridge_intensity for d in run.devices_roofs]
+          if x]
     lo, hi = (min(xs) / 2, max(xs) * 2) if xs else (0.1, 1000.0)
-    for color, roofs in zip(COLORS * 4, run.devices_roofs):
-        name = for_plotly(roofs.series)
+    series = [(prefix, run, roofs) for prefix, run in runs for roofs in run.devices_roofs]
+    for color, (prefix, run, roofs) in zip(COLORS * (1 + len(series) // len(COLORS)), series):
+        name = for_plotly(prefix + roofs.series)
         if roofs.peak_gflops and roofs.bandwidth_gbs and roofs.ridge_intensity:
             ridge = roofs.ridge_intensity
             fig.add_scatter(x=[lo, ridge, hi], y=[roofs.bandwidth_gbs * lo, roofs.peak_gflops, roofs.peak_gflops],
