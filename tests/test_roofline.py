@@ -189,6 +189,27 @@ def test_with_a_gpu_the_gpu_races_the_cpu(fake_cuda):
     assert pair is not None and pair[0].device == "cuda:0" and pair[1].device == "cpu"
 
 
+def test_gpu_roofs_add_both_copy_rates_and_the_sm_peak(fake_cuda, monkeypatch):
+    from core.matmul.engine import Series
+    from core.roofline import run as roofline_run
+
+    fake_cuda.props.clock_rate = 1_000_000
+    pinned_flags = []
+
+    def copies(device, *, pinned, budget_s):
+        pinned_flags.append(pinned)
+        return (25.0, 20.0) if pinned else (12.0, 10.0)
+
+    monkeypatch.setattr(probes, "bandwidth_gbs", lambda device, dtype, *, budget_s: 3000.0)
+    monkeypatch.setattr(probes, "launch_s", lambda device, dtype, *, budget_s: 8e-6)
+    monkeypatch.setattr(probes, "copy_rates_gbs", copies)
+    roofs = roofline_run.measure_roofs(Series("cuda:0", "float32", tf32=False), 0.2)
+    assert pinned_flags == [False, True] and roofs.threads is None
+    assert (roofs.h2d_gbs, roofs.d2h_gbs, roofs.h2d_pinned_gbs, roofs.d2h_pinned_gbs) == (12.0, 10.0, 25.0, 20.0)
+    assert roofs.theoretical_gflops == pytest.approx(132 * 1.0 * 2 * 128)
+    assert roofs.bandwidth_gbs == 3000.0 and roofs.launch_s == 8e-6 and roofs.peak_gflops is None
+
+
 def _roofs(series, device, launch, peak, bw, **kw):
     return DeviceRoofs(device=device, dtype="float32", series=series, threads=None, peak_gflops=peak,
                        theoretical_gflops=None, theoretical_note="unknown", bandwidth_gbs=bw, launch_s=launch, **kw)
