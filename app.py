@@ -10,6 +10,7 @@ PAGES = [
     st.Page("pages/home.py", title="Start here", icon=":material/home:", default=True),
     st.Page("pages/hardware.py", title="Hardware check", icon=":material/memory:"),
     st.Page("pages/matmul_race.py", title="Matmul race", icon=":material/sprint:"),
+    st.Page("pages/roofline.py", title="Roofline", icon=":material/roofing:"),
     st.Page("pages/review_classifier.py", title="Review classifier", icon=":material/reviews:"),
     st.Page("pages/why_parallel.py", title="Why parallel", icon=":material/call_split:"),
     st.Page("pages/results.py", title="Results", icon=":material/leaderboard:"),

@@ -16,11 +16,14 @@ In class, go through the pages in this order:
 2. **Matmul race**: time `A @ A` on the CPU and the GPU for growing matrix sizes, correctly
    (warm-up, synchronize before reading the clock, median of many runs), and find the size
    from which the GPU wins.
-3. **Review classifier**: train the same small neural network on real movie reviews on the
+3. **Roofline**: why the crossover is where it is. Each device's compute peak, memory bandwidth
+   and cost of starting one operation, measured; every product drawn on the roofline; the
+   crossover predicted from those constants beside the measured one.
+4. **Review classifier**: train the same small neural network on real movie reviews on the
    CPU and then the GPU, and watch the two loss curves race.
-4. **Why parallel**: the idea behind it, measured: one worker counting marbles against many,
+5. **Why parallel**: the idea behind it, measured: one worker counting marbles against many,
    why a chain of tiny steps gains nothing, and why timing without synchronizing lies.
-5. **Results**: every run saved, so a laptop CPU and the lab GPU can share one chart.
+6. **Results**: every run saved, so a laptop CPU and the lab GPU can share one chart.
 
 The same work runs without a browser: `python -m core --help`.
 """

@@ -1,8 +1,9 @@
-"""Results: every saved sweep and training run, from this machine and every machine sharing the store."""
+"""Results: every saved sweep, training run and roofline, from this machine and every machine sharing the store."""
 
 import streamlit as st
 
 from core.charts.results import MATMUL_METRICS, TRAIN_AXES, TRAIN_METRICS, matmul_overlay, train_overlay
+from core.charts.roofline import roofline_overlay
 from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.results import KIND_TITLES, KINDS
@@ -17,13 +18,13 @@ state.setdefault("results_upload_round", 0)  # a new uploader after each import 
 
 def _import() -> None:
     state.results_import_open = True  # keep the importer open for the next file
-    upload = state.get(f"results_upload_{state.results_upload_round}")
-    state.results_notice = board.import_upload(store_url(), upload, state.get("results_label", ""))
+    state.results_notice = board.import_upload(store_url(), state.get(f"results_upload_{state.results_upload_round}"),
+                                               state.get("results_label", ""))
     state.results_upload_round += 1 if state.results_notice.level == "success" else 0
 
 
 st.title("Results")
-st.caption("Every saved sweep and training run, side by side: a student's laptop next to the lab's GPU.")
+st.caption("Every saved sweep, training run and roofline, side by side: a student's laptop next to the lab's GPU.")
 try:
     store, listing = board.read_board(store_url())
 except DashboardError as exc:
@@ -39,8 +40,7 @@ if state.get("results_confirm") is not None:  # the board is shared: ask before 
 with st.expander("Import a result file", icon=":material/upload_file:",
                  expanded=not listing.runs or state.get("results_import_open", False)):
     st.file_uploader(board.UPLOAD_TEXT, type=["json"], key=f"results_upload_{state.results_upload_round}")
-    st.text_input("Label for the imported runs (optional)", key="results_label", placeholder="e.g. Ana's laptop",
-                  max_chars=200)
+    st.text_input("Label for the imported runs (optional)", key="results_label", placeholder="e.g. Ana's laptop", max_chars=200)
     st.button("Import", key="results_import", on_click=_import, icon=":material/upload:")
 st.caption(f"Stored in the {store.describe()}.")
 for bad in listing.unreadable:
@@ -54,8 +54,7 @@ if not listing.runs:
 options, (c1, c2, c3) = board.choices(listing.runs), st.columns(3)
 machines = c1.multiselect("Machine", options.machines, key="results_machines", placeholder="all machines")
 devices = c2.multiselect("Device", options.devices, key="results_devices", placeholder="all devices")
-kinds = c3.multiselect("Kind", KINDS, key="results_kinds", format_func=KIND_TITLES.get,
-                       placeholder="sweeps and training")
+kinds = c3.multiselect("Kind", KINDS, key="results_kinds", format_func=KIND_TITLES.get, placeholder="all kinds")
 if not (shown := pick_runs(listing.runs, machines=machines, devices=devices, kinds=kinds)):
     st.info("No saved run matches these filters.")
     st.stop()
@@ -77,7 +76,8 @@ if not (trainings := train_frame(chosen)).empty:
     metric = a.radio("Show", TRAIN_METRICS, format_func=TRAIN_METRICS.get, horizontal=True, key="results_train_metric")
     x_axis = b.radio("Against", TRAIN_AXES, format_func=TRAIN_AXES.get, horizontal=True, key="results_train_x")
     st.plotly_chart(train_overlay(trainings, metric, x_axis), key="results_train_chart")
-
+if (rooflines := roofline_overlay(chosen)) is not None:  # the figure carries its own "Rooflines" title
+    st.plotly_chart(rooflines, key="results_roofline_chart")
 st.subheader("Export and delete")
 files, problem = board.downloads(store, ids)
 for column, d in zip(st.columns(2), files):

@@ -396,7 +396,7 @@ def _write_raw(store: Store, **columns) -> int:
     ({"payload_json": "{not json"}, "its payload is not valid JSON"),
     ({"machine_json": '{"gpus": 5}'}, "machine.gpus: expected a list"),
     ({"created_at": "0001-01-01T00:00:00+01:00"}, "created_at: expected an ISO 8601 time between 2000 and 2099"),
-    ({"kind": "roofline"}, "kind: expected one of matmul, train"),
+    ({"kind": "scaling"}, "kind: expected one of matmul, train, roofline"),
     ({"payload_json": json.dumps(matmul_payload(LAB) | {"schema_version": 9})}, "schema version 9, newer"),
     ({"payload_json": "[" * 5000 + "]" * 5000}, "nested too deeply"),
 ])

@@ -19,6 +19,7 @@ from core.errors import DashboardError
 SUBCOMMANDS = {
     "devices": "devices",
     "matmul": "matmul",
+    "roofline": "roofline",
     "data": "data",
     "train": "train",
     "why-parallel": "why_parallel",

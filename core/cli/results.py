@@ -25,7 +25,7 @@ def _add_store_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", choices=KINDS, help="only sweeps (matmul) or training runs (train)")
+    parser.add_argument("--kind", choices=KINDS, help="only sweeps (matmul), training runs (train) or rooflines (roofline)")
     parser.add_argument("--device", help="only runs that used this device, e.g. cpu or cuda:0")
     parser.add_argument("--machine", help="only runs from this machine (as `results list` names it)")
 

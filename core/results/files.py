@@ -74,7 +74,7 @@ def _read_bare(obj: dict[str, Any]) -> RunRecord:
     if kind is None:
         keys = ", ".join(repr(k)[:40] for k in list(obj)[:5]) or "none"
         raise DashboardError(f"this JSON is not a result file: it has none of the keys 'results' (matmul), "
-                             f"'epochs' (train) or 'runs' (an export); its keys: {keys}. {WHAT_TO_IMPORT}")
+                             f"'epochs' (train), 'points' and 'devices' (roofline) or 'runs' (an export); its keys: {keys}. {WHAT_TO_IMPORT}")
     jsonio.check_size(obj, kind, MAX_RUN_CHARS)
     result = read_result(kind, obj, kind)
     machine = read_machine(obj["machine"], f"{kind}.machine") if isinstance(obj.get("machine"), dict) else {}

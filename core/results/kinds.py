@@ -1,7 +1,7 @@
 """Every kind of result, by the one name the JSON, the store, the CLI and the pages all use.
 
-To add a kind (the Why parallel sections, later roofline or scaling runs): write its module
-beside matmul.py and train.py (a frozen dataclass with `kind`, `devices`, `headline`,
+To add a kind (the Why parallel sections, later scaling runs): write its module
+beside matmul.py, train.py and roofline.py (a frozen dataclass with `kind`, `devices`, `headline`,
 `to_json()` and `from_json(obj, path)`, plus KIND and VERSION), and add it to SCHEMAS.
 
 Upgrades (documented here, done in `read_result`): a payload without `schema_version` is
@@ -16,16 +16,18 @@ from typing import Any, Union
 
 from core.errors import DashboardError
 from core.results import fields as f
-from core.results import matmul, train
+from core.results import matmul, roofline, train
 from core.results.matmul import MatmulSweep
+from core.results.roofline import RooflineRun
 from core.results.train import TrainRun
 
-Result = Union[MatmulSweep, TrainRun]
-SCHEMAS: dict[str, type[MatmulSweep] | type[TrainRun]] = {matmul.KIND: MatmulSweep, train.KIND: TrainRun}
-VERSIONS = {matmul.KIND: matmul.VERSION, train.KIND: train.VERSION}
-KINDS = tuple(SCHEMAS)  # ("matmul", "train")
+Result = Union[MatmulSweep, TrainRun, RooflineRun]
+SCHEMAS: dict[str, type[MatmulSweep] | type[TrainRun] | type[RooflineRun]] = {
+    matmul.KIND: MatmulSweep, train.KIND: TrainRun, roofline.KIND: RooflineRun}
+VERSIONS = {matmul.KIND: matmul.VERSION, train.KIND: train.VERSION, roofline.KIND: roofline.VERSION}
+KINDS = tuple(SCHEMAS)  # ("matmul", "train", "roofline")
 OLD_NAMES = {name: matmul.KIND for name in matmul.OLD_KIND_NAMES}
-KIND_TITLES = {"matmul": "matmul sweep", "train": "training run"}
+KIND_TITLES = {"matmul": "matmul sweep", "train": "training run", "roofline": "roofline"}
 
 
 def kind_name(value: Any, path: str) -> str:
@@ -46,6 +48,8 @@ def detect_kind(value: Any) -> str | None:
         return matmul.KIND
     if "epochs" in value:
         return train.KIND
+    if "points" in value and "devices" in value:
+        return roofline.KIND
     return None
 
 

@@ -1,0 +1,130 @@
+"""Figures of a roofline run: the log-log roofline with every product on it, and measured time against the model.
+
+Both are built from the result record alone (`core.results.roofline.RooflineRun`), so a run saved
+on another machine draws the same as a fresh one. Series names come from imports: escaped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from core.plain_text import for_plotly
+from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
+from core.roofline.model import RooflineModel
+from core.roofline.run import model_of
+from core.store.records import StoredRun
+
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+LAYOUT = dict(legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=30, b=10), height=520)
+
+
+def _points(run: RooflineRun, series: str) -> list[RooflinePoint]:
+    return sorted((p for p in run.points if (p.series or p.device) == series), key=lambda p: p.n)
+
+
+def share_of_roof(point: RooflinePoint, roofs: DeviceRoofs) -> float | None:
+    """The point's rate over the roof above it (min of peak and bandwidth x intensity)."""
+    if point.gflops is None or point.intensity is None or not roofs.peak_gflops or not roofs.bandwidth_gbs:
+        return None
+    return point.gflops / min(roofs.peak_gflops, roofs.bandwidth_gbs * point.intensity)
+
+
+def roofline_figure(run: RooflineRun) -> go.Figure:
+    """Operations per byte against GFLOP/s, log-log: per series its two roofs meeting at the ridge, and its products."""
+    return _rooflines([("", run)])
+
+
+def roofline_overlay(runs: Sequence[StoredRun]) -> go.Figure | None:
+    """The Results page's chart: every chosen saved roofline on one set of axes (a lab GPU beside a laptop); None
+    when no chosen run is a roofline."""
+    named = [(f"#{r.run_id} {r.label or r.machine_label} · ", r.result) for r in runs if isinstance(r.result, RooflineRun)]
+    if not named:
+        return None
+    fig = _rooflines(named)
+    fig.update_layout(title="Rooflines", margin=dict(t=50))
+    return fig
+
+
+def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
+    fig = go.Figure()
+    xs = [x for _, run in runs for x in [p.intensity for p in run.points] + [d.ridge_intensity for d in run.devices_roofs]
+          if x]
+    lo, hi = (min(xs) / 2, max(xs) * 2) if xs else (0.1, 1000.0)
+    series = [(prefix, run, roofs) for prefix, run in runs for roofs in run.devices_roofs]
+    for color, (prefix, run, roofs) in zip(COLORS * (1 + len(series) // len(COLORS)), series):
+        name = for_plotly(prefix + roofs.series)
+        if roofs.peak_gflops and roofs.bandwidth_gbs and roofs.ridge_intensity:
+            ridge = roofs.ridge_intensity
+            fig.add_scatter(x=[lo, ridge, hi], y=[roofs.bandwidth_gbs * lo, roofs.peak_gflops, roofs.peak_gflops],
+                            mode="lines", name=f"{name} roofs", line=dict(color=color), legendgroup=name,
+                            hovertemplate=f"{name}<br>%{{x:.3g}} flop/B: roof %{{y:.4g}} GFLOP/s<extra></extra>")
+            fig.add_scatter(x=[ridge], y=[roofs.peak_gflops], mode="markers", name=f"{name} ridge", legendgroup=name,
+                            marker=dict(symbol="diamond", size=11, color=color), showlegend=False,
+                            hovertemplate=(f"{name} ridge point<br>{ridge:.3g} flop/B: below it memory limits, above it "
+                                           f"arithmetic<br>{roofs.bandwidth_gbs:.3g} GB/s, {roofs.peak_gflops:.4g} "
+                                           "GFLOP/s<extra></extra>"))
+        if roofs.theoretical_gflops:
+            fig.add_scatter(x=[lo, hi], y=[roofs.theoretical_gflops] * 2, mode="lines", legendgroup=name,
+                            name=f"{name} theoretical peak", line=dict(color=color, dash="dot", width=1),
+                            hovertemplate=f"{name} theoretical peak %{{y:.4g}} GFLOP/s<extra></extra>")
+        pts = [p for p in _points(run, roofs.series) if p.gflops and p.intensity]
+        shares = [share_of_roof(p, roofs) for p in pts]
+        fig.add_scatter(x=[p.intensity for p in pts], y=[p.gflops for p in pts], mode="markers", legendgroup=name,
+                        name=f"{name} products", marker=dict(color=color, size=9, line=dict(width=1, color="white")),
+                        customdata=[[p.n, (p.median_s or math.nan) * 1e3, math.nan if s is None else s * 100]
+                                    for p, s in zip(pts, shares)],
+                        hovertemplate=(f"{name}<br>n = %{{customdata[0]:,}}<br>%{{customdata[1]:.4g}} ms, "
+                                       "%{y:.4g} GFLOP/s<br>%{x:.3g} flop/B<br>%{customdata[2]:.0f} % of the roof"
+                                       "<extra></extra>"))
+    fig.update_layout(xaxis=dict(type="log", title="arithmetic intensity (operations per byte)"),
+                      yaxis=dict(type="log", title="GFLOP/s"), **LAYOUT)
+    return fig
+
+
+def _grid(sizes: Sequence[int]) -> list[float]:
+    lo, hi = (min(sizes), max(sizes)) if sizes else (16, 1024)
+    steps = max(2, round(8 * math.log2(hi / lo)) if hi > lo else 2)
+    return [lo * (hi / lo) ** (k / steps) for k in range(steps + 1)]
+
+
+def model_figure(run: RooflineRun) -> go.Figure:
+    """Measured time per product against n (markers) and t(n) = overhead + max(2n³/peak, bytes/bandwidth) (lines)."""
+    fig = go.Figure()
+    grid = _grid([p.n for p in run.points])
+    for color, roofs in zip(COLORS * 4, run.devices_roofs):
+        name, pts = for_plotly(roofs.series), _points(run, roofs.series)
+        fig.add_scatter(x=[p.n for p in pts], y=[p.median_s for p in pts], mode="markers", name=f"{name} measured",
+                        marker=dict(color=color, size=9), legendgroup=name,
+                        hovertemplate=f"{name}<br>n = %{{x:,}}: %{{y:.4g}} s measured<extra></extra>")
+        model: RooflineModel | None = model_of(roofs)
+        if model is None:
+            continue
+        fig.add_scatter(x=grid, y=[model.time_s(n) for n in grid], mode="lines", name=f"{name} model",
+                        line=dict(color=color), legendgroup=name,
+                        hovertemplate=f"{name} model<br>n = %{{x:.0f}}: %{{y:.4g}} s<extra></extra>")
+        if roofs.h2d_gbs and roofs.d2h_gbs:
+            fig.add_scatter(x=grid, y=[model.end_to_end_s(n) for n in grid], mode="lines", legendgroup=name,
+                            name=f"{name} model with copies", line=dict(color=color, dash="dash"))
+            e2e = [p for p in pts if p.end_to_end_s]
+            fig.add_scatter(x=[p.n for p in e2e], y=[p.end_to_end_s for p in e2e], mode="markers", legendgroup=name,
+                            name=f"{name} measured with copies", marker=dict(color=color, size=9, symbol="circle-open"))
+    for n, label, dash in ((run.predicted_crossover_n, "predicted", "dash"), (run.measured_crossover_n, "measured", "dot")):
+        if n is not None:
+            fig.add_vline(x=n, line=dict(color="black", dash=dash, width=1), annotation_text=f"{label} n ≈ {n:,}")
+    fig.update_layout(xaxis=dict(type="log", title="matrix size n (n × n)"),
+                      yaxis=dict(type="log", title="seconds per product"), **LAYOUT)
+    return fig
+
+
+def roofs_table(run: RooflineRun) -> pd.DataFrame:
+    """One row per series: the constants the model uses, and where the theoretical peak came from."""
+    rows = [{"series": d.series, "peak GFLOP/s": d.peak_gflops, "theoretical GFLOP/s": d.theoretical_gflops,
+             "bandwidth GB/s": d.bandwidth_gbs, "ridge (flop/B)": d.ridge_intensity,
+             "launch µs": None if d.launch_s is None else d.launch_s * 1e6, "H2D GB/s": d.h2d_gbs, "D2H GB/s": d.d2h_gbs,
+             "H2D pinned GB/s": d.h2d_pinned_gbs, "D2H pinned GB/s": d.d2h_pinned_gbs,
+             "theoretical peak from": d.theoretical_note} for d in run.devices_roofs]
+    return pd.DataFrame(rows)

@@ -1,0 +1,71 @@
+"""The roofline run in plain words: the crossover predicted beside the measured one, and how far off the model is."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from core.results.roofline import RooflineRun
+
+MODEL_MIN_N = 256  # below this the products fit in cache and the fixed cost dominates: reported, not scored
+
+
+@dataclass(frozen=True)
+class ModelErrors:
+    min_n: int
+    count: int
+    median_abs: float | None  # median |predicted - measured| / measured over points with n >= min_n
+    worst: tuple[str, int, float] | None  # (series, n, signed error) of the worst point
+
+
+def model_errors(run: RooflineRun, min_n: int = MODEL_MIN_N) -> ModelErrors:
+    errors = [(p.series or p.device, p.n, (p.predicted_s - p.median_s) / p.median_s) for p in run.points
+              if p.n >= min_n and p.predicted_s is not None and p.median_s]
+    if not errors:
+        return ModelErrors(min_n, 0, None, None)
+    worst = max(errors, key=lambda e: abs(e[2]))
+    return ModelErrors(min_n, len(errors), statistics.median(abs(e[2]) for e in errors), worst)
+
+
+def model_error_text(run: RooflineRun) -> str:
+    """How far the model is from the sweep, and the two reasons it misses where it does; '' without points."""
+    errors = model_errors(run)
+    if errors.median_abs is None or errors.worst is None:
+        return ""
+    series, n, worst = errors.worst
+    return (f"Model against the sweep for n ≥ {errors.min_n}: median |error| {errors.median_abs:.0%} over "
+            f"{errors.count} products; worst {worst:+.0%} ({series}, n = {n:,}). Small products fit in cache, so the "
+            "bandwidth roof (measured from RAM) overstates their cost, and mid-size ones run below the peak the "
+            "largest reach; on a busy machine a second thread can stall for milliseconds, which no constant predicts.")
+
+
+def crossover_ratio(run: RooflineRun) -> float | None:
+    """Predicted / measured crossover size; None unless both exist."""
+    if run.predicted_crossover_n is None or run.measured_crossover_n is None:
+        return None
+    return run.predicted_crossover_n / run.measured_crossover_n
+
+
+def crossover_sentence(run: RooflineRun) -> str:
+    """One paragraph: where the model puts the crossover, where the sweep found it, and why it is there."""
+    if run.challenger is None or run.baseline is None:
+        return "Only one series was measured, so there is no crossover to predict (choose a GPU, or a machine with 2+ cores)."
+    roofs = {d.series: d for d in run.devices_roofs}
+    fast, slow = roofs.get(run.challenger), roofs.get(run.baseline)
+    gpu = fast is not None and fast.device != "cpu"
+    who = "the GPU" if gpu else f"{fast.threads if fast else 'more'} threads"
+    start = "to start (launch and synchronize)" if gpu else "to start (waking the other threads)"
+    predicted = ("the model predicts no crossover up to n = 131,072" if run.predicted_crossover_n is None
+                 else f"the model predicts the crossover at n ≈ {run.predicted_crossover_n:,}")
+    measured = ("the sweep found none in its range" if run.measured_crossover_n is None
+                else f"the sweep measured it at n ≈ {run.measured_crossover_n:,}")
+    ratio = crossover_ratio(run)
+    text = f"{predicted}; {measured}" + (f" (ratio {ratio:.2f})." if ratio is not None else ".")
+    if fast is not None and slow is not None and fast.launch_s is not None and slow.launch_s is not None:
+        text += (f" Starting one product costs {fast.launch_s * 1e6:.3g} µs with {who} against "
+                 f"{slow.launch_s * 1e6:.3g} µs for {run.baseline}; its roof is {fast.peak_gflops or 0:.3g} GFLOP/s "
+                 f"against {slow.peak_gflops or 0:.3g}.")
+    if run.predicted_crossover_n is not None and run.predicted_crossover_n > 1:
+        text += (f" Below n ≈ {run.predicted_crossover_n:,} {who} pays more {start} than its faster arithmetic saves; "
+                 "above it the work grows like n³ and the faster roof wins.")
+    return text[0].upper() + text[1:]

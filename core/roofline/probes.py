@@ -1,0 +1,58 @@
+"""The measured roofs of one device: memory bandwidth, the fixed cost of one operation, the copy rates.
+
+Each probe is one callable timed by `core.platform.timing.measure` (warm-up, a synchronize before
+every clock read, blocks of at least 10 ms, median), the same engine that times the Matmul race,
+so a roof and a matmul point are measured the same way. The compute roof needs no probe of its
+own: it is the best rate among the sweep's large products.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from core.platform import timing
+from core.platform.timing import Measurement
+
+CPU_STREAM_BYTES = 64 * 2**20  # per buffer: twice most L3 caches, so the copy streams from RAM
+GPU_STREAM_BYTES = 256 * 2**20  # far above any GPU's L2
+COPY_BYTES = 64 * 2**20  # host <-> device transfers
+LAUNCH_N = 8  # a product this small does no measurable work: its time is the cost of starting one
+
+
+def stream_bytes(device: torch.device) -> int:
+    return CPU_STREAM_BYTES if device.type == "cpu" else GPU_STREAM_BYTES
+
+
+def bandwidth_gbs(device: torch.device, dtype: torch.dtype, *, budget_s: float, nbytes: int | None = None) -> float:
+    """STREAM-style copy of one large buffer into another on the device: (read + write bytes) / median time."""
+    nbytes = nbytes or stream_bytes(device)
+    count = nbytes // torch.empty((), dtype=dtype).element_size()
+    src = torch.ones(count, dtype=dtype, device=device)
+    dst = torch.empty_like(src)
+    m = timing.measure(functools.partial(dst.copy_, src), device, budget_s=budget_s, min_samples=3)
+    return rate_gbs(2 * count * src.element_size(), m)
+
+
+def launch_s(device: torch.device, dtype: torch.dtype, *, budget_s: float) -> float:
+    """Median time of one tiny product (n = LAUNCH_N), synced like every other measurement."""
+    a = torch.ones(LAUNCH_N, LAUNCH_N, dtype=dtype, device=device)
+    out = torch.empty_like(a)
+    return timing.measure(functools.partial(torch.matmul, a, a, out=out), device, budget_s=budget_s).median_s
+
+
+def copy_rates_gbs(device: torch.device, *, pinned: bool, budget_s: float,
+                   nbytes: int = COPY_BYTES) -> tuple[float, float]:
+    """(host -> device, device -> host) GB/s for one buffer; pageable memory unless `pinned`."""
+    host = torch.ones(nbytes // 4, dtype=torch.float32)
+    if pinned:
+        host = host.pin_memory()
+    dev = torch.empty_like(host, device=device)
+    h2d = timing.measure(functools.partial(dev.copy_, host), device, budget_s=budget_s, min_samples=3)
+    d2h = timing.measure(functools.partial(host.copy_, dev), device, budget_s=budget_s, min_samples=3)
+    return rate_gbs(nbytes, h2d), rate_gbs(nbytes, d2h)
+
+
+def rate_gbs(nbytes: int, m: Measurement) -> float:
+    return nbytes / m.median_s / 1e9

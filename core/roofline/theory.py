@@ -1,0 +1,94 @@
+"""The theoretical compute peak: what the hardware could do if every unit issued an FMA every cycle.
+
+CPU: cores x clock x flops per cycle per core, where flops per cycle is SIMD lanes x 2 (an FMA is
+two operations) x FMA units. torch tells us the SIMD level it dispatches to; the number of FMA
+units and the sustained clock it does not, so those are guesses and the note says so. CUDA: SMs x
+clock x 2 x FP32 lanes per SM, the lanes looked up by compute capability; torch exposes the clock
+only in recent versions, so without it the peak is unknown rather than invented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import torch
+
+from core.platform.hardware import cpu_name
+
+SIMD_BITS = {"AVX512": 512, "AVX2": 256, "SVE256": 256, "ZVECTOR": 128, "VSX": 128, "NEON": 128, "DEFAULT": 128}
+FMA_UNITS = 2  # per core: true of most desktop and server x86 and Apple cores since ~2013; a guess
+DTYPE_BITS = {"float32": 32, "float64": 64, "float16": 32, "bfloat16": 32}  # CPU half precision computes in float32
+FP32_LANES_PER_SM = {7: 64, 8: 64, 9: 128, 10: 128, 12: 128}  # by compute-capability major; 8.6 and 8.9 have 128
+CUDA_DTYPE_FACTOR = {"float32": 1.0, "float64": 1 / 32, "float16": 1.0, "bfloat16": 1.0}  # without tensor cores
+
+
+@dataclass(frozen=True)
+class TheoreticalPeak:
+    gflops: float | None  # None: not derivable here
+    note: str  # how it was derived, "a guess" where it is one
+
+
+def cpu_clock_ghz(read_text: Callable[[Path], str] = Path.read_text) -> tuple[float | None, str]:
+    """The CPU's highest clock we can find, and where it came from.
+
+    cpufreq's maximum (the boost clock) when the OS shows it; else /proc/cpuinfo's current MHz,
+    which reads low when the core idles; else psutil. Containers often hide cpufreq.
+    """
+    try:
+        khz = float(read_text(Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")).strip())
+        return khz / 1e6, "cpufreq maximum"
+    except (OSError, ValueError):
+        pass
+    try:
+        for line in read_text(Path("/proc/cpuinfo")).splitlines():
+            if line.lower().startswith("cpu mhz"):
+                return float(line.split(":", 1)[1]) / 1e3, "current clock from /proc/cpuinfo (boost may run faster)"
+    except (OSError, ValueError):
+        pass
+    freq = psutil.cpu_freq()
+    if freq is not None and (freq.max or freq.current):
+        return (freq.max or freq.current) / 1e3, "psutil"
+    return None, "unknown"
+
+
+def cpu_flops_per_cycle(capability: str | None, dtype: str, name: str) -> tuple[int, str]:
+    """SIMD lanes x 2 x FMA units for one core; AMD cores before Zen 5 split AVX-512 into two 256-bit halves."""
+    bits = SIMD_BITS.get((capability or "DEFAULT").upper(), 128)
+    why = f"{capability or 'no'} SIMD"
+    if bits == 512 and "AMD" in name.upper():
+        bits = 256
+        why += " (AMD: 256-bit units)"
+    lanes = bits // DTYPE_BITS.get(dtype, 32)
+    return lanes * 2 * FMA_UNITS, f"{why}, {lanes} lanes x 2 (FMA) x {FMA_UNITS} FMA units"
+
+
+def cpu_peak(threads: int, dtype: str, *, capability: str | None = None, name: str | None = None,
+             clock: tuple[float | None, str] | None = None) -> TheoreticalPeak:
+    """threads x clock x flops/cycle; always a guess (FMA units, sustained clock)."""
+    capability = capability if capability is not None else torch.backends.cpu.get_cpu_capability()
+    name = name if name is not None else cpu_name()
+    ghz, source = clock if clock is not None else cpu_clock_ghz()
+    if ghz is None:
+        return TheoreticalPeak(None, "unknown: no CPU clock found")
+    per_cycle, why = cpu_flops_per_cycle(capability, dtype, name)
+    gflops = threads * ghz * per_cycle
+    return TheoreticalPeak(gflops, f"a guess: {threads} core(s) x {ghz:.2f} GHz ({source}) x {per_cycle} flops/cycle "
+                                   f"({why})")
+
+
+def cuda_peak(index: int, dtype: str) -> TheoreticalPeak:
+    """SMs x clock x 2 x FP32 lanes per SM, from torch's device properties; unknown without a clock."""
+    props = torch.cuda.get_device_properties(index)
+    sms = getattr(props, "multi_processor_count", None)
+    khz = getattr(props, "clock_rate", None)  # CUDA reports kHz; torch exposes it only in recent versions
+    lanes = FP32_LANES_PER_SM.get(int(props.major))
+    if (props.major, props.minor) in ((8, 6), (8, 7), (8, 9)):
+        lanes = 128
+    if not sms or not khz or lanes is None:
+        missing = "clock rate" if not khz else "SM count" if not sms else f"lanes per SM for {props.major}.{props.minor}"
+        return TheoreticalPeak(None, f"unknown: torch does not expose the {missing}")
+    gflops = sms * khz / 1e6 * 2 * lanes * CUDA_DTYPE_FACTOR.get(dtype, 1.0)
+    return TheoreticalPeak(gflops, f"{sms} SMs x {khz / 1e6:.2f} GHz x 2 x {lanes} FP32 lanes per SM (no tensor cores)")

@@ -1,0 +1,67 @@
+"""Roofline: why the crossover is where it is. Each device's roofs measured, every product placed on them."""
+
+import streamlit as st
+
+from core.charts.roofline import model_figure, roofline_figure, roofs_table
+from core.errors import DashboardError
+from core.matmul.sweep import dtype_choices
+from core.platform.devices import available_devices
+from core.results.jsonio import dumps
+from core.roofline.explain import crossover_sentence, model_error_text
+from core.roofline.run import RooflineConfig, run_roofline
+from pages.shared.device_wait import page_job
+from pages.shared.entry import through_app
+from pages.shared.result_store import save_run
+
+through_app()
+state = st.session_state
+state.setdefault("rl_result", None)
+
+st.title("Roofline")
+st.caption("Three measured constants per device explain the crossover: its peak arithmetic rate, its memory "
+           "bandwidth, and the fixed cost of starting one operation. An n × n product does 2n³ operations on at "
+           "least 3 matrices of n² numbers, so its operations per byte grow like n: small products sit under the "
+           "bandwidth roof and the start-up cost, big ones reach the compute roof.")
+with st.container(border=True):
+    c1, c2, c3 = st.columns(3)
+    devices = c1.multiselect("Devices", available_devices(), default=available_devices(), key="rl_devices",
+                             help="the CPU alone compares all its threads against one")
+    dtype = c2.selectbox("dtype", dtype_choices(devices or ["cpu"]), key="rl_dtype")
+    budget = c3.select_slider("Seconds per measurement", [0.05, 0.1, 0.2, 0.5, 1.0, 2.0], value=0.2, key="rl_budget",
+                              help="each roof and each size of each series; 0.2 s answers in about 10 s on 2 cores")
+    c1, c2, c3 = st.columns([2, 1, 1])
+    c1.text_input("Name for the Results page (optional)", key="rl_label", max_chars=200, placeholder="e.g. lab GPU")
+    run = c2.button("Measure the roofs", type="primary", key="rl_run", icon=":material/play_arrow:")
+    c3.button("Stop", key="rl_stop", icon=":material/stop:")
+
+if run:
+    try:
+        config = RooflineConfig(devices=tuple(devices), dtype=dtype or "float32", budget_s=float(budget))
+        bar = st.empty()
+        with page_job("rl", on_progress=lambda p: bar.progress(p.fraction, text=p.message)) as turn:
+            state.rl_result = run_roofline(config, turn.hooks)
+        bar.progress(1.0, text=f"done in {state.rl_result.wall_s:.1f} s{turn.waited_note}")
+        if state.rl_result.points and not state.rl_result.stopped:
+            save_run("roofline", state.rl_result.to_json(), config.to_dict(), label=state.rl_label.strip())
+    except DashboardError as exc:
+        st.error(str(exc))
+
+if (result := state.rl_result) is not None:
+    if result.stopped:
+        st.warning("Stopped before the last step: what was measured is shown, and not saved.", icon=":material/stop_circle:")
+    box = st.success if result.predicted_crossover_n and result.measured_crossover_n else st.info
+    box(crossover_sentence(result), icon=":material/insights:")
+    if accuracy := model_error_text(result):
+        st.caption(accuracy)
+    t1, t2 = st.tabs(["Roofline", "Time against the model"])
+    t1.plotly_chart(roofline_figure(result), key="rl_roofline_chart")
+    t1.caption("Solid: each series' bandwidth roof rising to its compute roof, meeting at the ridge (diamond). "
+               "Dotted: the theoretical peak. Markers: the sweep's products; hover for n, time and share of the roof.")
+    t2.plotly_chart(model_figure(result), key="rl_model_chart")
+    t2.caption("Markers: measured seconds per product. Lines: t(n) = overhead + max(2n³/peak, bytes/bandwidth), "
+               "from the measured constants alone (dashed: plus the copies to and from the GPU).")
+    st.dataframe(roofs_table(result), hide_index=True, key="rl_table")
+    for note in result.notes:
+        st.info(note)
+    st.download_button("Download JSON", dumps(result.to_json(), indent=2), "roofline.json", "application/json",
+                       key="rl_json")

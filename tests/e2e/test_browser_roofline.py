@@ -1,0 +1,25 @@
+"""The Roofline page in a real headless Chromium: one click measures the roofs and draws the roofline."""
+
+import pytest
+
+from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
+
+pytestmark = pytest.mark.browser
+
+
+def test_one_click_draws_the_roofline(page, streamlit_url):
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Roofline").click()
+    page.get_by_role("heading", name="Roofline").wait_for()
+    wait_for_idle(page)
+    assert_no_exception(page)
+
+    page.get_by_role("button", name="Measure the roofs").click()
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    chart.wait_for(timeout=120_000)
+    wait_for_idle(page)
+    assert_no_exception(page)
+    assert "arithmetic intensity" in chart.inner_text()  # the roofline's x axis, drawn by Plotly
+    page.get_by_text("the model predicts", exact=False).first.wait_for()
+    screenshot(page, "roofline")

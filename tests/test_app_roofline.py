@@ -1,0 +1,66 @@
+"""AppTests of the Roofline page: it opens, one click measures and draws both charts, the run is saved, errors show."""
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core.store import open_store
+
+PAGE = "pages/roofline.py"
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+
+
+def test_page_opens_with_its_settings(app: AppTest, no_gpu):
+    app.switch_page(PAGE).run()
+    assert not app.exception
+    assert app.multiselect(key="rl_devices").value == ["cpu"]
+    assert "fixed cost of starting one operation" in app.caption[0].value
+
+
+def test_one_click_measures_draws_and_saves(app: AppTest, no_gpu):
+    app.switch_page(PAGE).run()
+    app.select_slider(key="rl_budget").set_value(0.05)
+    app.text_input(key="rl_label").input("Ana's laptop")
+    app.button(key="rl_run").click().run()
+    assert not app.exception and not app.error
+    charts = app.get("plotly_chart")
+    assert len(charts) == 2
+    assert len(app.dataframe) == 1 and "launch µs" in app.dataframe[0].value.columns
+    text = " ".join(str(x.value) for x in [*app.info, *app.success])
+    assert "crossover" in text
+    (run,) = open_store().list_runs(kind="roofline")
+    assert run.label == "Ana's laptop" and run.result.points
+
+
+def test_no_device_chosen_is_an_error_not_a_crash(app: AppTest, no_gpu):
+    app.switch_page(PAGE).run()
+    app.multiselect(key="rl_devices").set_value([])
+    app.button(key="rl_run").click().run()
+    assert not app.exception
+    assert "choose at least one device" in app.error[0].value
+
+
+def test_a_fake_gpu_is_offered(app: AppTest, fake_cuda):
+    app.switch_page(PAGE).run()
+    assert not app.exception
+    assert "cuda:0" in app.multiselect(key="rl_devices").options
+
+
+def test_saved_rooflines_appear_on_results_beside_each_other(app: AppTest, no_gpu):
+    from tests.test_roofline import _synthetic_run
+
+    store = open_store()
+    store.save("roofline", _synthetic_run().to_json(), {}, label="lab GPU")
+    store.save("roofline", _synthetic_run().to_json() | {"wall_s": 1.0}, {}, label="Ana's laptop")
+    app.switch_page("pages/results.py").run()
+    assert not app.exception
+    assert "roofline" in app.multiselect(key="results_kinds").options
+    listing = app.dataframe[0].value
+    assert list(listing["kind"]) == ["roofline", "roofline"] and "crossover predicted 49" in listing["result"].iloc[0]
+    (chart,) = [c for c in app.get("plotly_chart") if "Rooflines" in c.proto.spec]
+    assert "#1 lab GPU" in chart.proto.spec and "Ana's laptop" in chart.proto.spec
