@@ -16,6 +16,7 @@ TEST_COLOR = "#d62728"
 BASELINE_COLOR = "#7f7f7f"
 KEPT_COLOR = "#2ca02c"
 LOWEST_COLOR = "#ff7f0e"
+ACCURACY_ROOM = 0.05  # above and below the accuracies drawn
 METRICS = {  # what an overlay can show: label, how to read it off a report
     "test_loss": "test loss",
     "train_loss": "train loss",
@@ -107,9 +108,18 @@ def accuracy_curve(reports: Sequence[EpochReport], *, baseline_accuracy: float |
     if baseline_accuracy is not None:
         _baseline(fig, baseline_accuracy, f"{baseline_name} {baseline_accuracy:.1%}")
     style(fig, title=None, height=300)
+    shown = [v for v in trace_values(fig, "y") if v is not None] + ([baseline_accuracy] if baseline_accuracy else [])
     fig.update_layout(xaxis=dict(title=dict(text="epoch"), automargin=True),
-                      yaxis=dict(title=dict(text="test accuracy"), tickformat=".0%", automargin=True))
+                      yaxis=dict(title=dict(text="test accuracy"), tickformat=".0%", automargin=True,
+                                 range=_accuracy_range(shown)))
     return fig
+
+
+def _accuracy_range(values: Sequence[float]) -> list[float]:
+    """The accuracies with 5 points of room each side (for the baseline's label), within 0-100%."""
+    if not values:
+        return [0.0, 1.0]
+    return [max(0.0, min(values) - ACCURACY_ROOM), min(1.0, max(values) + ACCURACY_ROOM)]
 
 
 class Run(Protocol):
