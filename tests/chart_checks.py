@@ -10,9 +10,9 @@ from core.charts.axis_style import tick_label
 
 
 def _whole(value: float) -> bool:
-    """1, 2 or 5 times a power of ten: the only ticks a log axis may carry."""
+    """A whole digit times a power of ten (1, 20, 0.5): the only ticks a log axis may carry."""
     mantissa = value / 10 ** math.floor(math.log10(value) + 1e-9)
-    return any(math.isclose(mantissa, m, rel_tol=1e-6) for m in (1, 2, 5))
+    return any(math.isclose(mantissa, m, rel_tol=1e-6) for m in range(1, 10))
 
 
 def assert_log_axis(axis, unit: str | None = None) -> None:

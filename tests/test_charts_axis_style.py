@@ -43,7 +43,7 @@ def test_log_axis_has_decade_ticks_only_with_their_labels():
     assert axis["ticktext"] == ["0.1", "1", "10", "100"]
     lo, hi = axis["range"]
     assert lo < math.log10(0.02) and hi > math.log10(450.0)  # every point inside, with room
-    assert axis["minor"]["ticks"] == "outside"  # minor ticks: marks only (Plotly never labels them)
+    assert axis["minor"] == dict(dtick="D1", showgrid=True, gridcolor=ax.MINOR_GRID, ticks="")  # faint, unlabelled
     assert axis["title"]["text"] == "t (ms)"
 
 
@@ -51,6 +51,11 @@ def test_a_log_axis_within_one_decade_gets_1_2_5_ticks_with_whole_values():
     axis = ax.log_axis([0.15, 0.9], "speed-up (×)")
     assert axis["tickvals"] == pytest.approx([0.2, 0.5, 1.0])
     assert axis["ticktext"] == ["0.2", "0.5", "1"]
+
+
+def test_a_log_axis_over_less_than_an_octave_gets_every_whole_step():
+    axis = ax.log_axis([16, 32], "n")  # no decade, and only 20 of 1-2-5
+    assert axis["tickvals"] == pytest.approx([20.0, 30.0, 40.0])
 
 
 def test_lower_arms_never_reach_zero_on_a_log_axis():

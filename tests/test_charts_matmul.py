@@ -53,6 +53,10 @@ def test_time_figure_axes(result):
     assert list(fig.layout.xaxis.tickvals) == [100.0, 1000.0, 10_000.0]  # 32 .. 10,000: decades only
     assert_legend_right(fig)
     assert_points_inside(fig)
+    texts = {a.text: a for a in fig.layout.annotations}  # the lecture's labels, in the plot, on a white backing
+    assert set(texts) == {"lecture CPU ≈ 23,000 ms (23 s)", "lecture Colab GPU ≈ 3,000 ms (3 s)"}
+    assert all(a.xanchor == "right" and a.bgcolor for a in texts.values())
+    assert_annotations_inside(fig)
 
 
 def test_time_figure_without_lecture_reads_in_microseconds_when_all_is_fast(monkeypatch, fake_cuda):
@@ -80,6 +84,8 @@ def test_gflops_figure(result):
     assert fig.layout.yaxis.title.text == "GFLOP/s"
     assert_legend_right(fig)
     assert_points_inside(fig)
+    assert {a.text for a in fig.layout.annotations} == {"lecture CPU ≈ 87 GFLOP/s", "lecture Colab GPU ≈ 667 GFLOP/s"}
+    assert_annotations_inside(fig)
 
 
 def test_speedup_figure_marks_the_crossover(result):
@@ -91,7 +97,9 @@ def test_speedup_figure_marks_the_crossover(result):
     assert "crossover n ≈ 100" in names
     assert any(t.name.startswith("lecture ≈ 7.7×") for t in fig.data)
     labels = {a.text: a for a in fig.layout.annotations}
-    assert set(labels) == {"break-even", "crossover ≈ 100", "crossover ≈ 112"}  # the second: with copies
+    assert set(labels) == {"break-even", "crossover ≈ 100", "crossover ≈ 112",  # the second: with copies
+                           "lecture ≈ 7.7× (23 s vs 3 s)"}
+    assert labels["lecture ≈ 7.7× (23 s vs 3 s)"].xanchor == "right"  # n = 10,000 is the right edge: text leftward
     assert labels["break-even"].y == 0 and labels["break-even"].yanchor == "bottom"  # log10(1): on its line
     assert labels["crossover ≈ 100"].x == pytest.approx(2.0)
     assert labels["crossover ≈ 100"].xanchor == "left"  # left half of 32 .. 10,000: the text grows rightward

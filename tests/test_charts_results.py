@@ -32,6 +32,8 @@ def test_matmul_overlay_draws_each_series_and_the_lecture(runs):
     lecture = traces["lecture (n = 10,000)"]
     assert list(lecture.y) == [23_000.0, 3_000.0]
     assert list(lecture.text) == ["lecture: CPU ≈ 23,000 ms (23 s)", "lecture: Colab GPU ≈ 3,000 ms (3 s)"]
+    assert [a.text for a in fig.layout.annotations] == list(lecture.text)  # drawn beside the stars too
+    assert_annotations_inside(fig)
     assert_log_axis(fig.layout.xaxis)
     assert_log_axis(fig.layout.yaxis, "ms")
     assert fig.layout.yaxis.title.text == "time per product (ms)"
@@ -46,6 +48,8 @@ def test_matmul_overlay_in_gflops_without_reference(runs):
     assert list(with_ref.data[-1].y) == pytest.approx([2e12 / 23 / 1e9, 2e12 / 3 / 1e9])
     assert list(with_ref.data[-1].text) == ["lecture: CPU ≈ 87 GFLOP/s", "lecture: Colab GPU ≈ 667 GFLOP/s"]
     assert_log_axis(with_ref.layout.yaxis)
+    assert [a.text for a in with_ref.layout.annotations] == list(with_ref.data[-1].text)  # GFLOP/s, not seconds
+    assert_annotations_inside(with_ref)
     assert_legend_right(with_ref)
     assert_points_inside(with_ref)
 

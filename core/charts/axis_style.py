@@ -21,6 +21,9 @@ LOG_PAD = 0.12  # decades of room above and below the data on a log axis, so mar
 LINEAR_HEADROOM = 0.15  # share of the span added above a linear axis's top, for text above bars
 LOWER_ARM_FLOOR = 0.1  # an error bar's lower arm on a log axis stops at this share of its value
 FONT_SIZE = 14  # tick labels and legend: readable across a classroom
+LABEL_BACKING = "rgba(255,255,255,0.85)"
+LABEL_SHIFT_PX = 12  # text starts this far from its marker
+MINOR_GRID = "#f2f2f2"  # faint unlabelled lines at 2 … 9 times a decade: the eye still sees the log scale
 LEGEND = dict(orientation="v", x=1.02, xanchor="left", y=1.0, yanchor="top", font=dict(size=FONT_SIZE))
 
 
@@ -90,12 +93,16 @@ def log_range(values: Iterable[float | None]) -> tuple[float, float]:
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
-    """Decades between 10**lo and 10**hi; where fewer than two fit, also 2× and 5× (whole values)."""
-    decades = [10.0**k for k in range(math.ceil(lo), math.floor(hi) + 1)]
-    if len(decades) >= 2:
-        return decades
-    steps = [m * 10.0**k for k in range(math.floor(lo), math.ceil(hi) + 1) for m in (1, 2, 5)]
-    return [v for v in steps if lo <= math.log10(v) <= hi]
+    """Decades between 10**lo and 10**hi; where fewer than two fit, 1-2-5 steps, then 1 to 9 steps.
+
+    Every tick is a whole value with its own label: never a bare "3" that means 0.3.
+    """
+    for mantissas in ((1,), (1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [m * 10.0**k for k in range(math.floor(lo), math.ceil(hi) + 1) for m in mantissas]
+        ticks = [t for t in ticks if lo <= math.log10(t) <= hi]
+        if len(ticks) >= 2:
+            return ticks
+    return ticks
 
 
 def log_axis(values: Iterable[float | None], title: str, *, headroom: float = 0.0) -> dict[str, Any]:
@@ -107,7 +114,7 @@ def log_axis(values: Iterable[float | None], title: str, *, headroom: float = 0.
     hi += headroom * (hi - lo)
     ticks = log_ticks(lo, hi)
     return dict(type="log", range=[lo, hi], tickmode="array", tickvals=ticks, ticktext=[tick_label(t) for t in ticks],
-                minor=dict(ticks="outside", ticklen=3, showgrid=False), title=dict(text=title),
+                minor=dict(dtick="D1", showgrid=True, gridcolor=MINOR_GRID, ticks=""), title=dict(text=title),
                 tickfont=dict(size=FONT_SIZE), automargin=True)
 
 
@@ -147,6 +154,17 @@ def inside_anchor(position: float, axis_range: Sequence[float]) -> str:
     """'left' in the left half of a range, else 'right': text then grows toward the middle."""
     lo, hi = axis_range
     return "left" if position <= (lo + hi) / 2 else "right"
+
+
+def label_points(fig: go.Figure, points: Sequence[tuple[float, float, str]]) -> None:
+    """Text beside points, once the axes are set: on a white backing, so a line under it does not
+    strike it through, and growing toward the middle of the plot, so the edge does not cut it."""
+    xaxis, yaxis = fig.layout.xaxis, fig.layout.yaxis
+    for x, y, text in points:
+        px = axis_position(x, xaxis)
+        anchor = inside_anchor(px, xaxis.range)
+        fig.add_annotation(x=px, y=axis_position(y, yaxis), text=text, showarrow=False, xanchor=anchor,
+                           xshift=LABEL_SHIFT_PX if anchor == "left" else -LABEL_SHIFT_PX, bgcolor=LABEL_BACKING)
 
 
 def style(fig: go.Figure, *, title: str | None, height: int, legend: bool = True) -> go.Figure:

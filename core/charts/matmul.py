@@ -11,8 +11,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from core.charts.axis_style import (axis_position, clipped_lower_arms, inside_anchor, log_axis, style, time_unit,
-                                    trace_values)
+from core.charts.axis_style import (axis_position, clipped_lower_arms, inside_anchor, label_points, log_axis, style,
+                                    time_unit, trace_values)
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
 from core.results.matmul import SweepCrossover
 
@@ -48,13 +48,14 @@ def _empty(title: str) -> go.Figure:
     return _layout(fig, title, "")
 
 
-def _lecture_point(fig: go.Figure, y: float, label: str, symbol: str) -> None:
-    """A lecture figure at n = 10,000, its label to the left: inside the plot, since n is the largest size."""
+def _lecture_point(fig: go.Figure, y: float, label: str, symbol: str) -> tuple[float, float, str]:
+    """A lecture figure at n = 10,000; returns its label for label_points once the axes are set."""
     fig.add_scatter(
-        x=[LECTURE_N], y=[y], mode="markers+text", name=label, text=[label], textposition="middle left",
+        x=[LECTURE_N], y=[y], mode="markers", name=label,
         marker=dict(symbol=symbol, size=13, color="black", line=dict(width=1, color="white")),
         hovertemplate=f"{label}<extra></extra>",
     )
+    return (LECTURE_N, y, label)
 
 
 def time_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
@@ -96,10 +97,13 @@ def time_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
                 fig.add_scatter(x=e2e["n"], y=unit.scale(e2e["end_to_end_s"]), mode="lines+markers",
                                 name=f"{series}, with copies", line=dict(color=color, dash="dot"),
                                 marker=dict(symbol="diamond"))
-    if lecture:
-        _lecture_point(fig, LECTURE_CPU_S * unit.per_second, f"lecture CPU ≈ {unit.label(LECTURE_CPU_S)}", "square")
-        _lecture_point(fig, LECTURE_GPU_S * unit.per_second, f"lecture Colab GPU ≈ {unit.label(LECTURE_GPU_S)}", "star")
-    return _layout(fig, title, f"time per product ({unit.name})")
+    labels = [_lecture_point(fig, LECTURE_CPU_S * unit.per_second, f"lecture CPU ≈ {unit.label(LECTURE_CPU_S)}",
+                             "square"),
+              _lecture_point(fig, LECTURE_GPU_S * unit.per_second, f"lecture Colab GPU ≈ {unit.label(LECTURE_GPU_S)}",
+                             "star")] if lecture else []
+    _layout(fig, title, f"time per product ({unit.name})")
+    label_points(fig, labels)
+    return fig
 
 
 def gflops_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
@@ -113,11 +117,13 @@ def gflops_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
         fig.add_scatter(x=rows["n"], y=rows["gflops"], mode="lines+markers", name=series,
                         line=dict(color=colors[series]),
                         hovertemplate=f"{series}<br>n=%{{x}}<br>%{{y:.4g}} GFLOP/s<extra></extra>")
-    if lecture:
-        flop = 2 * LECTURE_N**3 / 1e9
-        _lecture_point(fig, flop / LECTURE_CPU_S, f"lecture CPU ≈ {flop / LECTURE_CPU_S:.0f} GFLOP/s", "square")
-        _lecture_point(fig, flop / LECTURE_GPU_S, f"lecture Colab GPU ≈ {flop / LECTURE_GPU_S:.0f} GFLOP/s", "star")
-    return _layout(fig, title, "GFLOP/s")
+    flop = 2 * LECTURE_N**3 / 1e9
+    labels = [_lecture_point(fig, flop / LECTURE_CPU_S, f"lecture CPU ≈ {flop / LECTURE_CPU_S:.0f} GFLOP/s", "square"),
+              _lecture_point(fig, flop / LECTURE_GPU_S, f"lecture Colab GPU ≈ {flop / LECTURE_GPU_S:.0f} GFLOP/s",
+                             "star")] if lecture else []
+    _layout(fig, title, "GFLOP/s")
+    label_points(fig, labels)
+    return fig
 
 
 def speedup_table(frame: pd.DataFrame, challenger: str, baseline: str, column: str = "median_s") -> pd.DataFrame:
@@ -160,13 +166,16 @@ def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[SweepCrossover], *,
                             marker=dict(color=color, size=12, symbol="circle-open", line=dict(width=2)))
             marks.append((c.n, color))
         gpu_vs_cpu = gpu_vs_cpu or c.gpu_vs_cpu
+    labels = []
     if lecture and gpu_vs_cpu:
         ratio = LECTURE_CPU_S / LECTURE_GPU_S
-        _lecture_point(fig, ratio, f"lecture ≈ {ratio:.1f}× ({LECTURE_CPU_S:g} s vs {LECTURE_GPU_S:g} s)", "star")
+        labels.append(_lecture_point(fig, ratio, f"lecture ≈ {ratio:.1f}× ({LECTURE_CPU_S:g} s vs {LECTURE_GPU_S:g} s)",
+                                     "star"))
     fig.add_scatter(x=[None], y=[None], mode="lines", name="break-even (1×)", line=dict(color="grey", dash="dash"))
     _layout(fig, title, "speed-up (×)")
     fig.update_yaxes(range=_with_one(fig.layout.yaxis.range))
     _speedup_labels(fig, marks)
+    label_points(fig, labels)
     return fig
 
 

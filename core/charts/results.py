@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.charts.axis_style import (TimeUnit, clipped_lower_arms, linear_axis, log_axis, style, time_unit,
-                                    trace_values)
+from core.charts.axis_style import (TimeUnit, clipped_lower_arms, label_points, linear_axis, log_axis, style,
+                                    time_unit, trace_values)
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
 from core.plain_text import plotly_safe_frame
 
@@ -73,17 +73,18 @@ def matmul_overlay(frame: pd.DataFrame, metric: str = "median_s", *, reference: 
             hovertemplate="%{fullData.name}<br>n = %{x}<br>%{y:.4g}" + (f" {unit.name}" if scale != 1.0 else "")
                           + "<br>%{customdata[0]}, %{customdata[1]} samples<extra></extra>",
         )
-    if reference:
-        marks = [p.labelled(metric, unit) for p in LECTURE_POINTS]
+    marks = [p.labelled(metric, unit) for p in LECTURE_POINTS] if reference else []
+    if marks:
         fig.add_scatter(
             x=[p.n for p in LECTURE_POINTS], y=[y for y, _ in marks], text=[label for _, label in marks],
-            mode="markers+text", textposition="middle left", name="lecture (n = 10,000)",
+            mode="markers", name="lecture (n = 10,000)",
             marker=dict(symbol="star", size=14, color="black"), hovertemplate="%{text}<extra></extra>",
         )
     y_title = f"{MATMUL_METRICS[metric]} ({unit.name})" if metric == "median_s" else MATMUL_METRICS[metric]
     style(fig, title=None, height=520)
     fig.update_layout(xaxis=log_axis(trace_values(fig, "x"), "matrix size n (n × n)"),
                       yaxis=log_axis(trace_values(fig, "y"), y_title))
+    label_points(fig, [(p.n, y, label) for p, (y, label) in zip(LECTURE_POINTS, marks)])
     return fig
 
 
