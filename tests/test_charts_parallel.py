@@ -81,6 +81,7 @@ def test_first_call_figure_has_three_bars_per_size():
     assert len(fig.data) == 3
     assert [t.y[0] for t in fig.data] == pytest.approx([500, 20, 10])  # all below 1 ms: in µs
     assert_log_axis(fig.layout.yaxis, "µs")
+    assert fig.layout.yaxis.range[0] <= 1 - 0.5  # half a decade under the 10 µs bar: it still has a height
     assert_legend_right(fig)
 
 

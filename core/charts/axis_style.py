@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 
 LOG_PAD = 0.12  # decades of room above and below the data on a log axis, so markers and text are not cut
 LINEAR_HEADROOM = 0.15  # share of the span added above a linear axis's top, for text above bars
+BAR_FLOOR_DECADES = 0.5  # a log bar chart's floor lies this far under its smallest bar
 LOWER_ARM_FLOOR = 0.1  # an error bar's lower arm on a log axis stops at this share of its value
 FONT_SIZE = 14  # tick labels and legend: readable across a classroom
 LABEL_BACKING = "rgba(255,255,255,0.85)"
@@ -105,13 +106,17 @@ def log_ticks(lo: float, hi: float) -> list[float]:
     return ticks
 
 
-def log_axis(values: Iterable[float | None], title: str, *, headroom: float = 0.0) -> dict[str, Any]:
+def log_axis(values: Iterable[float | None], title: str, *, headroom: float = 0.0,
+             below: float = 0.0) -> dict[str, Any]:
     """A log axis over the values: decade ticks with whole-value labels, unlabelled minor ticks.
 
-    `headroom` adds that share of the span above the data, for text drawn above bars.
+    `headroom` adds that share of the span above the data, for text drawn above bars; `below`
+    lowers the floor by that many decades, so a bar (drawn up from the floor) for the smallest
+    value still has a visible height.
     """
     lo, hi = log_range(values)
     hi += headroom * (hi - lo)
+    lo -= below
     ticks = log_ticks(lo, hi)
     return dict(type="log", range=[lo, hi], tickmode="array", tickvals=ticks, ticktext=[tick_label(t) for t in ticks],
                 minor=dict(dtick="D1", showgrid=True, gridcolor=MINOR_GRID, ticks=""), title=dict(text=title),
@@ -125,9 +130,12 @@ def linear_axis(values: Iterable[float | None], title: str, *, headroom: float =
                 tickfont=dict(size=FONT_SIZE), automargin=True)
 
 
-def value_axis(values: Sequence[float | None], title: str, *, log: bool) -> dict[str, Any]:
-    """A log or a linear axis over the values, either with room above for text on bars."""
-    return log_axis(values, title, headroom=LINEAR_HEADROOM) if log else linear_axis(values, title)
+def bar_axis(values: Sequence[float | None], title: str, *, log: bool) -> dict[str, Any]:
+    """A log or a linear axis for bars: room above for their text, and on a log axis a floor half a
+    decade under the smallest bar."""
+    if log:
+        return log_axis(values, title, headroom=LINEAR_HEADROOM, below=BAR_FLOOR_DECADES)
+    return linear_axis(values, title)
 
 
 def clipped_lower_arms(values: Sequence[float | None], arms: Sequence[float | None]) -> list[float]:

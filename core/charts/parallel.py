@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
-from core.charts.axis_style import TimeUnit, style, time_unit, trace_values, value_axis
+from core.charts.axis_style import TimeUnit, style, time_unit, trace_values, bar_axis
 from core.parallel.machine import CPU
 from core.parallel.wording import format_duration
 
@@ -44,7 +44,7 @@ def wide_span(values: list[float | None]) -> bool:
 
 def _layout(fig: go.Figure, title: str, yaxis_title: str, *, log_y: bool) -> go.Figure:
     style(fig, title=title, height=HEIGHT_PX)
-    fig.update_layout(yaxis=value_axis(trace_values(fig, "y"), yaxis_title, log=log_y))
+    fig.update_layout(yaxis=bar_axis(trace_values(fig, "y"), yaxis_title, log=log_y))
     fig.update_xaxes(automargin=True)
     fig.update_traces(cliponaxis=False, selector=dict(type="bar"))  # text above the tallest bar stays whole
     return fig
