@@ -54,11 +54,15 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
     assert f"#{laptop} cpu (Student Laptop CPU i5) float32 · Ana" in legend
     assert sweep.get_by_text("lecture: CPU ≈ 23,000 ms (23 s)").count() == 1  # in the axis's unit
     screenshot(page, "results")
+    sweep.evaluate("e => e.scrollIntoView({block: 'center'})")
+    screenshot(page, "results_time")
+    charts.nth(1).evaluate("e => e.scrollIntoView({block: 'center'})")
+    screenshot(page, "results_training")
     page.get_by_text("GFLOP/s", exact=True).first.click()  # the lecture's stars follow the chart's unit
     sweep.get_by_text("lecture: CPU ≈ 87 GFLOP/s").wait_for()
     wait_for_idle(page)
     assert sweep.get_by_text("≈ 23 s").count() == 0
-    sweep.scroll_into_view_if_needed()
+    sweep.evaluate("e => e.scrollIntoView({block: 'center'})")
     screenshot(page, "results_gflops")
 
     page.get_by_text("Import a result file").click()  # the expander is closed once runs exist
