@@ -62,7 +62,8 @@ if bench.runs:  # ---- the latest run (from the session, so it survives reruns a
     with metrics_slot.container():
         run_metrics(last)
     loss_slot.plotly_chart(loss_curves(last.reports, baseline_loss=base and base.test_loss,
-                                       epochs=last.config.epochs if last.status == DONE else None), key="clf_loss")
+                                       epochs=last.config.epochs if last.status == DONE else None,
+                                       kept_epoch=last.best_epoch), key="clf_loss")
     acc_slot.plotly_chart(accuracy_curve(last.epochs, baseline_accuracy=base and base.accuracy,
                                          best_epoch=last.best_epoch), key="clf_acc")
 

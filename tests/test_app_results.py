@@ -63,7 +63,8 @@ def test_saved_runs_are_listed_and_drawn(app, saved):
     assert "#1 cpu (Student Laptop CPU i5) float32 · Ana" in names
     assert "#2 cuda:0 (NVIDIA H200) float32" in names
     lecture = next(t for t in sweep["data"] if t.get("name") == "lecture (n = 10,000)")
-    assert lecture["y"] == [23.0, 3.0] and lecture["x"] == [10_000, 10_000]
+    assert lecture["y"] == [23_000.0, 3_000.0] and lecture["x"] == [10_000, 10_000]  # in the axis's ms
+    assert sweep["layout"]["yaxis"]["title"]["text"] == "time per product (ms)"
     assert "Stored in the SQLite file" in _text(at)
 
 

@@ -12,6 +12,7 @@ from core.parallel.location import LocationResult
 from core.parallel.marbles import MarblesPoint, MarblesResult
 from core.parallel.timing_bug import SyncPoint, TimingBugResult
 from core.platform.timing import Measurement
+from tests.chart_checks import assert_legend_right, assert_log_axis
 
 
 def m(median: float, first: float | None = None) -> Measurement:
@@ -31,6 +32,8 @@ def test_marbles_figure_draws_the_ideal_line_and_one_line_per_size():
     assert names == ["ideal: k workers, k× as fast", "n = 64", "n = 1024"]
     assert list(fig.data[0].y) == [1, 2, 4] and list(fig.data[1].y) == pytest.approx([1, 2, 4])
     assert fig.layout.yaxis.type == "linear"  # 1 to 4: a log axis would only blur it
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] > 4
+    assert_legend_right(fig)
 
 
 def test_marbles_figure_puts_the_gpu_after_the_threads():
@@ -39,7 +42,8 @@ def test_marbles_figure_puts_the_gpu_after_the_threads():
     assert len(stars) == 2 and stars[0].x == ("GPU (cuda:0)",)
     assert stars[1].y[0] == pytest.approx(0.01 * 1024 / 1e-4)
     assert list(fig.layout.xaxis.categoryarray) == ["1 thread", "2 threads", "4 threads", "GPU (cuda:0)"]
-    assert fig.layout.yaxis.type == "log"  # the GPU is thousands of times faster
+    assert_log_axis(fig.layout.yaxis)  # the GPU is thousands of times faster
+    assert list(fig.layout.yaxis.tickvals)[:2] == [1.0, 10.0]
 
 
 def test_chain_figure_groups_the_two_shapes_per_device():
@@ -47,7 +51,11 @@ def test_chain_figure_groups_the_two_shapes_per_device():
               ChainPoint("cuda:0", "one op", m(5e-5)), ChainPoint("cuda:0", "chain", m(0.016)))
     fig = charts.chain_figure(ChainResult(ChainConfig(), points, "cuda:0"))
     assert [t.name for t in fig.data] == ["one big operation", "chain of 1000 tiny steps"]
-    assert fig.data[1].x == ("CPU", "GPU (cuda:0)") and fig.data[1].y == pytest.approx((8, 16))
+    assert fig.data[1].x == ("CPU", "GPU (cuda:0)") and fig.data[1].y == pytest.approx((8, 16))  # ms
+    assert_log_axis(fig.layout.yaxis, "ms")  # 50 µs to 16 ms
+    assert list(fig.data[0].text) == ["5 ms", "50 µs"]  # each bar's own reading
+    assert_legend_right(fig)
+    assert all(t.cliponaxis is False for t in fig.data)  # text above the tallest bar is not cut
 
 
 def test_chain_figure_of_a_partial_result_leaves_gaps():
@@ -62,13 +70,19 @@ def test_timing_bug_figure():
     assert [t.name for t in fig.data] == ["without synchronize (wrong on a GPU)", "with synchronize (the real time)"]
     assert fig.data[0].x == ("CPU, n = 1024", "GPU (cuda:0), n = 8192")
     assert fig.data[0].y == pytest.approx((20, 0.02))
+    assert_log_axis(fig.layout.yaxis, "ms")
+    lo, hi = fig.layout.yaxis.range
+    assert hi > 1.3 + 0.1  # log10(20 ms) plus room for the bar's text
 
 
 def test_first_call_figure_has_three_bars_per_size():
     p = FirstCallPoint("cpu", 64, Measurement((1e-5,), 100, 5e-4), Measurement((1e-5,), 100, 2e-5))
     fig = charts.first_call_figure(FirstCallResult((p,), None))
     assert len(fig.data) == 3
-    assert [t.y[0] for t in fig.data] == pytest.approx([0.5, 0.02, 0.01])
+    assert [t.y[0] for t in fig.data] == pytest.approx([500, 20, 10])  # all below 1 ms: in µs
+    assert_log_axis(fig.layout.yaxis, "µs")
+    assert fig.layout.yaxis.range[0] <= 1 - 0.5  # half a decade under the 10 µs bar: it still has a height
+    assert_legend_right(fig)
 
 
 @pytest.mark.parametrize("result, verdict, tensors", [
@@ -78,13 +92,17 @@ def test_first_call_figure_has_three_bars_per_size():
 def test_location_figure(result, verdict, tensors):
     fig = charts.location_figure(result)
     texts = [a.text for a in fig.layout.annotations]
+    assert all(0 <= a.x <= 1 and 0 <= a.y <= 1 for a in fig.layout.annotations)  # axes fixed to [0, 1]
+    assert fig.layout.showlegend is False
     assert any(verdict in t for t in texts)
     assert {t for t in texts if t in ("<b>a_cpu</b>", "<b>a_gpu</b>")} == {f"<b>{x}</b>" for x in tensors}
 
 
 def test_the_y_axis_is_linear_for_a_narrow_span_and_log_for_a_wide_one():
     cpu_only = TimingBugResult((SyncPoint("cpu", 1024, m(0.0208), m(0.0209)),), None)
-    assert charts.timing_bug_figure(cpu_only).layout.yaxis.type == "linear"  # 20.8 vs 20.9 ms must look alike
+    linear = charts.timing_bug_figure(cpu_only).layout.yaxis
+    assert linear.type == "linear" and linear.range[0] == 0  # 20.8 vs 20.9 ms must look alike
+    assert linear.title.text == "median time (ms)"
     with_gpu = TimingBugResult(cpu_only.points + (SyncPoint("cuda:0", 8192, m(2e-5), m(0.02)),), "cuda:0")
     assert charts.timing_bug_figure(with_gpu).layout.yaxis.type == "log"
     assert not charts.wide_span([None, 0.0, 1.0, 30.0]) and charts.wide_span([1.0, 31.0])

@@ -6,6 +6,7 @@ import pytest
 
 from core.charts.results import LECTURE_POINTS, matmul_overlay, train_overlay
 from core.store import matmul_frame, open_store, train_frame
+from tests.chart_checks import assert_annotations_inside, assert_legend_right, assert_log_axis, assert_points_inside
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
 
 
@@ -26,11 +27,18 @@ def test_matmul_overlay_draws_each_series_and_the_lecture(runs):
     gpu = traces["#2 cuda:0 (NVIDIA H200) float32"]
     cpu = traces["#1 cpu (Student Laptop CPU i5) float32"]
     assert list(gpu.x) == [256, 512, 1024] and gpu.line.dash == "solid" and cpu.line.dash == "dash"
-    assert gpu.y[0] == pytest.approx(3.0 * (256 / 10_000) ** 3)
+    assert gpu.y[0] == pytest.approx(3.0 * (256 / 10_000) ** 3 * 1e3)  # in the axis's ms
     assert list(gpu.error_y.array) == pytest.approx([y * 0.05 / 2 for y in gpu.y])
     lecture = traces["lecture (n = 10,000)"]
-    assert list(lecture.y) == [23.0, 3.0] and list(lecture.text) == [p.label for p in LECTURE_POINTS]
-    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert list(lecture.y) == [23_000.0, 3_000.0]
+    assert list(lecture.text) == ["lecture: CPU ≈ 23,000 ms (23 s)", "lecture: Colab GPU ≈ 3,000 ms (3 s)"]
+    assert [a.text for a in fig.layout.annotations] == list(lecture.text)  # drawn beside the stars too
+    assert_annotations_inside(fig)
+    assert_log_axis(fig.layout.xaxis)
+    assert_log_axis(fig.layout.yaxis, "ms")
+    assert fig.layout.yaxis.title.text == "time per product (ms)"
+    assert_legend_right(fig)
+    assert_points_inside(fig)
 
 
 def test_matmul_overlay_in_gflops_without_reference(runs):
@@ -38,6 +46,22 @@ def test_matmul_overlay_in_gflops_without_reference(runs):
     assert len(fig.data) == 3 and fig.layout.yaxis.title.text == "GFLOP/s"
     with_ref = matmul_overlay(matmul_frame(runs), "gflops")
     assert list(with_ref.data[-1].y) == pytest.approx([2e12 / 23 / 1e9, 2e12 / 3 / 1e9])
+    assert list(with_ref.data[-1].text) == ["lecture: CPU ≈ 87 GFLOP/s", "lecture: Colab GPU ≈ 667 GFLOP/s"]
+    assert_log_axis(with_ref.layout.yaxis)
+    assert [a.text for a in with_ref.layout.annotations] == list(with_ref.data[-1].text)  # GFLOP/s, not seconds
+    assert_annotations_inside(with_ref)
+    assert_legend_right(with_ref)
+    assert_points_inside(with_ref)
+
+
+def test_matmul_overlay_error_bars_stop_above_the_axis_floor():
+    import pandas as pd
+    frame = pd.DataFrame({"series": ["a", "a"], "n": [256, 512], "device": ["cpu", "cpu"], "median_s": [1e-4, 8e-4],
+                          "iqr_s": [3e-4, 1e-4], "gflops": [1.0, 1.0], "machine": ["m", "m"], "samples": [5, 5]})
+    fig = matmul_overlay(frame, reference=False)
+    assert_log_axis(fig.layout.yaxis, "µs")  # all below a millisecond
+    assert fig.data[0].error_y.arrayminus[0] == pytest.approx(100 * 0.9)  # not 150 µs below 100 µs
+    assert_points_inside(fig)
 
 
 def test_train_overlay_by_epoch_and_by_time(runs):
@@ -49,6 +73,9 @@ def test_train_overlay_by_epoch_and_by_time(runs):
     assert xs["#4 cuda:0 (NVIDIA H200)"] == pytest.approx([0.2, 0.4])
     assert xs["#3 cpu (Student Laptop CPU i5)"] == pytest.approx([5.0, 10.0])
     assert by_time.layout.xaxis.title.text == "seconds of training"
+    assert_legend_right(by_time)
+    assert by_time.layout.xaxis.range[0] == 0 and by_time.layout.xaxis.range[1] >= 10.0
+    assert by_epoch.layout.yaxis.tickformat == ".0%"
 
 
 def test_empty_frames_give_empty_figures():

@@ -7,12 +7,16 @@ from typing import Protocol
 
 import plotly.graph_objects as go
 
+from core.charts.axis_style import linear_axis, style, trace_values
 from core.classifier.training import EpochReport
 from core.plain_text import for_plotly
 
 TRAIN_COLOR = "#1f77b4"
 TEST_COLOR = "#d62728"
 BASELINE_COLOR = "#7f7f7f"
+KEPT_COLOR = "#2ca02c"
+LOWEST_COLOR = "#ff7f0e"
+ACCURACY_ROOM = 0.05  # above and below the accuracies drawn
 METRICS = {  # what an overlay can show: label, how to read it off a report
     "test_loss": "test loss",
     "train_loss": "train loss",
@@ -30,11 +34,40 @@ def _metric(report: EpochReport, metric: str) -> float:
     raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
 
 
+def lowest_test_loss(reports: Sequence[EpochReport]) -> EpochReport | None:
+    """The end-of-epoch report with the lowest test loss (the first, on a tie); None before one ends.
+
+    Only marked, never used to choose the kept epoch: choosing by test data would flatter the model.
+    """
+    whole = [r for r in reports if not r.partial]
+    return min(whole, key=lambda r: r.test.loss) if whole else None
+
+
+def _epoch_line(fig: go.Figure, epoch: float, name: str, color: str, dash: str) -> None:
+    """A vertical line at an epoch, named in the legend rather than by text in the plot.
+
+    Text beside the line collided with the baseline's label; the legend never does.
+    """
+    fig.add_vline(x=epoch, line=dict(color=color, dash=dash, width=1.5))
+    fig.add_scatter(x=[None], y=[None], mode="lines", name=name, line=dict(color=color, dash=dash, width=1.5))
+
+
+def _baseline(fig: go.Figure, y: float, text: str) -> None:
+    """The baseline's dashed line, its label just above it at the left edge of the plot."""
+    fig.add_hline(y=y, line=dict(color=BASELINE_COLOR, dash="dash"))
+    fig.add_annotation(x=0, xref="paper", xanchor="left", y=y, yref="y", yanchor="bottom", text=text,
+                       showarrow=False, font=dict(color=BASELINE_COLOR))
+
+
 def loss_curves(reports: Sequence[EpochReport], *, baseline_loss: float | None = None,
-                baseline_name: str = "LogisticRegression", epochs: int | None = None) -> go.Figure:
+                baseline_name: str = "LogisticRegression", epochs: int | None = None,
+                kept_epoch: int | None = None) -> go.Figure:
     """Train and test loss by epoch (fractional for mid-epoch reports), with the baseline's test loss.
 
-    `epochs` fixes the x range to the whole run, so the axis does not jump while it trains.
+    The epoch with the lowest test loss gets a star and a line: where test loss turns up while
+    train loss keeps falling, the network has begun to learn the training reviews by heart
+    (overfitting). `epochs` fixes the x range to the whole run, so the axis does not jump while it
+    trains; `kept_epoch` (chosen on validation data) is drawn too when given.
     """
     x = [r.progress for r in reports]
     fig = go.Figure()
@@ -45,31 +78,48 @@ def loss_curves(reports: Sequence[EpochReport], *, baseline_loss: float | None =
                     customdata=[[r.test.accuracy, r.seconds] for r in reports],
                     hovertemplate="epoch %{x:.2f}<br>test loss %{y:.4f}<br>test accuracy %{customdata[0]:.3f}"
                                   "<br>%{customdata[1]:.2f} s this epoch<extra></extra>")
+    lowest = lowest_test_loss(reports)
+    if lowest is not None:
+        fig.add_scatter(x=[lowest.progress], y=[lowest.test.loss], mode="markers",
+                        name=f"lowest test loss: epoch {lowest.epoch}",
+                        marker=dict(symbol="star", size=16, color=LOWEST_COLOR, line=dict(width=1, color="black")))
+    if kept_epoch is not None:
+        _epoch_line(fig, kept_epoch, f"kept epoch ({kept_epoch})", KEPT_COLOR, "dot")
     if baseline_loss is not None:
-        fig.add_hline(y=baseline_loss, line=dict(color=BASELINE_COLOR, dash="dash"),
-                      annotation_text=f"{baseline_name} test loss {baseline_loss:.3f}", annotation_position="top left")
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="epoch",
-                      yaxis_title="binary cross-entropy", legend=dict(orientation="h", y=1.12))
+        _baseline(fig, baseline_loss, f"{baseline_name} test loss {baseline_loss:.3f}")
+    style(fig, title=None, height=380)
+    y_top = max(trace_values(fig, "y") + ([baseline_loss] if baseline_loss is not None else []),
+                key=lambda v: v or 0.0, default=None)
+    fig.update_layout(xaxis=dict(title=dict(text="epoch"), automargin=True),
+                      yaxis=linear_axis([y_top], "binary cross-entropy"))
     if epochs:
         fig.update_xaxes(range=[0, epochs + 0.2])
-    fig.update_yaxes(rangemode="tozero")
     return fig
 
 
 def accuracy_curve(reports: Sequence[EpochReport], *, baseline_accuracy: float | None = None,
                    baseline_name: str = "LogisticRegression", best_epoch: int | None = None) -> go.Figure:
-    """Test accuracy by epoch against the baseline's; the kept epoch is marked."""
+    """Test accuracy by epoch against the baseline's; the kept epoch is a line named in the legend."""
     fig = go.Figure()
     fig.add_scatter(x=[r.progress for r in reports], y=[r.test.accuracy for r in reports], name="test accuracy",
                     mode="lines+markers", line=dict(color=TEST_COLOR))
-    if baseline_accuracy is not None:
-        fig.add_hline(y=baseline_accuracy, line=dict(color=BASELINE_COLOR, dash="dash"),
-                      annotation_text=f"{baseline_name} {baseline_accuracy:.3f}", annotation_position="bottom right")
     if best_epoch is not None:
-        fig.add_vline(x=best_epoch, line=dict(color="#2ca02c", dash="dot"), annotation_text="kept epoch")
-    fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="epoch",
-                      yaxis_title="test accuracy", yaxis_tickformat=".0%", showlegend=False)
+        _epoch_line(fig, best_epoch, f"kept epoch ({best_epoch})", KEPT_COLOR, "dot")
+    if baseline_accuracy is not None:
+        _baseline(fig, baseline_accuracy, f"{baseline_name} {baseline_accuracy:.1%}")
+    style(fig, title=None, height=300)
+    shown = [v for v in trace_values(fig, "y") if v is not None] + ([baseline_accuracy] if baseline_accuracy else [])
+    fig.update_layout(xaxis=dict(title=dict(text="epoch"), automargin=True),
+                      yaxis=dict(title=dict(text="test accuracy"), tickformat=".0%", automargin=True,
+                                 range=_accuracy_range(shown)))
     return fig
+
+
+def _accuracy_range(values: Sequence[float]) -> list[float]:
+    """The accuracies with 5 points of room each side, for the baseline's label even at 100%."""
+    if not values:
+        return [0.0, 1.0]
+    return [max(0.0, min(values) - ACCURACY_ROOM), max(values) + ACCURACY_ROOM]
 
 
 class Run(Protocol):
@@ -91,9 +141,10 @@ def overlay(runs: Sequence[Run], *, by: str = "epoch", metric: str = "test_loss"
     for run in runs:
         xs = [r.progress if by == "epoch" else r.elapsed_s for r in run.reports]
         fig.add_scatter(x=xs, y=[_metric(r, metric) for r in run.reports], name=for_plotly(run.label), mode="lines+markers")
-    fig.update_layout(height=360, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title="epoch" if by == "epoch" else "seconds since the start (device-synchronized)",
-                      yaxis_title=METRICS[metric], legend=dict(orientation="h", y=1.12))
+    style(fig, title=None, height=380)
+    fig.update_layout(xaxis=dict(title=dict(text="epoch" if by == "epoch" else
+                                            "seconds since the start (device-synchronized)"), automargin=True),
+                      yaxis=dict(title=dict(text=METRICS[metric]), automargin=True))
     if metric == "test_accuracy":
         fig.update_yaxes(tickformat=".0%")
     return fig

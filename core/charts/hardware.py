@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from core.charts.axis_style import linear_axis, style
 from core.platform.hardware import GpuInfo
 from core.platform.units import GIB
 
@@ -15,11 +16,6 @@ def gpu_memory_bar(gpu: GpuInfo) -> go.Figure:
     fig = go.Figure()
     fig.add_bar(y=["GPU RAM"], x=[used], name=f"used {used:.1f} GiB", orientation="h", marker_color="#d62728")
     fig.add_bar(y=["GPU RAM"], x=[free], name=f"free {free:.1f} GiB", orientation="h", marker_color="#2ca02c")
-    fig.update_layout(
-        barmode="stack",
-        height=140,
-        margin=dict(l=10, r=10, t=30, b=10),
-        xaxis_title="GiB",
-        legend=dict(orientation="h", y=1.3),
-    )
+    style(fig, title=None, height=160)
+    fig.update_layout(barmode="stack", xaxis=linear_axis([used + free], "GiB", headroom=0.0))
     return fig

@@ -7,12 +7,12 @@ every axis over sizes is logarithmic, since sizes double and times grow as n^3.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
-
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from core.charts.axis_style import (axis_position, clipped_lower_arms, inside_anchor, label_points, log_axis, style,
+                                    time_unit, trace_values)
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
 from core.results.matmul import SweepCrossover
 
@@ -31,16 +31,14 @@ def _by_series(frame: pd.DataFrame, colors: dict[str, str]) -> Iterator[tuple[st
         yield series, frame[frame["series"] == series].sort_values("n")
 
 
-def _layout(fig: go.Figure, title: str, y_title: str, *, log_y: bool = True) -> go.Figure:
-    fig.update_layout(
-        title=title,
-        height=HEIGHT_PX,
-        margin=dict(l=10, r=10, t=50, b=10),
-        legend=dict(orientation="h", yanchor="top", y=-0.18),
-        hovermode="closest",
-    )
-    fig.update_xaxes(type="log", title="matrix size n (n × n)")
-    fig.update_yaxes(type="log" if log_y else "linear", title=y_title)
+SIZE_TITLE = "matrix size n (n × n)"
+
+
+def _layout(fig: go.Figure, title: str, y_title: str) -> go.Figure:
+    """Log-log axes over everything drawn, decade ticks, the legend right of the plot."""
+    style(fig, title=title, height=HEIGHT_PX)
+    fig.update_layout(xaxis=log_axis(trace_values(fig, "x"), SIZE_TITLE),
+                      yaxis=log_axis(trace_values(fig, "y"), y_title))
     return fig
 
 
@@ -50,12 +48,14 @@ def _empty(title: str) -> go.Figure:
     return _layout(fig, title, "")
 
 
-def _lecture_point(fig: go.Figure, y: float, label: str, symbol: str) -> None:
+def _lecture_point(fig: go.Figure, y: float, label: str, symbol: str) -> tuple[float, float, str]:
+    """A lecture figure at n = 10,000; returns its label for label_points once the axes are set."""
     fig.add_scatter(
-        x=[LECTURE_N], y=[y], mode="markers+text", name=label, text=[label], textposition="middle left",
+        x=[LECTURE_N], y=[y], mode="markers", name=label,
         marker=dict(symbol=symbol, size=13, color="black", line=dict(width=1, color="white")),
         hovertemplate=f"{label}<extra></extra>",
     )
+    return (LECTURE_N, y, label)
 
 
 def time_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
@@ -63,37 +63,47 @@ def time_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
 
     Where measured, GPU series also get a dashed line for the unsynchronized (wrong) figure and a
     dotted one for end to end (copies included), so the bug and the copy cost sit beside the truth.
+    One unit (ms or µs) for the whole axis, chosen from the data and the lecture's points.
     """
     title = "Time per product (median; bars: interquartile range)"
     if frame.empty:
         return _empty(title)
+    seconds = [*frame["median_s"], *frame["unsynced_s"], *frame["end_to_end_s"]]
+    unit = time_unit(seconds + ([LECTURE_CPU_S, LECTURE_GPU_S] if lecture else []))
     colors = _colors(frame)
     fig = go.Figure()
     for series, rows in _by_series(frame, colors):
         color = colors[series]
+        median = unit.scale(rows["median_s"])
         fig.add_scatter(
-            x=rows["n"], y=rows["median_s"], mode="lines+markers", name=series, line=dict(color=color),
-            error_y=dict(type="data", symmetric=False, array=rows["q3_s"] - rows["median_s"],
-                         arrayminus=rows["median_s"] - rows["q1_s"], thickness=1.2),
-            customdata=rows[["min_s", "max_s", "samples", "calls_per_block"]].to_numpy(),
-            hovertemplate=(f"{series}<br>n=%{{x}}<br>median %{{y:.4g}} s<br>min %{{customdata[0]:.4g}} s, "
-                           "max %{customdata[1]:.4g} s<br>%{customdata[2]} samples of %{customdata[3]} calls<extra></extra>"),
+            x=rows["n"], y=median, mode="lines+markers", name=series, line=dict(color=color),
+            error_y=dict(type="data", symmetric=False, array=unit.scale(rows["q3_s"] - rows["median_s"]),
+                         arrayminus=clipped_lower_arms(median, unit.scale(rows["median_s"] - rows["q1_s"])),
+                         thickness=1.2),
+            customdata=rows[["min_s", "max_s", "samples", "calls_per_block"]].to_numpy()
+            * [unit.per_second, unit.per_second, 1, 1],
+            hovertemplate=(f"{series}<br>n=%{{x}}<br>median %{{y:.4g}} {unit.name}<br>min %{{customdata[0]:.4g}} "
+                           f"{unit.name}, max %{{customdata[1]:.4g}} {unit.name}<br>%{{customdata[2]}} samples of "
+                           "%{customdata[3]} calls<extra></extra>"),
         )
         unsynced = rows.dropna(subset=["unsynced_s"])
         if not unsynced.empty:
-            fig.add_scatter(x=unsynced["n"], y=unsynced["unsynced_s"], mode="lines+markers",
+            fig.add_scatter(x=unsynced["n"], y=unit.scale(unsynced["unsynced_s"]), mode="lines+markers",
                             name=f"{series}, not synchronized (wrong)", line=dict(color=color, dash="dash"),
                             marker=dict(symbol="x"))
         if rows["device"].iloc[0] != "cpu":
             e2e = rows.dropna(subset=["end_to_end_s"])
             if not e2e.empty:
-                fig.add_scatter(x=e2e["n"], y=e2e["end_to_end_s"], mode="lines+markers",
+                fig.add_scatter(x=e2e["n"], y=unit.scale(e2e["end_to_end_s"]), mode="lines+markers",
                                 name=f"{series}, with copies", line=dict(color=color, dash="dot"),
                                 marker=dict(symbol="diamond"))
-    if lecture:
-        _lecture_point(fig, LECTURE_CPU_S, f"lecture CPU ≈ {LECTURE_CPU_S:g} s", "square")
-        _lecture_point(fig, LECTURE_GPU_S, f"lecture Colab GPU ≈ {LECTURE_GPU_S:g} s", "star")
-    return _layout(fig, title, "seconds per product")
+    labels = [_lecture_point(fig, LECTURE_CPU_S * unit.per_second, f"lecture CPU ≈ {unit.label(LECTURE_CPU_S)}",
+                             "square"),
+              _lecture_point(fig, LECTURE_GPU_S * unit.per_second, f"lecture Colab GPU ≈ {unit.label(LECTURE_GPU_S)}",
+                             "star")] if lecture else []
+    _layout(fig, title, f"time per product ({unit.name})")
+    label_points(fig, labels)
+    return fig
 
 
 def gflops_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
@@ -107,11 +117,13 @@ def gflops_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
         fig.add_scatter(x=rows["n"], y=rows["gflops"], mode="lines+markers", name=series,
                         line=dict(color=colors[series]),
                         hovertemplate=f"{series}<br>n=%{{x}}<br>%{{y:.4g}} GFLOP/s<extra></extra>")
-    if lecture:
-        flop = 2 * LECTURE_N**3 / 1e9
-        _lecture_point(fig, flop / LECTURE_CPU_S, f"lecture CPU ≈ {flop / LECTURE_CPU_S:.0f} GFLOP/s", "square")
-        _lecture_point(fig, flop / LECTURE_GPU_S, f"lecture Colab GPU ≈ {flop / LECTURE_GPU_S:.0f} GFLOP/s", "star")
-    return _layout(fig, title, "GFLOP/s")
+    flop = 2 * LECTURE_N**3 / 1e9
+    labels = [_lecture_point(fig, flop / LECTURE_CPU_S, f"lecture CPU ≈ {flop / LECTURE_CPU_S:.0f} GFLOP/s", "square"),
+              _lecture_point(fig, flop / LECTURE_GPU_S, f"lecture Colab GPU ≈ {flop / LECTURE_GPU_S:.0f} GFLOP/s",
+                             "star")] if lecture else []
+    _layout(fig, title, "GFLOP/s")
+    label_points(fig, labels)
+    return fig
 
 
 def speedup_table(frame: pd.DataFrame, challenger: str, baseline: str, column: str = "median_s") -> pd.DataFrame:
@@ -126,15 +138,17 @@ def speedup_table(frame: pd.DataFrame, challenger: str, baseline: str, column: s
 def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[SweepCrossover], *, lecture: bool = True) -> go.Figure:
     """Speed-up of each challenger over its baseline, break-even at 1, each crossover marked.
 
-    `crossovers` is SweepResult.crossovers(): one per (challenger, baseline, time column).
+    `crossovers` is SweepResult.crossovers(): one per (challenger, baseline, time column). The
+    labels are annotations placed once the axes are known: "break-even" on its line at the right
+    edge, each crossover's text growing toward the middle of the plot, so neither is cut off.
     """
     title = "Speed-up over the baseline (above 1: the challenger is faster)"
     if frame.empty or not crossovers:
         return _empty(title)
     colors = _colors(frame)
     fig = go.Figure()
-    fig.add_hline(y=1.0, line=dict(color="grey", dash="dash"), annotation_text="break-even",
-                  annotation_position="bottom right")
+    fig.add_hline(y=1.0, line=dict(color="grey", dash="dash"))
+    marks: list[tuple[int, str]] = []
     gpu_vs_cpu = False
     for c in crossovers:
         table = speedup_table(frame, c.challenger, c.baseline, c.time)
@@ -148,14 +162,40 @@ def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[SweepCrossover], *,
                         hovertemplate=f"{name}<br>n=%{{x}}<br>%{{y:.3g}}×<extra></extra>")
         if c.n is not None:
             fig.add_vline(x=c.n, line=dict(color=color, dash="dot" if copies else "dash", width=1))
-            fig.add_scatter(x=[c.n], y=[1.0], mode="markers+text", name=f"crossover n ≈ {c.n:,}",
-                            text=[f"crossover ≈ {c.n:,}"], textposition="top right",
+            fig.add_scatter(x=[c.n], y=[1.0], mode="markers", name=f"crossover n ≈ {c.n:,}",
                             marker=dict(color=color, size=12, symbol="circle-open", line=dict(width=2)))
+            marks.append((c.n, color))
         gpu_vs_cpu = gpu_vs_cpu or c.gpu_vs_cpu
+    labels = []
     if lecture and gpu_vs_cpu:
         ratio = LECTURE_CPU_S / LECTURE_GPU_S
-        _lecture_point(fig, ratio, f"lecture ≈ {ratio:.1f}× ({LECTURE_CPU_S:g} s vs {LECTURE_GPU_S:g} s)", "star")
-    return _layout(fig, title, "speed-up (×)")
+        labels.append(_lecture_point(fig, ratio, f"lecture ≈ {ratio:.1f}× ({LECTURE_CPU_S:g} s vs {LECTURE_GPU_S:g} s)",
+                                     "star"))
+    fig.add_scatter(x=[None], y=[None], mode="lines", name="break-even (1×)", line=dict(color="grey", dash="dash"))
+    _layout(fig, title, "speed-up (×)")
+    fig.update_yaxes(range=_with_one(fig.layout.yaxis.range))
+    _speedup_labels(fig, marks)
+    label_points(fig, labels)
+    return fig
+
+
+def _with_one(log_range: tuple[float, float]) -> list[float]:
+    """The y range stretched to show 1× (break-even) with room for its label."""
+    lo, hi = log_range
+    return [min(lo, -0.3), max(hi, 0.3)]
+
+
+def _speedup_labels(fig: go.Figure, marks: Sequence[tuple[int, str]]) -> None:
+    """'break-even' just above its line at the right edge; each crossover just below the line, inside."""
+    xaxis, yaxis = fig.layout.xaxis, fig.layout.yaxis
+    one = axis_position(1.0, yaxis)
+    fig.add_annotation(x=1, xref="paper", xanchor="right", y=one, yref="y", yanchor="bottom", text="break-even",
+                       showarrow=False, font=dict(color="grey"))
+    for n, color in marks:
+        x = axis_position(n, xaxis)
+        anchor = inside_anchor(x, xaxis.range)
+        fig.add_annotation(x=x, y=one, yanchor="top", xanchor=anchor, xshift=8 if anchor == "left" else -8,
+                           text=f"crossover ≈ {n:,}", showarrow=False, font=dict(color=color))
 
 
 def _num(frame: pd.DataFrame, column: str) -> pd.Series:

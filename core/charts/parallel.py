@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
+from core.charts.axis_style import TimeUnit, style, time_unit, trace_values, bar_axis
 from core.parallel.machine import CPU
 from core.parallel.wording import format_duration
 
@@ -21,7 +22,6 @@ WRONG_COLOR = "#d62728"
 RIGHT_COLOR = "#2ca02c"
 HEIGHT_PX = 380
 LOG_SPAN = 30.0  # largest / smallest value above which the y axis turns logarithmic
-MARGIN = dict(l=10, r=10, t=50, b=10)
 
 
 def _threads_label(n: int) -> str:
@@ -43,15 +43,18 @@ def wide_span(values: list[float | None]) -> bool:
 
 
 def _layout(fig: go.Figure, title: str, yaxis_title: str, *, log_y: bool) -> go.Figure:
-    fig.update_layout(
-        title=title,
-        height=HEIGHT_PX,
-        margin=MARGIN,
-        yaxis_title=yaxis_title,
-        yaxis_type="log" if log_y else "linear",
-        legend=dict(orientation="h", y=-0.15),
-    )
+    style(fig, title=title, height=HEIGHT_PX)
+    fig.update_layout(yaxis=bar_axis(trace_values(fig, "y"), yaxis_title, log=log_y))
+    fig.update_xaxes(automargin=True)
+    fig.update_traces(cliponaxis=False, selector=dict(type="bar"))  # text above the tallest bar stays whole
     return fig
+
+
+def _bar_seconds(fig: go.Figure, name: str, color: str, labels: list[str], seconds: list[float | None],
+                 unit: TimeUnit) -> None:
+    """One series of bars in the chart's time unit, each labelled with its own reading."""
+    fig.add_bar(x=labels, y=unit.scale(seconds), name=name, marker_color=color,
+                text=[None if s is None else format_duration(s) for s in seconds], textposition="outside")
 
 
 def marbles_figure(result: MarblesResult) -> go.Figure:
@@ -78,9 +81,8 @@ def marbles_figure(result: MarblesResult) -> go.Figure:
                 hovertemplate="%{x}: %{y:.3g}× (median %{customdata:.3g} ms)<extra>n = " + str(size) + "</extra>",
             )
     fig.update_xaxes(categoryorder="array", categoryarray=categories, title="workers")
-    values = [y for trace in fig.data for y in trace.y]
     return _layout(fig, "Speed-up over one worker (same a @ a)", "times as fast as 1 CPU thread",
-                   log_y=wide_span(values))
+                   log_y=wide_span(trace_values(fig)))
 
 
 def chain_figure(result: ChainResult) -> go.Figure:
@@ -90,27 +92,25 @@ def chain_figure(result: ChainResult) -> go.Figure:
     fig = go.Figure()
     series: tuple[tuple[Shape, str, str], ...] = (("one op", PALETTE[0], "one big operation"),
                                                   ("chain", PALETTE[1], f"chain of {result.config.steps} tiny steps"))
+    unit = time_unit([result.time_s(d, shape) for d in devices for shape, _, _ in series])
     for shape, color, name in series:
-        times = [result.time_s(d, shape) for d in devices]
-        fig.add_bar(x=labels, y=[None if t is None else t * 1e3 for t in times], name=name, marker_color=color,
-                    text=[None if t is None else format_duration(t) for t in times], textposition="outside")
+        _bar_seconds(fig, name, color, labels, [result.time_s(d, shape) for d in devices], unit)
     fig.update_layout(barmode="group")
-    return _layout(fig, f"Same arithmetic ({result.config.flops / 1e6:.0f} MFLOP), two shapes", "median time (ms)",
-                   log_y=wide_span([y for trace in fig.data for y in trace.y]))
+    return _layout(fig, f"Same arithmetic ({result.config.flops / 1e6:.0f} MFLOP), two shapes",
+                   f"median time ({unit.name})", log_y=wide_span(trace_values(fig)))
 
 
 def timing_bug_figure(result: TimingBugResult) -> go.Figure:
     """Per device: the clock read without waiting, beside the clock read after synchronizing."""
     labels = [("CPU" if p.device == CPU else _gpu_label(p.device)) + f", n = {p.size}" for p in result.points]
     fig = go.Figure()
+    unit = time_unit([m.median_s for p in result.points for m in (p.unsynced, p.synced)])
     for name, color, pick in (("without synchronize (wrong on a GPU)", WRONG_COLOR, lambda p: p.unsynced),
                               ("with synchronize (the real time)", RIGHT_COLOR, lambda p: p.synced)):
-        ms = [pick(p).median_s * 1e3 for p in result.points]
-        fig.add_bar(x=labels, y=ms, name=name, marker_color=color, text=[format_duration(v / 1e3) for v in ms],
-                    textposition="outside")
+        _bar_seconds(fig, name, color, labels, [pick(p).median_s for p in result.points], unit)
     fig.update_layout(barmode="group")
-    return _layout(fig, "What the clock says after c = a @ a", "median time (ms)",
-                   log_y=wide_span([y for trace in fig.data for y in trace.y]))
+    return _layout(fig, "What the clock says after c = a @ a", f"median time ({unit.name})",
+                   log_y=wide_span(trace_values(fig)))
 
 
 def first_call_figure(result: FirstCallResult) -> go.Figure:
@@ -122,13 +122,12 @@ def first_call_figure(result: FirstCallResult) -> go.Figure:
         ("median after warm-up", RIGHT_COLOR, lambda p: p.fresh.median_s),
     )
     fig = go.Figure()
+    unit = time_unit([pick(p) for _, _, pick in series for p in result.points])
     for name, color, pick in series:
-        ms = [pick(p) * 1e3 for p in result.points]
-        fig.add_bar(x=labels, y=ms, name=name, marker_color=color, text=[format_duration(v / 1e3) for v in ms],
-                    textposition="outside")
+        _bar_seconds(fig, name, color, labels, [pick(p) for p in result.points], unit)
     fig.update_layout(barmode="group")
-    return _layout(fig, "The first a @ a against the warmed-up ones", "time of one call (ms)",
-                   log_y=wide_span([y for trace in fig.data for y in trace.y]))
+    return _layout(fig, "The first a @ a against the warmed-up ones", f"time of one call ({unit.name})",
+                   log_y=wide_span(trace_values(fig)))
 
 
 def location_figure(result: LocationResult) -> go.Figure:
@@ -159,5 +158,6 @@ def location_figure(result: LocationResult) -> go.Figure:
                        font=dict(color=WRONG_COLOR if result.refused or not has_gpu else "#333", family="monospace"))
     fig.update_xaxes(visible=False, range=[0, 1])
     fig.update_yaxes(visible=False, range=[0, 1])
-    fig.update_layout(height=260, margin=dict(l=10, r=10, t=10, b=10), showlegend=False, plot_bgcolor="white")
+    style(fig, title=None, height=260, legend=False)
+    fig.update_layout(margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="white")
     return fig

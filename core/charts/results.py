@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.charts.axis_style import (TimeUnit, clipped_lower_arms, label_points, linear_axis, log_axis, style,
+                                    time_unit, trace_values)
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
 from core.plain_text import plotly_safe_frame
 
@@ -21,14 +23,20 @@ class ReferencePoint:
     def gflops(self) -> float:
         return 2 * self.n**3 / self.seconds / 1e9
 
+    def labelled(self, metric: str, unit: TimeUnit) -> tuple[float, str]:
+        """Where the point sits on a chart of `metric`, and its label in that chart's unit."""
+        if metric == "gflops":
+            return self.gflops, f"{self.label} ≈ {self.gflops:.0f} GFLOP/s"
+        return self.seconds * unit.per_second, f"{self.label} ≈ {unit.label(self.seconds)}"
+
 
 # The lecture's figures for A @ A at n = 10,000 in float32, shown beside the class's own runs.
 LECTURE_POINTS = (
-    ReferencePoint(LECTURE_N, LECTURE_CPU_S, f"lecture: CPU ≈ {LECTURE_CPU_S:g} s"),
-    ReferencePoint(LECTURE_N, LECTURE_GPU_S, f"lecture: Colab GPU ≈ {LECTURE_GPU_S:g} s"),
+    ReferencePoint(LECTURE_N, LECTURE_CPU_S, "lecture: CPU"),
+    ReferencePoint(LECTURE_N, LECTURE_GPU_S, "lecture: Colab GPU"),
 )
 
-MATMUL_METRICS = {"median_s": "time per product (s)", "gflops": "GFLOP/s"}
+MATMUL_METRICS = {"median_s": "time per product", "gflops": "GFLOP/s"}
 TRAIN_METRICS = {"test_accuracy": "test accuracy", "train_loss": "train loss", "test_loss": "test loss"}
 TRAIN_AXES = {"epoch": "epoch", "elapsed_s": "seconds of training"}
 
@@ -41,35 +49,42 @@ def matmul_overlay(frame: pd.DataFrame, metric: str = "median_s", *, reference: 
     """Time (or GFLOP/s) against n on log-log axes, one line per (run, device, dtype).
 
     GPUs are drawn solid and CPUs dashed, so a laptop's CPU and a lab's GPU read apart at a glance;
-    the spread (IQR) is an error bar on each time.
+    the spread (IQR) is an error bar on each time. Times share one unit (ms or µs) chosen from the
+    runs, and the lecture's stars are labelled in the chart's own unit.
     """
     fig = go.Figure()
     frame = plotly_safe_frame(frame)  # labels, machines and devices come from other people's imports
+    seconds = [*frame["median_s"]] if metric == "median_s" else []
+    unit = time_unit(seconds + ([p.seconds for p in LECTURE_POINTS] if reference else []))
+    scale = unit.per_second if metric == "median_s" else 1.0
     for series, rows in frame.groupby("series", sort=False):
         rows = rows.sort_values("n")
         device = str(rows["device"].iloc[0])
+        y = (rows[metric] * scale).tolist()
         error = None
         if metric == "median_s" and rows["iqr_s"].notna().any():
-            error = dict(type="data", array=(rows["iqr_s"].fillna(0) / 2).tolist(), visible=True, thickness=1)
+            arm = (rows["iqr_s"].fillna(0) / 2 * scale).tolist()
+            error = dict(type="data", symmetric=False, array=arm, arrayminus=clipped_lower_arms(y, arm),
+                         visible=True, thickness=1)
         fig.add_scatter(
-            x=rows["n"], y=rows[metric], name=str(series), mode="lines+markers", error_y=error,
+            x=rows["n"], y=y, name=str(series), mode="lines+markers", error_y=error,
             line=dict(dash="solid" if _is_gpu(device) else "dash"),
             customdata=rows[["machine", "samples"]].to_numpy(),
-            hovertemplate="%{fullData.name}<br>n = %{x}<br>%{y:.4g}<br>%{customdata[0]}, %{customdata[1]} samples"
-                          "<extra></extra>",
+            hovertemplate="%{fullData.name}<br>n = %{x}<br>%{y:.4g}" + (f" {unit.name}" if scale != 1.0 else "")
+                          + "<br>%{customdata[0]}, %{customdata[1]} samples<extra></extra>",
         )
-    if reference:
-        points = LECTURE_POINTS
+    marks = [p.labelled(metric, unit) for p in LECTURE_POINTS] if reference else []
+    if marks:
         fig.add_scatter(
-            x=[p.n for p in points], y=[p.seconds if metric == "median_s" else p.gflops for p in points],
-            text=[p.label for p in points], mode="markers+text", textposition="middle left", name="lecture (n = 10,000)",
+            x=[p.n for p in LECTURE_POINTS], y=[y for y, _ in marks], text=[label for _, label in marks],
+            mode="markers", name="lecture (n = 10,000)",
             marker=dict(symbol="star", size=14, color="black"), hovertemplate="%{text}<extra></extra>",
         )
-    fig.update_layout(
-        xaxis=dict(type="log", title="matrix size n (n × n)"),
-        yaxis=dict(type="log", title=MATMUL_METRICS[metric]),
-        legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=30, b=10), height=520,
-    )
+    y_title = f"{MATMUL_METRICS[metric]} ({unit.name})" if metric == "median_s" else MATMUL_METRICS[metric]
+    style(fig, title=None, height=520)
+    fig.update_layout(xaxis=log_axis(trace_values(fig, "x"), "matrix size n (n × n)"),
+                      yaxis=log_axis(trace_values(fig, "y"), y_title))
+    label_points(fig, [(p.n, y, label) for p, (y, label) in zip(LECTURE_POINTS, marks)])
     return fig
 
 
@@ -82,8 +97,9 @@ def train_overlay(frame: pd.DataFrame, metric: str = "test_accuracy", x: str = "
         fig.add_scatter(x=rows[x], y=rows[metric], name=str(series), mode="lines+markers",
                         line=dict(dash="solid" if _is_gpu(device) else "dash"),
                         hovertemplate="%{fullData.name}<br>%{x:.4g}: %{y:.4g}<extra></extra>")
-    fig.update_layout(
-        xaxis=dict(title=TRAIN_AXES[x]), yaxis=dict(title=TRAIN_METRICS[metric]),
-        legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=30, b=10), height=440,
-    )
+    style(fig, title=None, height=440)
+    fig.update_layout(xaxis=linear_axis(trace_values(fig, "x"), TRAIN_AXES[x], headroom=0.05),
+                      yaxis=dict(title=dict(text=TRAIN_METRICS[metric]), automargin=True))
+    if metric == "test_accuracy":
+        fig.update_yaxes(tickformat=".0%")
     return fig

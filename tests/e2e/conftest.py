@@ -127,9 +127,20 @@ def wait_for_idle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_selector(APP_IDLE, timeout=timeout_ms)
 
 
+TOAST = '[data-testid="stToast"]'
+TOAST_GONE_MS = 8_000  # Streamlit closes a toast after about 4 s
+
+
 def screenshot(page, name: str) -> Path:
+    """The page at the test's viewport (1400 × 1000) as test-artifacts/<name>.png, which CI keeps.
+
+    A "Saved as run #N" toast lies over the charts for a few seconds; wait until it has gone, so
+    the picture shows the page a class reads rather than the passing notice.
+    """
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
+    if page.locator(TOAST).count():
+        page.locator(TOAST).last.wait_for(state="detached", timeout=TOAST_GONE_MS)
     page.screenshot(path=str(path), full_page=True)
     return path
 

@@ -39,6 +39,9 @@ def test_upload_train_and_see_the_loss_chart(page, streamlit_url, tmp_path):
     assert page.get_by_text("train loss").count() >= 1 and page.get_by_text("test loss").count() >= 1
     assert page.get_by_text("Epochs done").count() == 1
     screenshot(page, "review_classifier")
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts.first.evaluate("e => e.scrollIntoView({block: 'center'})")  # the whole loss chart, below the header
+    screenshot(page, "review_classifier_charts")
     page.get_by_text("Run history").scroll_into_view_if_needed()
     screenshot(page, "review_classifier_history")
 

@@ -43,3 +43,9 @@ def test_a_tiny_sweep_draws_the_race(page, streamlit_url):
     page.locator('[data-testid="stDataFrame"]').first.wait_for()
     page.locator('[data-testid="stPlotlyChart"]').first.scroll_into_view_if_needed()
     screenshot(page, "matmul_race")
+    for tab, name in (("GFLOP/s", "matmul_race_gflops"), ("Speed-up", "matmul_race_speedup")):
+        page.get_by_role("tab", name=tab).click()
+        chart = page.locator('[data-testid="stPlotlyChart"]:visible').first
+        chart.locator(".main-svg").first.wait_for()
+        chart.scroll_into_view_if_needed()
+        screenshot(page, name)

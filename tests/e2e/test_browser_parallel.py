@@ -31,3 +31,21 @@ def test_run_the_marbles_section(page, streamlit_url):
     assert chart.get_by_text("ideal: k workers, k× as fast").count() >= 1
     chart.scroll_into_view_if_needed()
     screenshot(page, "why_parallel")
+
+
+def test_every_section_draws_its_chart(page, streamlit_url):
+    """Each section run once with its defaults, each chart screenshotted: the page as a class sees it."""
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Why parallel").click()
+    page.get_by_text("1. Marbles: one worker or many").wait_for()
+    wait_for_idle(page)
+    for section in SECTIONS:
+        page.locator(f".st-key-wp_run_{section.key} button").click()
+        chart = page.locator(f".st-key-wp_chart_{section.key} [data-testid='stPlotlyChart']")
+        chart.wait_for(timeout=180_000)
+        wait_for_idle(page, 180_000)
+        assert_no_exception(page)
+        chart.locator(".main-svg").first.wait_for()
+        chart.scroll_into_view_if_needed()
+        screenshot(page, f"why_parallel_{section.key}")

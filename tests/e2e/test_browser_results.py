@@ -44,7 +44,7 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
     assert_no_exception(page)
 
     charts = page.locator('[data-testid="stPlotlyChart"]')
-    charts.first.wait_for()
+    charts.nth(1).wait_for()  # both drawn before counting: a bare count() raced the rendering under load
     assert charts.count() == 2, "the sweep overlay and the training overlay"
     sweep = charts.first
     sweep.locator(".main-svg").first.wait_for()
@@ -52,8 +52,18 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
     assert "lecture (n = 10,000)" in legend
     assert f"#{lab} cuda:0 (NVIDIA H200) float32" in legend
     assert f"#{laptop} cpu (Student Laptop CPU i5) float32 · Ana" in legend
-    assert sweep.get_by_text("lecture: CPU ≈ 23 s").count() == 1
+    assert sweep.get_by_text("lecture: CPU ≈ 23,000 ms (23 s)").count() == 1  # in the axis's unit
     screenshot(page, "results")
+    sweep.evaluate("e => e.scrollIntoView({block: 'center'})")
+    screenshot(page, "results_time")
+    charts.nth(1).evaluate("e => e.scrollIntoView({block: 'center'})")
+    screenshot(page, "results_training")
+    page.get_by_text("GFLOP/s", exact=True).first.click()  # the lecture's stars follow the chart's unit
+    sweep.get_by_text("lecture: CPU ≈ 87 GFLOP/s").wait_for()
+    wait_for_idle(page)
+    assert sweep.get_by_text("≈ 23 s").count() == 0
+    sweep.evaluate("e => e.scrollIntoView({block: 'center'})")
+    screenshot(page, "results_gflops")
 
     page.get_by_text("Import a result file").click()  # the expander is closed once runs exist
     upload = tmp_path / "bens-laptop.json"
