@@ -130,7 +130,7 @@ def plan_for(has_gpu: bool, quick: bool = False) -> Plan:
     """
     devices = ("cpu", "cuda") if has_gpu else ("cpu",)
     if quick:
-        sweep = SweepConfig(sizes=(64, 128, 256), devices=devices, budget_s=0.05)
+        sweep = SweepConfig(sizes=(64, 128, 256), devices=devices, threads=(1,), budget_s=0.2)
         checks = tuple(c.name for c in CHECKS if c.needs_cuda or c.name == "devices")
         return Plan(devices, sweep, checks, epochs=2)
     if has_gpu:
