@@ -42,6 +42,7 @@ def test_the_notebooks_export_imports_and_overlays_with_a_local_cpu_sweep(page, 
     assert f"#{local_id} cpu" in legend and "· local CPU" in legend, legend
     assert f"#{imported['matmul']} cpu" in legend and "· Colab notebook" in legend, legend
     charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts.nth(1).wait_for()
     assert charts.count() == 2, "the sweep overlay and the training overlay"
     training = charts.nth(1)  # the notebook's one training run: one line, so Plotly draws no legend
     training.scroll_into_view_if_needed()
