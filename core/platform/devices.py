@@ -11,10 +11,11 @@ import torch
 from core.errors import DashboardError
 
 GET_A_GPU = (
-    "No GPU is visible to PyTorch. To get one for free, open this project in Google Colab and "
-    "choose Runtime > Change runtime type > GPU, save, and check that a 'GPU RAM' line appears "
-    "in the resources panel. If Colab says too many sessions are active, close your other Colab "
-    "sessions and try again."
+    "No GPU is visible to PyTorch. To get one for free, open this project's notebook, "
+    "notebooks/colab.ipynb, in Google Colab (README: \"No GPU? Use Colab\"): it runs these "
+    "measurements on Colab's GPU and saves a file for the Results page. There, choose Runtime > "
+    "Change runtime type > GPU, save, and check that a 'GPU RAM' line appears in the resources "
+    "panel. If Colab says too many sessions are active, close your other Colab sessions and try again."
 )
 
 

@@ -1,0 +1,245 @@
+"""What notebooks/colab.ipynb does, so that its cells stay glue and the logic is tested here.
+
+The notebook is how a student without a GPU gets one (a free Colab T4) and how this project's CUDA
+paths run on a real GPU at all. Each step keeps its run in a small SQLite store of its own, one
+run per step (re-running a cell replaces its run), and the last cell writes that store's export:
+the Results page's import format, through the store's one export writer, so what a student
+downloads imports anywhere. With DATABASE_URL the same export is imported into the class board,
+where stored runs are skipped: saving twice adds nothing.
+
+Colab's own module (`google.colab`) is reached only through `colab_module()`, so the notebook runs
+unchanged in Jupyter, under nbclient in the tests, or in Colab.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+
+from core.classifier.datasets import load_source
+from core.classifier.model import ClassifierConfig
+from core.classifier.training import TrainResult, prepare, train
+from core.errors import DashboardError
+from core.matmul.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
+from core.platform.device_lock import WaitStatus
+from core.platform.jobs import JobHooks, Progress
+from core.platform.units import gib
+from core.results import jsonio
+from core.selfcheck import CHECKS, FAIL, PASS, SKIP, Report, run_checks, select
+from core.store import ImportResult, Store, open_store
+
+COLAB_GPU_STEPS = (
+    "No GPU is visible to PyTorch. In Colab: Runtime > Change runtime type > Hardware accelerator: "
+    "T4 GPU (any GPU), Save; the notebook restarts, and the resources panel (top right) shows a "
+    "'GPU RAM' line. Then run the notebook again from the top. If Colab says you cannot connect to a "
+    "GPU or that too many sessions are active, close your other Colab sessions (Runtime > Manage "
+    "sessions) and try again, or come back later: free GPUs are lent out as they are free."
+)
+LECTURE_N = 10_000  # the lecture's matrix size
+GPU_SIZES = (*log_sizes(256, 8192), LECTURE_N, 16_384)  # to the lecture's size and beyond
+NOTEBOOK_STORE = "notebook-runs.sqlite3"
+STEP_KEY = "notebook_step"  # in a saved run's settings: which notebook cell made it
+
+
+def colab_module() -> ModuleType | None:
+    """`google.colab` when running inside Colab, else None: the one guard around Colab-only calls."""
+    try:
+        return importlib.import_module("google.colab")
+    except ImportError:
+        return None
+
+
+def offer_download(path: Path) -> str:
+    """Hand a file to the browser in Colab (its download dialog); elsewhere say where it is."""
+    colab = colab_module()
+    if colab is None:
+        return f"saved {path.name} in {path.parent}: download it from there"
+    colab.files.download(str(path))
+    return f"saved {path.name}; your browser is downloading it (allow the download if it asks)"
+
+
+# ---------------------------------------------------------------- the device check
+
+
+@dataclass(frozen=True)
+class DeviceCheck:
+    """`python -m core devices --json`, as a table a notebook shows."""
+
+    info: dict[str, Any]
+    table: pd.DataFrame
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.info.get("gpus"))
+
+
+def device_table(info: dict[str, Any]) -> pd.DataFrame:
+    """One row per device: the CPU, then each GPU with its memory (the 'GPU RAM' Colab shows)."""
+    cpu = info.get("cpu") or {}
+    rows = [{"device": "cpu", "name": cpu.get("name"),
+             "memory": f"{gib(cpu.get('ram_available_bytes'))} free of {gib(cpu.get('ram_total_bytes'))}",
+             "details": f"{cpu.get('logical_cores')} cores, torch uses {cpu.get('torch_threads')} threads"}]
+    for gpu in info.get("gpus") or []:
+        rows.append({"device": f"cuda:{gpu.get('index')}", "name": gpu.get("name"),
+                     "memory": f"{gib(gpu.get('free_memory_bytes'))} free of {gib(gpu.get('total_memory_bytes'))}",
+                     "details": f"compute capability {gpu.get('compute_capability')}"})
+    return pd.DataFrame(rows)
+
+
+def check_devices(python: str = sys.executable) -> DeviceCheck:
+    """Run the CLI's device check in a fresh process, as a student would in a terminal."""
+    done = subprocess.run([python, "-m", "core", "devices", "--json"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise DashboardError(f"`python -m core devices --json` failed ({done.returncode}): "
+                             f"{done.stderr.strip()[-300:]}; run the install cell again")
+    info = json.loads(done.stdout)
+    return DeviceCheck(info, device_table(info))
+
+
+# ---------------------------------------------------------------- what each step runs
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How big each step is: the lecture's sizes on a GPU, small ones on a CPU, tiny ones for a quick try."""
+
+    devices: tuple[str, ...]
+    sweep: SweepConfig
+    checks: tuple[str, ...]
+    epochs: int
+
+    @property
+    def has_gpu(self) -> bool:
+        return any(d.startswith("cuda") for d in self.devices)
+
+
+def plan_for(has_gpu: bool, quick: bool = False) -> Plan:
+    """GPU: the race to n = 16384 in float32 (TF32 off and on) and bfloat16, every check, 10 epochs.
+
+    Without a GPU the CPU parts run small, and the GPU checks are listed (they report themselves
+    skipped with the reason). `quick` shrinks everything for a trial run or a test.
+    """
+    devices = ("cpu", "cuda") if has_gpu else ("cpu",)
+    if quick:
+        sweep = SweepConfig(sizes=(64, 128, 256), devices=devices, threads=(1,), budget_s=0.2)
+        checks = tuple(c.name for c in CHECKS if c.needs_cuda or c.name == "devices")
+        return Plan(devices, sweep, checks, epochs=2)
+    if has_gpu:
+        sweep = SweepConfig(sizes=GPU_SIZES, devices=devices, dtypes=("float32", "bfloat16"), tf32=(False, True),
+                            budget_s=2.0)
+        return Plan(devices, sweep, tuple(c.name for c in CHECKS), epochs=10)
+    sweep = SweepConfig(sizes=log_sizes(64, 1024), devices=devices, budget_s=0.5)
+    return Plan(devices, sweep, tuple(c.name for c in CHECKS), epochs=3)
+
+
+def printing_hooks(say: Callable[[str], None] = print) -> JobHooks:
+    """Progress lines for a long cell, and the waiting line when another job holds a device."""
+    last_wait: list[tuple[str | None, int]] = []
+
+    def on_progress(step: Progress[Any]) -> None:
+        if step.message:
+            say(step.message)
+
+    def on_wait(status: WaitStatus) -> None:
+        now = (status.device, status.ahead)
+        if not last_wait or last_wait[-1] != now:
+            last_wait.append(now)
+            say(status.message)
+
+    return JobHooks(on_progress=on_progress, on_wait=on_wait)
+
+
+def selfcheck(plan: Plan, hooks: JobHooks | None = None) -> Report:
+    return run_checks(select(list(plan.checks)), hooks=hooks,
+                      on_outcome=lambda o: print(f"{o.status:4}  {o.name} ({o.seconds:.1f} s)"))
+
+
+def verdict(report: Report) -> str:
+    """One line: can this machine's timings be trusted, and what was not checked."""
+    counts = {s: sum(o.status == s for o in report.outcomes) for s in (PASS, FAIL, SKIP)}
+    head = "timings here can be trusted" if report.passed else "do not trust these timings yet"
+    failed = [o.name for o in report.outcomes if o.status == FAIL]
+    tail = f"; failed: {', '.join(failed)}" if failed else ""
+    skipped = f", {counts[SKIP]} skipped (they need a CUDA GPU)" if counts[SKIP] else ""
+    return f"selfcheck: {head}: {counts[PASS]} passed, {counts[FAIL]} failed{skipped}{tail}"
+
+
+def matmul_race(plan: Plan, hooks: JobHooks | None = None) -> SweepResult:
+    return run_sweep(plan.sweep, hooks)
+
+
+@dataclass(frozen=True)
+class ClassifierRace:
+    """The same network, seed and split trained on each device; the baseline is the same split's."""
+
+    runs: tuple[TrainResult, ...]
+    baseline_accuracy: float
+
+    def summary(self) -> pd.DataFrame:
+        return pd.DataFrame([{"device": r.device, "epochs": len(r.epochs), "test accuracy": r.test_accuracy,
+                              "seconds per epoch": r.seconds_per_epoch, "reviews/s": r.samples_per_s}
+                             for r in self.runs])
+
+    def payloads(self) -> list[dict[str, Any]]:
+        return [r.to_json(self.baseline_accuracy) for r in self.runs]
+
+
+def classifier_race(data: str, plan: Plan, *, seed: int = 0, hooks: JobHooks | None = None) -> ClassifierRace:
+    """Features built once, then one run per device from `seed`: the race differs only in the device."""
+    reviews = load_source(data)
+    base = ClassifierConfig(epochs=plan.epochs, seed=seed, device="cpu")
+    features, baseline = prepare(reviews, base, hooks)
+    runs = [train(features, ClassifierConfig(**{**base.to_dict(), "device": device}), hooks)
+            for device in plan.devices]
+    return ClassifierRace(tuple(runs), baseline.accuracy)
+
+
+# ---------------------------------------------------------------- keeping and saving the runs
+
+
+@dataclass
+class NotebookRuns:
+    """The notebook's runs, one per step, in a SQLite store in `folder` (it survives a kernel restart)."""
+
+    folder: Path
+    label: str = "Colab"
+    store: Store = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.store = open_store(f"sqlite:///{(self.folder / NOTEBOOK_STORE).resolve()}")
+
+    def keep(self, step: str, kind: str, payloads: Sequence[dict[str, Any]]) -> list[int]:
+        """Store a step's runs in place of what the step stored before (re-running a cell replaces)."""
+        for run in self.store.list_runs():
+            if run.settings.get(STEP_KEY) == step:
+                self.store.delete(run.run_id)
+        return [self.store.save(kind, payload, {STEP_KEY: step}, label=self.label) for payload in payloads]
+
+    def keep_report(self, report: Report, name: str = "selfcheck.json") -> Path:
+        """The self-check's whole JSON report beside the export (the verdict is one line of it)."""
+        path = self.folder / name
+        path.write_text(jsonio.dumps(report.to_json(), indent=2) + "\n")
+        return path
+
+    def export(self, name: str = "gpu-vs-cpu-results.json") -> Path:
+        """Every kept run in one file the Results page (and `results import`) reads."""
+        runs = self.store.list_runs()
+        if not runs:
+            raise DashboardError("no runs to save yet; run the race cells first")
+        path = self.folder / name
+        path.write_bytes(self.store.export_json([r.run_id for r in runs]))
+        return path
+
+    def to_board(self, url: str, export: Path) -> ImportResult:
+        """Import the export into the class board; runs already there are skipped, not doubled."""
+        return open_store(url).import_json(export.read_bytes())
