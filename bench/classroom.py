@@ -134,7 +134,7 @@ def run_processes(config: SweepConfig, jobs: int, lock_dirs: list[str], first: i
     """K spawned Python processes released together (after each has imported torch).
 
     A Python process that used torch spends 0.3-0.5 s of CPU in the interpreter's teardown after
-    its last line, when it has released the lock; `python -m core` skips it (core/__main__.py).
+    its last line, when it has released the lock; `python -m core` skips it (core/cli/entry.py).
     `teardown` lets the workers exit the ordinary way, to show what that teardown costs the next job.
     """
     ctx = mp.get_context("spawn")

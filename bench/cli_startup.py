@@ -4,7 +4,7 @@ Every CLI run pays torch's import; the target is that `devices` costs at most 1.
 CLI imports only the chosen subcommand's module. `--help` imports every subcommand's module and is
 shown for scale. The commands take turns (round-robin, the first one rotating), so a change of load
 hits all alike; each is run in a fresh process with its output thrown away, and the table shows the
-median wall time of --runs runs. `python -m core` leaves with os._exit (core/__main__.py), skipping the
+median wall time of --runs runs. `python -m core` leaves with os._exit (core/cli/entry.py), skipping the
 0.3-0.5 s interpreter teardown a bare `import torch` pays, so `import torch` without teardown is shown
 too: the CLI's own cost is the difference to that. Writes everything to bench/results/ as JSON.
 
@@ -30,7 +30,7 @@ from core.cli.output import format_table  # noqa: E402
 
 TARGET_RATIO = 1.3  # `python -m core devices` within 1.3x of `import torch`
 BASELINE = "import torch"
-NO_TEARDOWN = "import torch, then os._exit"  # what core/__main__.py does: no interpreter teardown
+NO_TEARDOWN = "import torch, then os._exit"  # what core/cli/entry.py does: no interpreter teardown
 
 
 def commands(python: str) -> dict[str, list[str]]:
