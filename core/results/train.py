@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.platform.units import percent
 from core.results import fields as f
 from core.results.load import MachineLoad, read_load
 
@@ -81,7 +82,7 @@ class TrainRun:
 
     @property
     def headline(self) -> str:
-        accuracy = f"accuracy {self.test_accuracy:.3f}" if self.test_accuracy is not None else "no accuracy"
+        accuracy = f"accuracy {percent(self.test_accuracy)}" if self.test_accuracy is not None else "no accuracy"
         return f"{accuracy} in {self.train_seconds or 0:.1f} s, {len(self.epochs)} epochs"
 
     def to_json(self) -> dict[str, Any]:
