@@ -152,10 +152,10 @@ def summarize_marbles(result: MarblesResult) -> str:
             parts.append(f"the GPU ran {times(gpu_speedup)} as fast as 1 CPU thread")
         if parts:
             lines.append(f"n = {size}: " + "; ".join(parts) + ".")
-    if result.load is not None and result.load.notice:
+    if result.load is not None and result.load.busy:
         lines.append(
-            f"{result.load.notice} An extra thread then waits for a free core at every step, which can make "
-            "it slower than one thread. Run again when the machine is quiet to see the real gain."
+            "Other programs were keeping this machine busy: an extra thread then waits for a free core at every "
+            "step, which can make it slower than one thread. Run again when the machine is quiet to see the real gain."
         )
     return "\n\n".join(lines)
 

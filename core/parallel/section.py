@@ -22,6 +22,7 @@ from core.errors import DashboardError
 from core.parallel.machine import CPU, timed_devices
 from core.platform.jobs import JobHooks, RunningJob, run_job
 from core.platform.machine_load import probe_load
+from core.results.load import MachineLoad
 from core.platform.memory import release_device_memory
 
 C = TypeVar("C")
@@ -120,10 +121,15 @@ class Section(Generic[C, R]):
         """The devices this section holds while it runs: none when untimed."""
         return timed_devices(available) if self.timed else ()
 
+    def probe(self) -> MachineLoad | None:
+        """How busy the machine is as this section is asked for (None for an untimed section); the page and
+        the CLI show its notice beside the section's figure."""
+        return probe_load() if self.timed else None
+
     def run_summarized(self, config: C, hooks: JobHooks = JobHooks()) -> dict[str, object]:
         """Run once and return what the CLI's --json and the benchmark keep: wall time (waiting in
         line included), the summary, and the raw result as plain JSON-ready data."""
-        load = probe_load() if self.timed else None  # how busy the machine is as a timed section is asked for
+        load = self.probe()
         start = time.perf_counter()
         result = self.run(config, hooks)
         return {"wall_s": time.perf_counter() - start, "summary": self.summarize(result),
