@@ -187,7 +187,9 @@ def plan_series(config: SweepConfig, load: MachineLoad | None = None) -> Plan:
             else:
                 series.append(Series(name, dtype))
     if load is not None and None in config.threads and "cpu" in devices:
-        notes.append(f"free cores: {load.free_cores} of {load.cores} thread(s) for the CPU series left to choose")
+        used = f"{load.free_cores} thread{'s' if load.free_cores != 1 else ''}"
+        notes.append(f"Free cores: other programs left {load.free_cores} of {load.cores} cores idle, so the CPU series "
+                     f"with the thread count left to the dashboard used {used}.")
     return Plan(tuple(dict.fromkeys(series)), tuple(notes))
 
 
