@@ -24,5 +24,5 @@ def gpu_badge(what_changes: str = "") -> None:
     """A one-line link to Hardware check, where the full advice on getting a GPU is; `what_changes` says
     in a few words what this page does without one."""
     if what_changes:
-        st.caption(f"Without a GPU {what_changes}.")
+        st.caption(f"Without a GPU, {what_changes}.")
     st.page_link(HARDWARE_PAGE, label=NO_GPU_BADGE, icon=":material/memory:")
