@@ -13,7 +13,7 @@ In class, go through the pages in this order:
 
 1. **Hardware check**: is there a GPU here, which one, and how much of its memory is free?
    Without a GPU every other page still works on the CPU and says what a GPU would add.
-2. **Matmul race**: time `A @ A` on the CPU and the GPU for growing matrix sizes, correctly
+2. **Matmul race**: time `A @ B` on the CPU and the GPU for growing matrix sizes, correctly
    (warm-up, synchronize before reading the clock, median of many runs), and find the size
    from which the GPU wins.
 3. **Roofline**: why the crossover is where it is. Each device's compute peak, memory bandwidth

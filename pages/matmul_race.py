@@ -7,10 +7,12 @@ from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.matmul.collector import SweepCollector
 from core.matmul.sweep import run_sweep, sweep_json_text
-from core.platform.devices import GET_A_GPU, has_gpu
+from core.platform.devices import has_gpu
+from core.results.csvio import csv_text
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
 from pages.shared.matmul_form import sweep_form
+from pages.shared.notices import gpu_badge, load_notice
 from pages.shared.result_store import save_run
 
 through_app()
@@ -28,10 +30,8 @@ st.title("Matmul race")
 st.caption("Time C = A @ B for n × n matrices of standard-normal numbers, the honest way: warm-up first, "
            "synchronize before every clock read, median of many runs. From which size does the GPU win?")
 if not (gpu_here := has_gpu()):
-    st.info("**No GPU here**, so this race is between CPU settings: thread counts and dtypes. With a GPU the "
-            "page adds the GPU's line, its speed-up and the crossover size, the *forgot to synchronize* figure "
-            f"beside the true one, and the cost of copying data to and from the GPU.\n\n{GET_A_GPU}",
-            icon=":material/info:")
+    gpu_badge("this race is between CPU settings (thread counts, dtypes); a GPU adds its line, the crossover "
+              "size, the *forgot to synchronize* figure and the cost of copies")
 
 form = sweep_form(gpu_here)
 if form.run:
@@ -58,6 +58,7 @@ if sweep is not None and sweep.has_steps:
     shown = sweep.result()
     if stopped := sweep.stop_summary():
         st.warning(stopped, icon=":material/stop_circle:")
+    load_notice(shown.load)
     st.caption(sweep.save_note())
     if sweep.can_save:
         st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save, args=(sweep,))
@@ -82,6 +83,6 @@ if sweep is not None and sweep.has_steps:
     table = results_table(frame)
     st.dataframe(table, hide_index=True, key="mm_table")
     d1, d2 = st.columns(2)
-    d1.download_button("Download CSV", table.to_csv(index=False), "matmul_race.csv", "text/csv", key="mm_csv")
+    d1.download_button("Download CSV", csv_text(table), "matmul_race.csv", "text/csv", key="mm_csv")
     d2.download_button("Download JSON", sweep_json_text(shown), "matmul_race.json",
                        "application/json", key="mm_json")

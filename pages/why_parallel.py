@@ -12,6 +12,7 @@ from core.parallel.section import Section
 from core.platform.jobs import Progress
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
+from pages.shared.notices import gpu_badge, load_notice
 
 through_app()
 
@@ -21,7 +22,7 @@ st.caption("Why a GPU is fast, and when it is not, measured live on this machine
 
 gpu = pick_gpu()
 if gpu is None:
-    st.info("No GPU here: every section runs on the CPU and says what a GPU would change.", icon=":material/info:")
+    gpu_badge("every section runs on the CPU and says what a GPU would change")
 
 with st.expander("Sizes and time budget", icon=":material/tune:"):
     st.caption("The budget bounds how often each product is repeated, not one product: a single n = 8192 "
@@ -41,6 +42,7 @@ def run(section: Section[Any, Any], config: object) -> None:
         bar.progress(p.fraction, text=f"{p.message}: {p.done} of {p.total} steps done")
 
     try:
+        st.session_state[f"wp_load_{key}"] = section.probe()
         with page_job(f"wp_{key}", on_progress=on_progress, end_run=False) as turn:
             st.session_state[f"wp_result_{key}"] = section.run(config, turn.hooks)
             st.session_state[f"wp_partial_{key}"] = False
@@ -66,6 +68,7 @@ def show(section: Section[Any, Any], config: object) -> None:
             if st.session_state.get(f"wp_partial_{section.key}"):
                 st.caption("Stopped before the end: these are the steps measured so far.")
             st.plotly_chart(section.figure(result), key=f"wp_chart_{section.key}")
+            load_notice(st.session_state.get(f"wp_load_{section.key}"))
             st.markdown(section.summarize(result))
             if verbatim := section.verbatim(result):
                 st.code(verbatim, language="text")

@@ -16,6 +16,7 @@ PAGE = "pages/matmul_race.py"
 def _text(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [i.value for i in at.info] + [w.value for w in at.warning]
     parts += [s.value for s in at.success] + [e.value for e in at.error] + [c.value for c in at.caption]
+    parts += [f"[{link.proto.label}]({link.proto.page})" for link in at.get("page_link")]
     return "\n".join(str(p) for p in parts)
 
 
@@ -37,10 +38,12 @@ def test_page_without_gpu_says_what_a_gpu_would_add(app, no_gpu):
     app.switch_page(PAGE).run()
     assert not app.exception
     text = _text(app)
-    assert "No GPU here" in text and "crossover size" in text and "Runtime > Change runtime type > GPU" in text
+    assert "crossover size" in text and "[No GPU here. How to get one free: Hardware check](hardware)" in text
+    assert "Runtime > Change runtime type > GPU" not in text  # the full advice is on Hardware check only
     assert app.multiselect(key="mm_devices").value == ["cpu"]
     cores = os.cpu_count() or 1
-    assert app.multiselect(key="mm_threads").value == ([1, cores] if cores > 1 else [1])  # compare thread counts
+    assert app.multiselect(key="mm_threads").value == ([1, None] if cores > 1 else [None])  # 1 against the free cores
+    assert app.checkbox(key="mm_end_to_end").help.endswith("needs a GPU, and PyTorch sees none on this machine")
     assert app.select_slider(key="mm_sizes").value == (64, 2048)
     offered = [int(n) for n in app.select_slider(key="mm_sizes").options]
     assert offered[:8] == [16, 32, 64, 128, 256, 512, 1024, 2048]  # and on, doubling, while RAM allows
@@ -85,7 +88,7 @@ def test_page_with_fake_gpu_offers_it_and_tf32(app, fake_cuda):
     assert "cuda:0" in app.multiselect(key="mm_devices").value
     assert not app.radio(key="mm_tf32").disabled
     assert "No GPU here" not in _text(app)
-    assert app.multiselect(key="mm_threads").value == [os.cpu_count() or 1]
+    assert app.multiselect(key="mm_threads").value == [None]  # the cores free when the sweep starts
     assert "bfloat16" in app.multiselect(key="mm_dtypes").options
 
 

@@ -58,8 +58,10 @@ def _charts(app: AppTest) -> list:
 def test_page_without_gpu_offers_cpu_and_says_what_a_gpu_adds(app, no_gpu):
     _open(app)
     assert app.selectbox(key="clf_device").options == ["cpu"]
-    info = " ".join(i.value for i in app.info)
-    assert "No GPU here" in info and "race" in info and "Runtime > Change runtime type > GPU" in info
+    text = " ".join([c.value for c in app.caption] + [link.proto.label for link in app.get("page_link")])
+    assert "No GPU here" in text and "race" in text and "Runtime > Change runtime type > GPU" not in text
+    race = app.button(key="clf_race")
+    assert race.disabled and "needs a GPU" in race.help and "*Race CPU vs GPU* is off: it needs a GPU" in text
     assert not app.error and not _charts(app)
 
 

@@ -43,7 +43,8 @@ def _open_tiny(app: AppTest) -> AppTest:
 
 
 def _text(app: AppTest) -> str:
-    return "\n".join(str(e.value) for e in [*app.markdown, *app.subheader, *app.info, *app.caption, *app.code])
+    links = [link.proto.label for link in app.get("page_link")]
+    return "\n".join([*(str(e.value) for e in [*app.markdown, *app.subheader, *app.info, *app.caption, *app.code]), *links])
 
 
 def _charts(app: AppTest) -> int:

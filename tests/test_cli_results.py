@@ -38,7 +38,7 @@ def test_list_table_and_json(saved, capsys):
     assert main(["results", "list"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("2 saved run(s) in the SQLite file")
-    assert "Lab Xeon 8480C + NVIDIA H200" in out and "accuracy 0.750" in out and "Ana" in out
+    assert "Lab Xeon 8480C + NVIDIA H200" in out and "accuracy 75.0%" in out and "Ana" in out
 
     assert main(["results", "list", "--json", "--kind", "train"]) == 0
     obj = json.loads(capsys.readouterr().out)

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from core.platform.machine_load import free_cores, is_busy
+from core.results.load import MachineLoad
 from core.parallel import registry
 from core.parallel.chain import ChainConfig, ChainPoint, ChainResult, explain_chain, summarize_chain
 from core.parallel.first_call import FirstCallPoint, FirstCallResult, summarize_first_call
@@ -83,11 +85,15 @@ def test_location_never_fakes_the_error_message_without_a_gpu():
 # summaries ----------------------------------------------------------------------------------------
 
 
-def marbles(load: float | None = 0.0, gpu: bool = False) -> MarblesResult:
+def marbles(others: float | None = 0.0, gpu: bool = False) -> MarblesResult:
+    """A marbles result measured while other programs took `others` cores of 2 (None: not probed)."""
     points = [MarblesPoint(1024, "cpu", 1, m(0.020)), MarblesPoint(1024, "cpu", 2, m(0.010))]
     if gpu:
         points.append(MarblesPoint(1024, "cuda:0", None, m(0.0002)))
-    return MarblesResult(tuple(points), (1, 2), "cuda:0" if gpu else None, load, 2)
+    load = None if others is None else MachineLoad(cores=2, others_cores=others, load_average=others + 0.5,
+                                                   free_cores=free_cores(2, others, None),
+                                                   busy=is_busy(2, others, None))
+    return MarblesResult(tuple(points), (1, 2), "cuda:0" if gpu else None, load)
 
 
 def test_marbles_summary_quotes_the_measured_speedups():
@@ -97,9 +103,9 @@ def test_marbles_summary_quotes_the_measured_speedups():
 
 
 def test_marbles_summary_warns_about_a_busy_machine_only_when_busy():
-    assert "busy" not in summarize_marbles(marbles(load=0.5))
-    assert "load average 3.0 on 2 cores" in summarize_marbles(marbles(load=3.0))
-    assert "busy" not in summarize_marbles(marbles(load=None))
+    assert "busy" not in summarize_marbles(marbles(others=0.2))
+    assert "Other programs were keeping this machine busy" in summarize_marbles(marbles(others=1.5))
+    assert "busy" not in summarize_marbles(marbles(others=None))
 
 
 def chain(gpu_chain_s: float) -> ChainResult:

@@ -99,7 +99,7 @@ def test_marbles_on_the_cpu():
     assert all(p.measurement.median_s > 0 for p in r.points)
     assert r.speedup(r.baseline(16)) == 1.0
     assert r.speedup(r.points[1]) == r.points[0].measurement.median_s / r.points[1].measurement.median_s
-    assert r.gpu_point(8) is None and r.cores >= 1
+    assert r.gpu_point(8) is None and r.load is not None and r.load.cores >= 1
     assert [p.done for p in rec.reports] == [1, 2, 3, 4] and rec.reports[-1].fraction == 1.0
     assert [len(p.item.points) for p in rec.reports] == [1, 2, 3, 4]
 

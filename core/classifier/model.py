@@ -40,6 +40,7 @@ MAX_LR = 100.0  # SGD on a sigmoid output: far above this the weights overflow a
 MAX_WEIGHT_DECAY = 10.0
 MAX_BATCH = 1 << 20
 MAX_EPOCHS = 100_000
+MAX_THREADS = 1024
 MAX_SEED = 2**32 - 1  # numpy's and scikit-learn's seeds must fit in 32 bits
 PARAMETER_COPIES = 4  # weights, gradients, momentum buffer and the kept epoch's copy
 FLOAT32_BYTES = 4
@@ -71,6 +72,7 @@ class ClassifierConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
     input_mode: str = "auto"  # see INPUT_MODES
     report_every: int = 0  # also report every N batches (0: once per epoch)
+    threads: int | None = None  # CPU threads for torch; None: the cores free when the run starts (not oversubscribed)
 
     def __post_init__(self) -> None:
         _check(self.weighting in WEIGHTINGS, "weighting", self.weighting, f"one of {', '.join(WEIGHTINGS)}")
@@ -90,6 +92,8 @@ class ClassifierConfig:
         _check(self.input_mode in INPUT_MODES, "input mode", self.input_mode, f"one of {', '.join(INPUT_MODES)}")
         _check(0 <= self.report_every <= MAX_BATCH, "report every", self.report_every,
                "0 (per epoch) or a number of batches")
+        _check(self.threads is None or 1 <= self.threads <= MAX_THREADS, "threads", self.threads,
+               f"between 1 and {MAX_THREADS} (or none for the free cores)")
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

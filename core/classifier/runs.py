@@ -14,8 +14,11 @@ from dataclasses import dataclass, replace
 from core.classifier.baseline import BaselineResult
 from core.classifier.model import ClassifierConfig
 from core.classifier.training import EpochReport, TrainResult
+from core.platform.units import percent
+from core.results.load import MachineLoad
 
 RUNNING, DONE, STOPPED = "running", "done", "stopped"
+RISE = 1.02  # test loss 2% above its lowest counts as rising, not as noise
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class RunRecord:
     baseline: BaselineResult | None = None
     status: str = RUNNING
     best_epoch: int | None = None
+    load: MachineLoad | None = None  # how busy the machine was as the run started
 
     @property
     def label(self) -> str:
@@ -54,7 +58,39 @@ class RunRecord:
 
     def finished(self, result: TrainResult) -> "RunRecord":
         return replace(self, device=result.device, status=STOPPED if result.stopped else DONE,
-                       best_epoch=result.best_epoch)
+                       best_epoch=result.best_epoch, load=result.load)
+
+    @property
+    def lowest_test_loss_epoch(self) -> int | None:
+        return lowest_test_loss_epoch(self.epochs)
+
+    @property
+    def overfitting_note(self) -> str | None:
+        return overfitting_note(self.epochs)
+
+
+def lowest_test_loss_epoch(epochs: Sequence[EpochReport]) -> int | None:
+    """The completed epoch whose test loss was lowest, for the chart's marker only.
+
+    It is never the kept epoch: choosing by test data would make the test accuracy a flattering
+    guess. The kept epoch is the last, or the one with the lowest validation loss.
+    """
+    done = [e for e in epochs if not e.partial]
+    return min(done, key=lambda e: (e.test.loss, e.epoch)).epoch if done else None
+
+
+def overfitting_note(epochs: Sequence[EpochReport]) -> str | None:
+    """One sentence when test loss rose after its lowest epoch while train loss kept falling, else None."""
+    done = [e for e in epochs if not e.partial]
+    best = lowest_test_loss_epoch(done)
+    if best is None or best == done[-1].epoch:
+        return None
+    low, last = done[best - 1], done[-1]
+    if last.test.loss < low.test.loss * RISE or last.train_loss >= low.train_loss:
+        return None
+    return (f"Overfitting: after epoch {low.epoch} the test loss rose from {low.test.loss:.2f} to "
+            f"{last.test.loss:.2f} while the train loss kept falling to {last.train_loss:.2f}, because the network "
+            "is learning the training reviews by heart rather than what makes a review positive.")
 
 
 def interrupted(records: Sequence[RunRecord]) -> list[RunRecord]:
@@ -79,8 +115,9 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict]:
             "batch": r.config.batch_size,
             "epochs done": len(r.epochs),
             "kept epoch": r.best_epoch,
-            "test accuracy": None if kept is None else round(kept.test.accuracy, 4),
-            "baseline accuracy": None if r.baseline is None else round(r.baseline.accuracy, 4),
+            "test accuracy": percent(None if kept is None else kept.test.accuracy),
+            "baseline accuracy": percent(None if r.baseline is None else r.baseline.accuracy),
             "s / epoch": None if r.seconds_per_epoch is None else round(r.seconds_per_epoch, 3),
+            "machine": "busy" if r.load is not None and r.load.busy else "",
         })
     return rows

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,9 @@ from core.classifier.model import (
 )
 from core.platform.devices import device_key, resolve_device
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
+from core.platform.machine_load import default_threads
+from core.platform.timing import torch_threads
+from core.results.load import MachineLoad
 from core.errors import DashboardError
 from core.classifier.loaders import Reviews
 from core.classifier.features import Features, Vectorizer, build_features
@@ -96,6 +99,8 @@ class TrainResult:
     n_train: int
     n_val: int
     n_test: int
+    load: MachineLoad | None = None  # how busy the machine was as the run started
+    threads: int | None = None  # the CPU threads torch used
 
     @property
     def vocab_size(self) -> int:
@@ -130,6 +135,7 @@ class TrainResult:
             train_seconds=self.train_seconds, baseline_accuracy=baseline_accuracy,
             predictions=tuple(Prediction(t, float(p)) for t, p in zip(texts, probabilities)),
             stopped=self.stopped, settings=to_jsonable(asdict(self.config)),
+            load=self.load,
         )
 
     def to_json(self, baseline_accuracy: float | None, texts: Sequence[str] = (),
@@ -198,8 +204,10 @@ def train(features: Features, config: ClassifierConfig, hooks: JobHooks | None =
     if features.n_train == 0:
         raise DashboardError("no training reviews; add reviews or lower the test share")
     check_model_fits(features.vocab_size, config.hidden, device)
-    with run_job([device_key(device)], hooks, label="training run") as job:
-        return _train_locked(features, config, device, mode, job)
+    with run_job([device_key(device)], hooks, label="training run", measure_load=True) as job:
+        with torch_threads(default_threads(config.threads, job.load)) as threads:
+            result = _train_locked(features, config, device, mode, job)
+        return replace(result, load=job.load, threads=threads)
 
 
 def _sgd_step(model: nn.Sequential, optimizer: torch.optim.Optimizer, loss_fn: nn.Module,

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", help=f"comma-separated matrix sizes n, e.g. {EXAMPLE} (default: 64 to 2048 by doubling)")
     p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps (default: cpu and the first GPU, if any)")
     p.add_argument("--dtype", default="float32", help=f"comma-separated dtypes to compare: {', '.join(DTYPES)}")
-    p.add_argument("--threads", help="CPU threads, or a comma-separated list to compare (default: torch's current count)")
+    p.add_argument("--threads", help="CPU threads, or a comma-separated list to compare (default: the cores other programs leave free when the sweep starts)")
     p.add_argument("--tf32", nargs="?", const="on", default="off", choices=list(TF32_CHOICES),
                    help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
     p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1)")
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if result.stopped:
         print(f"stopped: {result.stop_reason}", file=sys.stderr)
     payload = result.to_json()
-    if args.json:
+    if args.json:  # the notice is in the object's `load` field
         print_json(payload)
     else:
         print(render(result))
@@ -113,4 +113,6 @@ def render(result: SweepResult) -> str:
     if not any(r.series.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
     lines.append(f"wall time {result.wall_s:.1f} s, of which timed {result.timed_s:.1f} s")
+    if result.load is not None and result.load.notice:
+        lines.append(result.load.notice)
     return "\n".join(lines)

@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ngrams", type=int, choices=(1, 2), default=DEFAULTS.ngrams,
                    help=f"1: words, 2: words and word pairs (default {DEFAULTS.ngrams})")
     p.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"default {DEFAULTS.seed}")
+    p.add_argument("--threads", type=int, default=DEFAULTS.threads,
+                   help="CPU threads (default: the cores other programs leave free when the run starts)")
     p.add_argument("--predict", metavar="FILE", help="print p(positive) for each line of FILE")
     p.add_argument("--json", action="store_true", help="print one JSON object; progress goes to stderr")
     add_save_options(p)
@@ -48,7 +50,7 @@ def config_from_args(args: argparse.Namespace) -> ClassifierConfig:
     return ClassifierConfig(
         weighting="tfidf" if args.tfidf else DEFAULTS.weighting, ngrams=args.ngrams, max_features=args.max_features,
         hidden=args.hidden, lr=args.lr, momentum=args.momentum, batch_size=args.batch_size, epochs=args.epochs,
-        seed=args.seed, device=args.device,
+        seed=args.seed, device=args.device, threads=args.threads,
     )
 
 
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     result = train(features, config, cli_hooks(on_progress=progress))
     probabilities = predict(result, texts).tolist()  # empty for no texts
     summary = result.to_json(baseline.accuracy, texts, probabilities)
-    if args.json:
+    if args.json:  # the notice is in the object's `load` field
         print_json(summary)
     else:
         print(render(result, baseline.accuracy, summary["predictions"]))
@@ -125,8 +127,11 @@ def render(result: TrainResult, baseline_accuracy: float, predictions: list[dict
             f"test accuracy {result.test_accuracy:.4f} at the kept {kept}; "
             f"LogisticRegression on the same split {baseline_accuracy:.4f}",
             f"training took {result.train_seconds:.2f} s ({result.seconds_per_epoch:.2f} s per epoch, "
-            f"{result.samples_per_s:,.0f} reviews/s)" + (", stopped early" if result.stopped else ""),
+            f"{result.samples_per_s:,.0f} reviews/s, {result.threads} CPU thread(s))"
+            + (", stopped early" if result.stopped else ""),
         ]
+    if result.load is not None and result.load.notice:
+        lines.append(result.load.notice)
     if predictions:
         lines += ["", format_table(["p(positive)", "review"], [[p["p_positive"], p["text"][:80]] for p in predictions])]
     return "\n".join(lines)

@@ -51,9 +51,12 @@ def run(args: argparse.Namespace) -> int:
     for section in chosen:
         print(f"{section.title} …", file=sys.stderr)
         sections[section.key] = section.run_summarized(section.config({BUDGET.name: args.budget}), hooks)
+        done = sections[section.key]
         if not args.json:
-            print(f"{section.title}  ({sections[section.key]['wall_s']:.1f} s)\n{sections[section.key]['summary']}\n")
-    if args.json:
-        print_json({"gpu": pick_gpu(), "budget_s": args.budget, "sections": sections})
+            notice = f"\n{done['notice']}" if done["notice"] else ""
+            print(f"{section.title}  ({done['wall_s']:.1f} s)\n{done['summary']}{notice}\n")
+    if args.json:  # `load`: the first timed section's probe (each section carries its own)
+        load = next((s["load"] for s in sections.values() if s["load"] is not None), None)
+        print_json({"gpu": pick_gpu(), "budget_s": args.budget, "load": load, "sections": sections})
     return 0
 

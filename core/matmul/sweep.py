@@ -23,6 +23,8 @@ from core.platform.devices import device_key, resolve_device
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, run_job
+from core.platform.machine_load import default_threads
+from core.results.load import MachineLoad
 from core.results.jsonio import dumps, to_jsonable
 from core.results.matmul import POINT_COLUMNS, MatmulSweep, SkippedSize, SweepCrossover
 from core.matmul.engine import (
@@ -101,7 +103,7 @@ class SweepConfig:
     sizes: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048)  # n of each n x n @ n x n product
     devices: tuple[str, ...] = ("cpu",)  # 'cpu', 'cuda', 'cuda:1', 'mps'; the page/CLI add the GPU when present
     dtypes: tuple[str, ...] = ("float32",)  # keys of core.matmul.engine.DTYPES
-    threads: tuple[int | None, ...] = (None,)  # CPU thread counts to compare; None: torch's current count
+    threads: tuple[int | None, ...] = (None,)  # CPU thread counts to compare; None: the cores free when it starts
     tf32: tuple[bool, ...] = (False,)  # TF32 settings to compare for CUDA float32
     budget_s: float = 1.0  # seconds per size and series, warm-up included; also the time guard's limit
     unsynced: bool = True  # also show the "forgot to synchronize" figure on CUDA/MPS
@@ -153,11 +155,13 @@ class Plan:
         return sorted({s.device for s in self.series})
 
 
-def plan_series(config: SweepConfig) -> Plan:
+def plan_series(config: SweepConfig, load: MachineLoad | None = None) -> Plan:
     """Resolve devices, dtypes, thread counts and TF32 settings into series, or say what is wrong.
 
     A dtype that one of several devices lacks (float64 on MPS) is left out there with a note;
     a dtype no chosen device supports, an absent device, or more threads than cores is an error.
+    A thread count of None means the cores `load` found free (torch's current count without a
+    probe), so a busy machine is not oversubscribed by default.
     """
     cores = os.cpu_count() or 1
     series: list[Series] = []
@@ -174,7 +178,7 @@ def plan_series(config: SweepConfig) -> Plan:
                 continue
             if device.type == "cpu":
                 for threads in dict.fromkeys(config.threads):
-                    count = torch.get_num_threads() if threads is None else threads
+                    count = default_threads(threads, load) or torch.get_num_threads()
                     if count > cores:
                         raise DashboardError(f"{count} threads asked for, but this machine has {cores} logical cores")
                     series.append(Series(name, dtype, threads=count))
@@ -182,6 +186,10 @@ def plan_series(config: SweepConfig) -> Plan:
                 series += [Series(name, dtype, tf32=tf32) for tf32 in dict.fromkeys(config.tf32)]
             else:
                 series.append(Series(name, dtype))
+    if load is not None and None in config.threads and "cpu" in devices:
+        used = f"{load.free_cores} thread{'s' if load.free_cores != 1 else ''}"
+        notes.append(f"Free cores: other programs left {load.free_cores} of {load.cores} cores idle, so the CPU series "
+                     f"with the thread count left to the dashboard used {used}.")
     return Plan(tuple(dict.fromkeys(series)), tuple(notes))
 
 
@@ -280,6 +288,7 @@ class SweepResult:
     machine: dict[str, Any] | None = None  # inspect_machine().to_dict() when the sweep started
     finished_at: str | None = None  # ISO 8601 UTC
     stop_reason: str = ""  # why it stopped: the per-job cap's message, or "stopped by the user"; "" if unknown
+    load: MachineLoad | None = None  # how busy the machine was as the sweep started
 
     def frame(self) -> pd.DataFrame:
         return results_frame(self.results)
@@ -321,7 +330,7 @@ class SweepResult:
             crossovers=tuple(self.crossovers()), skipped=tuple(s.to_record() for s in self.skipped),
             notes=self.notes, settings={**self.config.to_dict(), "series": [s.label for s in self.series]},
             stopped=self.stopped, wall_s=self.wall_s, timed_s=self.timed_s, finished_at=self.finished_at,
-            machine=self.machine if self.machine is not None else inspect_machine().to_dict(),
+            machine=self.machine if self.machine is not None else inspect_machine().to_dict(), load=self.load,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -400,15 +409,16 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> SweepResult
     step also reaches `hooks.on_progress` (item: a SweepEvent) as it happens, so a caller that
     is interrupted mid-sweep (Streamlit's Stop) keeps the results too.
     """
-    plan = plan_series(config)
+    plan = plan_series(config)  # a bad choice is refused before waiting in line
     machine = inspect_machine().to_dict()
     guard = TimeGuard(config.budget_s, lambda s, n: probe_seconds(s, n, seed=config.seed))
     results: list[MatmulResult] = []
     skipped: list[Skipped] = []
-    total = len(config.sizes) * len(plan.series)
     stop_reason = ""
 
-    with run_job(plan.devices, hooks, label="matmul sweep") as job:
+    with run_job(plan.devices, hooks, label="matmul sweep", measure_load=True) as job:
+        plan = plan_series(config, job.load)  # threads left to choose: the cores free now
+        total = len(config.sizes) * len(plan.series)
 
         def emit(kind: str, s: Series, n: int, **kw: Any) -> None:
             job.report(SweepEvent(kind, len(results) + len(skipped), total, s, n, **kw).as_progress())
@@ -439,4 +449,4 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> SweepResult
             emit("skipped", s, n, skipped=skip)
         wall = time.perf_counter() - start
     return SweepResult(config, plan.series, tuple(results), tuple(skipped), plan.notes, bool(stop_reason),
-                       wall, machine, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), stop_reason)
+                       wall, machine, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), stop_reason, job.load)

@@ -5,13 +5,13 @@ Every section asks the same questions before it times anything, so they are answ
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import torch
 
 from core.errors import DashboardError
 from core.platform.devices import available_devices, device_key
+from core.platform.machine_load import load_average, usable_cores  # noqa: F401 - the sections' one source
 from core.platform.memory import free_device_bytes
 from core.platform.units import gib
 
@@ -30,26 +30,6 @@ def timed_devices(devices: Sequence[str] | None = None) -> tuple[str, ...]:
     """What a timed section compares, and so holds: the CPU, and the first GPU if there is one."""
     gpu = pick_gpu(devices)
     return (CPU, gpu) if gpu else (CPU,)
-
-
-def load_average() -> float | None:
-    """Runnable processes over the last minute (None where the OS has no such figure).
-
-    Above about half the cores, other programs compete with our threads: an extra thread then
-    waits for a free core at every step and can make a product slower, not faster.
-    """
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (a container or taskset may allow fewer than the machine has)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # macOS and Windows have no affinity call
-        return os.cpu_count() or 1
 
 
 def check_threads(threads: int | None) -> None:

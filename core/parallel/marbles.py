@@ -12,7 +12,6 @@ from core.parallel.machine import (
     CPU,
     LIVE_COPIES,
     check_threads,
-    load_average,
     pick_gpu,
     require_memory,
     thread_ladder,
@@ -33,10 +32,10 @@ from core.parallel.section import (
 )
 from core.parallel.wording import times
 from core.platform.jobs import JobHooks, Progress
+from core.results.load import MachineLoad
 from core.platform.timing import Measurement, measure, torch_threads
 
 TITLE = "1. Marbles: one worker or many"
-BUSY_LOAD_PER_CORE = 0.5  # a load average above half the cores means others compete for them
 
 
 @dataclass(frozen=True)
@@ -64,8 +63,7 @@ class MarblesResult:
     points: tuple[MarblesPoint, ...]
     threads: tuple[int, ...]  # the ladder of CPU thread counts tried
     gpu: str | None
-    load_before: float | None = None  # 1-minute load average when the section started
-    cores: int = 1  # cores this process could use
+    load: MachineLoad | None = None  # how busy the machine was when the section started (core.platform.machine_load)
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -109,8 +107,8 @@ def run_marbles(
     plan += [(n, gpu, None) for n in config.sizes] if gpu else []
     per_point_s = config.budget_s / len(plan)
     points: list[MarblesPoint] = []
-    with section_job(TITLE, [CPU] + ([gpu] if gpu else []), hooks) as job:
-        load, cores = load_average(), usable_cores()
+    with section_job(TITLE, [CPU] + ([gpu] if gpu else []), hooks, measure_load=True) as job:
+        load = job.load
         for size, name, n_threads in plan:
             job.check()
             device = torch.device(name)
@@ -120,9 +118,9 @@ def run_marbles(
                 m = measure(lambda: a @ a, device, budget_s=per_point_s)
             del a
             points.append(MarblesPoint(size, name, n_threads, m))
-            partial = MarblesResult(tuple(points), threads, gpu, load, cores)
+            partial = MarblesResult(tuple(points), threads, gpu, load)
             job.report(Progress(len(points), len(plan), _step_label(size, name, n_threads), partial))
-    return MarblesResult(tuple(points), threads, gpu, load, cores)
+    return MarblesResult(tuple(points), threads, gpu, load)
 
 
 def explain_marbles(gpu: str | None, config: MarblesConfig = MarblesConfig()) -> str:
@@ -154,11 +152,10 @@ def summarize_marbles(result: MarblesResult) -> str:
             parts.append(f"the GPU ran {times(gpu_speedup)} as fast as 1 CPU thread")
         if parts:
             lines.append(f"n = {size}: " + "; ".join(parts) + ".")
-    if result.load_before is not None and result.load_before > BUSY_LOAD_PER_CORE * result.cores:
+    if result.load is not None and result.load.busy:
         lines.append(
-            f"Other programs were keeping this machine busy (load average {result.load_before:.1f} on "
-            f"{result.cores} cores): an extra thread then waits for a free core at every step, which can make "
-            "it slower than one thread. Run again when the machine is quiet to see the real gain."
+            "Other programs were keeping this machine busy: an extra thread then waits for a free core at every "
+            "step, which can make it slower than one thread. Run again when the machine is quiet to see the real gain."
         )
     return "\n\n".join(lines)
 

@@ -21,6 +21,8 @@ import torch
 from core.errors import DashboardError
 from core.parallel.machine import CPU, timed_devices
 from core.platform.jobs import JobHooks, RunningJob, run_job
+from core.platform.machine_load import probe_load
+from core.results.load import MachineLoad
 from core.platform.memory import release_device_memory
 
 C = TypeVar("C")
@@ -119,20 +121,32 @@ class Section(Generic[C, R]):
         """The devices this section holds while it runs: none when untimed."""
         return timed_devices(available) if self.timed else ()
 
+    def probe(self) -> MachineLoad | None:
+        """How busy the machine is as this section is asked for (None for an untimed section); the page and
+        the CLI show its notice beside the section's figure."""
+        return probe_load() if self.timed else None
+
     def run_summarized(self, config: C, hooks: JobHooks = JobHooks()) -> dict[str, object]:
         """Run once and return what the CLI's --json and the benchmark keep: wall time (waiting in
         line included), the summary, and the raw result as plain JSON-ready data."""
+        load = self.probe()
         start = time.perf_counter()
         result = self.run(config, hooks)
         return {"wall_s": time.perf_counter() - start, "summary": self.summarize(result),
+                "load": None if load is None else load.to_json(), "notice": None if load is None else load.notice,
                 "result": dataclasses.asdict(result)}  # type: ignore[call-overload]
 
 
 @contextmanager
-def section_job(title: str, devices: Sequence[str], hooks: JobHooks) -> Iterator[RunningJob]:
-    """Hold the devices a section times (waiting in line via `hooks`); release GPU memory it cached, whatever happens."""
+def section_job(title: str, devices: Sequence[str], hooks: JobHooks, *,
+                measure_load: bool = False) -> Iterator[RunningJob]:
+    """Hold the devices a section times (waiting in line via `hooks`); release GPU memory it cached, whatever happens.
+
+    `measure_load`: probe the machine once the devices are held (`job.load`), for a section whose
+    figures depend on free cores (marbles).
+    """
     try:
-        with run_job(devices, hooks, label=f"Why parallel: {title}") as job:
+        with run_job(devices, hooks, label=f"Why parallel: {title}", measure_load=measure_load) as job:
             yield job
     finally:
         for name in devices:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from core.platform.device_lock import Job, JobCancelled, WaitStatus, hold_devices
+from core.platform.machine_load import probe_load
+from core.results.load import MachineLoad
 
 T = TypeVar("T")
 STOPPED_BY_USER = "stopped by the user"
@@ -68,6 +70,7 @@ class RunningJob:
 
     lock: Job
     hooks: JobHooks
+    load: MachineLoad | None = None  # how busy the machine was as the job started (timed jobs only)
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -107,7 +110,8 @@ class RunningJob:
 
 
 @contextmanager
-def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str) -> Iterator[RunningJob]:
+def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str,
+            measure_load: bool = False) -> Iterator[RunningJob]:
     """Wait in line for `devices` (first come, first served), hold them for the block, release on any exit.
 
     `label` says what runs ("matmul sweep") to those waiting behind it. Raises WaitCancelled if
@@ -124,4 +128,4 @@ def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str
             raise WaitCancelled(str(exc)) from None
         if hooks.on_start is not None:
             hooks.on_start(lock)
-        yield RunningJob(lock, hooks)
+        yield RunningJob(lock, hooks, probe_load() if measure_load else None)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.results import fields as f
+from core.results.load import MachineLoad, read_load
 from core.results.machine import read_machine
 
 KIND = "matmul"
@@ -156,6 +157,7 @@ class MatmulSweep:
     timed_s: float | None = None
     finished_at: str | None = None
     machine: dict[str, Any] | None = None
+    load: MachineLoad | None = None  # how busy the machine was as it started; None in files older than the field
     extra: dict[str, Any] = field(default_factory=dict)  # keys a newer version added, kept as they came
 
     kind = KIND
@@ -176,14 +178,15 @@ class MatmulSweep:
                 "crossover_end_to_end_n": self.crossover_end_to_end_n,
                 "crossovers": [c.to_json() for c in self.crossovers], "skipped": [s.to_json() for s in self.skipped],
                 "notes": list(self.notes), "settings": self.settings, "stopped": self.stopped, "wall_s": self.wall_s,
-                "timed_s": self.timed_s, "finished_at": self.finished_at, "machine": self.machine}
+                "timed_s": self.timed_s, "finished_at": self.finished_at, "machine": self.machine,
+                **({"load": self.load.to_json()} if self.load is not None else {})}
 
     @classmethod
     def from_json(cls, value: dict[str, Any], path: str) -> MatmulSweep:
         """Read a version 1 or 2 object (the caller checked kind and version)."""
         v = value
         known = {"kind", "schema_version", "results", "crossover_n", "crossover_end_to_end_n", "crossovers",
-                 "skipped", "notes", "settings", "stopped", "wall_s", "timed_s", "finished_at", "machine"}
+                 "skipped", "notes", "settings", "stopped", "wall_s", "timed_s", "finished_at", "machine", "load"}
         finished = v.get("finished_at")
         return cls(
             results=f.list_of(f.field(v, "results", path), f"{path}.results", MatmulPoint.from_json, minimum=1),
@@ -198,5 +201,6 @@ class MatmulSweep:
             wall_s=f.number(v.get("wall_s"), f"{path}.wall_s"), timed_s=f.number(v.get("timed_s"), f"{path}.timed_s"),
             finished_at=None if finished is None else f.timestamp(finished, f"{path}.finished_at"),
             machine=None if v.get("machine") is None else read_machine(v["machine"], f"{path}.machine"),
+            load=read_load(v.get("load"), f"{path}.load"),
             extra={k: x for k, x in v.items() if k not in known},
         )

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.platform.units import percent
 from core.results import fields as f
+from core.results.load import MachineLoad, read_load
 
 KIND = "train"
 VERSION = 2
@@ -69,6 +71,7 @@ class TrainRun:
     predictions: tuple[Prediction, ...] = ()
     stopped: bool = False
     settings: dict[str, Any] = field(default_factory=dict)
+    load: MachineLoad | None = None  # how busy the machine was as it started; None in files older than the field
     extra: dict[str, Any] = field(default_factory=dict)  # keys a newer version added, kept as they came
 
     kind = KIND
@@ -79,7 +82,7 @@ class TrainRun:
 
     @property
     def headline(self) -> str:
-        accuracy = f"accuracy {self.test_accuracy:.3f}" if self.test_accuracy is not None else "no accuracy"
+        accuracy = f"accuracy {percent(self.test_accuracy)}" if self.test_accuracy is not None else "no accuracy"
         return f"{accuracy} in {self.train_seconds or 0:.1f} s, {len(self.epochs)} epochs"
 
     def to_json(self) -> dict[str, Any]:
@@ -87,7 +90,8 @@ class TrainRun:
                 "n_test": self.n_test, "vocab_size": self.vocab_size, "epochs": [e.to_json() for e in self.epochs],
                 "test_accuracy": self.test_accuracy, "train_seconds": self.train_seconds,
                 "baseline_accuracy": self.baseline_accuracy, "predictions": [p.to_json() for p in self.predictions],
-                "stopped": self.stopped, "settings": self.settings}
+                "stopped": self.stopped, "settings": self.settings,
+                **({"load": self.load.to_json()} if self.load is not None else {})}
 
     @classmethod
     def from_json(cls, value: dict[str, Any], path: str) -> TrainRun:
@@ -96,7 +100,7 @@ class TrainRun:
         for key in ("device", "n_train", "n_test", "vocab_size", "epochs", "test_accuracy", "train_seconds"):
             f.field(v, key, path)
         known = {"kind", "schema_version", "device", "n_train", "n_test", "vocab_size", "epochs", "test_accuracy",
-                 "train_seconds", "baseline_accuracy", "predictions", "stopped", "settings"}
+                 "train_seconds", "baseline_accuracy", "predictions", "stopped", "settings", "load"}
         return cls(
             device=f.device(v["device"], f"{path}.device"), n_train=f.count(v["n_train"], f"{path}.n_train", 1),
             n_test=f.count(v["n_test"], f"{path}.n_test"), vocab_size=f.count(v["vocab_size"], f"{path}.vocab_size", 1),
@@ -107,5 +111,6 @@ class TrainRun:
             predictions=f.list_of(v.get("predictions") or [], f"{path}.predictions", Prediction.from_json),
             stopped=f.flag(v.get("stopped", False), f"{path}.stopped"),
             settings=f.optional_object(v.get("settings"), f"{path}.settings"),
+            load=read_load(v.get("load"), f"{path}.load"),
             extra={k: x for k, x in v.items() if k not in known},
         )

@@ -23,6 +23,7 @@ from typing import Any
 from core.errors import DashboardError
 from core.platform.paths import data_dir
 from core.results import RunRecord, files, jsonio, read_result
+from core.results.csvio import csv_text
 from core.results.machine import read_machine
 from core.store.records import RunListing, StoredRun, UnreadableRun, machine_label, software_versions
 
@@ -349,7 +350,7 @@ class Store:
         """The tidy table of the runs (one row per run and device and size, or per run and epoch)."""
         from core.store.frames import tidy_frame
 
-        return tidy_frame(self._oldest_first(run_ids)).to_csv(index=False).encode()
+        return csv_text(tidy_frame(self._oldest_first(run_ids))).encode()
 
     def _oldest_first(self, run_ids: Sequence[int] | None) -> list[StoredRun]:
         return sorted(self.list_runs(run_ids=run_ids), key=lambda r: (r.created_at, r.run_id))

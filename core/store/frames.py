@@ -21,7 +21,8 @@ MATMUL_FIELDS = ["device", "n", "dtype", "threads", "tf32", "median_s", "iqr_s",
 EPOCH_FIELDS = ["epoch", "train_loss", "test_loss", "test_accuracy", "seconds"]
 MATMUL_COLUMNS = [*RUN_COLUMNS, "series", "device_title", *MATMUL_FIELDS]
 TRAIN_COLUMNS = [*RUN_COLUMNS, "series", "device", "device_title", *EPOCH_FIELDS, "elapsed_s"]
-LISTING_COLUMNS = ["run", "saved (UTC)", "kind", "machine", "label", "devices", "result"]
+LISTING_COLUMNS = ["run", "saved (UTC)", "kind", "machine", "label", "devices", "result", "load"]
+BUSY_MARK, QUIET_MARK, UNKNOWN_MARK = "busy: noisy", "quiet", ""  # the load column: runs saved before it say nothing
 
 
 def _run_columns(run: StoredRun) -> dict[str, object]:
@@ -90,8 +91,14 @@ def tidy_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True).reindex(columns=columns)
 
 
+def load_mark(run: StoredRun) -> str:
+    """'busy: noisy' for a run timed while other programs kept the machine busy, 'quiet', or '' if not recorded."""
+    load = run.result.load
+    return UNKNOWN_MARK if load is None else BUSY_MARK if load.busy else QUIET_MARK
+
+
 def listing_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """One row per run, for the Results page's table and `results list`."""
+    """One row per run, for the Results page's table and `results list`; `load` flags noisy runs."""
     rows = [[run.run_id, run.created_at.replace("T", " ").rstrip("Z"), run.kind, run.machine_label, run.label,
-             ", ".join(run.devices), run.headline] for run in runs]
+             ", ".join(run.devices), run.headline, load_mark(run)] for run in runs]
     return pd.DataFrame(rows, columns=LISTING_COLUMNS)

@@ -17,7 +17,9 @@ from core.classifier.model import INPUT_MODES, ClassifierConfig
 from core.classifier.runs import RunRecord
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload
 from core.errors import DashboardError
-from core.platform.devices import GET_A_GPU, available_devices, has_gpu
+from core.platform.devices import NEEDS_GPU, available_devices, has_gpu
+from core.platform.units import percent
+from pages.shared.notices import gpu_badge, load_notice
 
 D = ClassifierConfig()
 
@@ -93,13 +95,15 @@ def settings_form() -> SettingsForm:
     d2.text_input("Name for the Results page (optional)", key="clf_label", max_chars=200,
                   placeholder="e.g. Ana's laptop", help="finished runs are saved for the Results page under this name")
     if not has_gpu():
-        st.info("No GPU here, so runs use the CPU. With a GPU you could train the same run there and watch the two "
-                "loss curves race by wall time below. " + GET_A_GPU, icon=":material/info:")
+        gpu_badge("runs use the CPU; with a GPU you could race the same run on both and compare them by wall time")
     buttons = st.container(horizontal=True)
     train = buttons.button("Train", type="primary", key="clf_train", icon=":material/play_arrow:")
     race = buttons.button("Race CPU vs GPU", key="clf_race", icon=":material/sprint:", disabled=not has_gpu(),
-                          help="the same run, same seed, on the CPU and then on the GPU; compare them by wall time below")
+                          help="the same run, same seed, on the CPU and then on the GPU; compare them by wall time below"
+                               + ("" if has_gpu() else f". Disabled: the race {NEEDS_GPU}"))
     buttons.button("Stop", key="clf_stop", icon=":material/stop:", help="stops within a few batches; results so far stay")
+    if not has_gpu():
+        st.caption(f"*Race CPU vs GPU* is off: it {NEEDS_GPU}.")
     return SettingsForm(v, train, race)
 
 
@@ -107,11 +111,14 @@ def run_metrics(run: RunRecord) -> None:
     """Four numbers for a run: kept epoch's test accuracy (against the baseline), baseline, s/epoch, epochs done."""
     kept, base = run.kept, run.baseline
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Test accuracy (kept epoch)", "—" if kept is None else f"{kept.test.accuracy:.1%}",
+    m1.metric("Test accuracy (kept epoch)", percent(None if kept is None else kept.test.accuracy),
               None if kept is None or base is None else f"{kept.test.accuracy - base.accuracy:+.1%} vs baseline")
-    m2.metric("Baseline accuracy", "—" if base is None else f"{base.accuracy:.1%}",
+    m2.metric("Baseline accuracy", percent(None if base is None else base.accuracy),
               help="scikit-learn LogisticRegression on the same features and the same split")
     m3.metric("Seconds per epoch", "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
               help="median over the completed epochs, device-synchronized, evaluation excluded")
     m4.metric("Epochs done", f"{len(run.epochs)} / {run.config.epochs}", f"{run.status} on {run.device}",
               delta_color="off", delta_arrow="off")
+    load_notice(run.load)
+    if note := run.overfitting_note:
+        st.caption(note)

@@ -14,10 +14,15 @@ import streamlit as st
 from core.matmul.sweep import (
     TF32_CHOICES, SweepConfig, dtype_choices, log_sizes, size_choices, tf32_settings, thread_choices,
 )
-from core.platform.devices import available_devices
+from core.platform.devices import NEEDS_GPU, available_devices
 
 BUDGETS_S = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0]
 DEFAULT_SIZES = (64, 2048)
+FREE = None  # the threads option "free cores": resolved by the sweep's load probe
+
+
+def _threads_label(threads: int | None) -> str:
+    return "free cores" if threads is FREE else str(threads)
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,7 @@ class SweepForm:
     run: bool
     devices: list[str]
     dtypes: list[str]
-    threads: list[int]
+    threads: list[int | None]  # None: the cores free when the sweep starts
     sizes: tuple[int, int]
     per_doubling: int
     budget_s: float
@@ -49,12 +54,13 @@ def sweep_form(gpu_here: bool) -> SweepForm:
         devices = c1.multiselect("Devices", available_devices(), default=available_devices(), key="mm_devices")
         dtypes = c2.multiselect("dtypes", dtype_choices(devices or ["cpu"]), default=["float32"], key="mm_dtypes",
                                 help="float16 on a CPU is very slow; the time guard skips sizes that would overrun the budget.")
-        cores = thread_choices()
-        threads = c3.multiselect("CPU threads (each is a series)", cores, key="mm_threads",
-                                 default=[cores[-1]] if gpu_here or len(cores) == 1 else [1, cores[-1]])
+        cores: list[int | None] = [FREE, *thread_choices()]
+        threads = c3.multiselect("CPU threads (each is a series)", cores, key="mm_threads", format_func=_threads_label,
+                                 default=[FREE] if gpu_here or len(cores) == 2 else [1, FREE],
+                                 help="free cores: as many threads as other programs leave idle when the sweep starts")
         c1, c2, c3 = st.columns([2, 1, 1])
-        end_to_end = c3.checkbox("End to end: count the copies to and from the GPU", value=False, key="mm_end_to_end",
-                                 disabled=not gpu_here)
+        end_to_end = c3.checkbox("End to end (with copies)", value=False, key="mm_end_to_end", disabled=not gpu_here,
+                                 help="also time the copies to and from the GPU" + ("" if gpu_here else f": {NEEDS_GPU}"))
         options = size_choices(devices or ["cpu"], dtypes or ["float32"], end_to_end=end_to_end)
         sizes = c1.select_slider("Matrix sizes n (log scale; larger sizes offered while memory allows)", options,
                                  value=(min(DEFAULT_SIZES[0], options[-1]), min(DEFAULT_SIZES[1], options[-1])),
@@ -64,9 +70,11 @@ def sweep_form(gpu_here: bool) -> SweepForm:
         c1, c2, c3 = st.columns(3)
         tf32 = c1.radio("TF32 for CUDA float32", list(TF32_CHOICES), horizontal=True, key="mm_tf32",
                         disabled=not any(d.startswith("cuda") for d in devices),
-                        help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it.")
-        unsynced = c2.checkbox("Also time without synchronizing (the classic bug)", value=True, key="mm_unsynced",
-                               disabled=not gpu_here, help="On a CPU nothing is asynchronous, so there is nothing to show.")
+                        help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it, so it is off "
+                             "unless a CUDA GPU is among the devices.")
+        unsynced = c2.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced", disabled=not gpu_here,
+                               help="the classic bug: reading the clock without synchronizing. "
+                                    + ("" if gpu_here else f"It {NEEDS_GPU}: on a CPU nothing is asynchronous."))
         c3.text_input("Name for the Results page (optional)", key="mm_label", max_chars=200,
                       placeholder="e.g. Ana's laptop", help="finished sweeps are saved there, under this name")
         b1, b2 = c3.columns(2)

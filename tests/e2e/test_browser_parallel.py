@@ -26,7 +26,7 @@ def test_run_the_marbles_section(page, streamlit_url):
     wait_for_idle(page)
     assert_no_exception(page)
     alerts = page.locator('[data-testid="stAlert"]').all_inner_texts()
-    assert all("No GPU here" in text for text in alerts), alerts  # no st.error
+    assert all("Machine busy: figures may be noisy" in text for text in alerts), alerts  # no st.error
     chart.locator(".main-svg").first.wait_for()  # plotly drew it
     assert chart.get_by_text("ideal: k workers, k× as fast").count() >= 1
     chart.scroll_into_view_if_needed()

@@ -1,0 +1,109 @@
+"""How much of the machine other programs are using right now, and how many threads that leaves us.
+
+On a shared classroom server (load 1-4 on 2 cores) a timed job that takes every core waits for a
+descheduled thread at every step: a training run with 2 threads took 6x its quiet time while one
+thread took about its quiet time. So before a timed job we watch the CPU for a moment, count what
+*other* processes used (the whole machine's busy time less this process's own), default the
+thread count to the cores that are actually free, and tell the user when the figures may be noisy.
+The load average is kept too, and is the fallback where the OS gives no CPU times.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import psutil
+
+from core.results.load import MachineLoad
+
+PROBE_S = 0.2  # long enough to see a CPU-bound neighbour, short enough to go unnoticed before a run
+PROBE_ENV = "GPU_VS_CPU_LOAD_PROBE_S"  # another probe length (the tests shorten it: it counts toward a job's cap)
+MAX_PROBE_S = 5.0
+BUSY_OTHERS_CORES = 0.5  # half a core taken by others already shows in two-thread timings
+IDLE_FIELDS = ("idle", "iowait")  # CPU time nobody used; everything else (steal included) was taken
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (a container or taskset may allow fewer than the machine has)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no affinity call
+        return os.cpu_count() or 1
+
+
+def load_average() -> float | None:
+    """Runnable processes over the last minute (None where the OS has no such figure)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def _busy_s(times: Any) -> float:
+    """Seconds of CPU time, summed over cores, that someone used (from psutil.cpu_times())."""
+    total = sum(float(getattr(times, name)) for name in times._fields if name not in ("guest", "guest_nice"))
+    return total - sum(float(getattr(times, name, 0.0)) for name in IDLE_FIELDS)
+
+
+def _own_s() -> float:
+    """CPU seconds this process (all its threads) has used."""
+    t = psutil.Process().cpu_times()
+    return float(t.user + t.system)
+
+
+def others_cores(seconds: float = PROBE_S) -> float | None:
+    """CPU other processes used while we slept for `seconds`, in cores; None if the OS will not say."""
+    try:
+        busy0, own0, t0 = _busy_s(psutil.cpu_times()), _own_s(), time.perf_counter()
+        time.sleep(seconds)
+        busy1, own1, t1 = _busy_s(psutil.cpu_times()), _own_s(), time.perf_counter()
+    except (psutil.Error, OSError, AttributeError, NotImplementedError):
+        return None
+    if t1 <= t0:
+        return None
+    cpus = psutil.cpu_count() or usable_cores()
+    return min(float(cpus), max(0.0, ((busy1 - busy0) - (own1 - own0)) / (t1 - t0)))
+
+
+def free_cores(cores: int, others: float | None, load: float | None) -> int:
+    """Cores left for our threads: all of them less what others use (rounded), at least one.
+
+    Without a probe the load average stands in; it counts runnable processes, this one included
+    only while it computes, which it does not while it waits to start a job.
+    """
+    taken = others if others is not None else (load or 0.0)
+    return max(1, min(cores, int(cores - taken + 0.5)))
+
+
+def is_busy(cores: int, others: float | None, load: float | None) -> bool:
+    """Would a figure timed now be noisy? Half a core taken by others is enough to show."""
+    if others is not None:
+        return others >= BUSY_OTHERS_CORES
+    return load is not None and load >= max(1.0, cores / 2)
+
+
+def probe_seconds() -> float:
+    """PROBE_S, or GPU_VS_CPU_LOAD_PROBE_S when set to a number from 0 to MAX_PROBE_S."""
+    try:
+        value = float(os.environ.get(PROBE_ENV, PROBE_S))
+    except ValueError:
+        return PROBE_S
+    return value if 0.0 <= value <= MAX_PROBE_S else PROBE_S
+
+
+def probe_load(seconds: float | None = None) -> MachineLoad:
+    """Watch the machine for `seconds` (default: probe_seconds()) and say how busy it is. Call it
+    while holding the devices, so a classmate's job that just finished is not counted."""
+    seconds = probe_seconds() if seconds is None else seconds
+    cores, load, others = usable_cores(), load_average(), others_cores(seconds)
+    return MachineLoad(cores=cores, others_cores=others, load_average=load,
+                       free_cores=free_cores(cores, others, load), busy=is_busy(cores, others, load), probe_s=seconds)
+
+
+def default_threads(requested: int | None, load: MachineLoad | None) -> int | None:
+    """The thread count a job uses: the user's if given, else the free cores (None: leave torch's)."""
+    if requested is not None:
+        return requested
+    return None if load is None else load.free_cores

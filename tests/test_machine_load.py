@@ -1,0 +1,184 @@
+"""The load probe (core.platform.machine_load), the thread counts it picks, and the optional `load` field.
+
+psutil and the clock are faked so each case knows exactly how much CPU "other programs" took.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import namedtuple
+from types import SimpleNamespace
+
+import pytest
+
+from core.classifier.model import ClassifierConfig
+from core.classifier.training import prepare, train
+from core.cli import main
+from core.errors import DashboardError
+from core.matmul.sweep import SweepConfig, run_sweep
+from core.platform import jobs, machine_load
+from core.results import MatmulSweep, TrainRun, read_result
+from core.results.load import MachineLoad
+from tests.result_samples import matmul_payload, train_payload
+from tests.review_fixtures import toy_reviews
+
+CpuTimes = namedtuple("CpuTimes", "user nice system idle iowait irq softirq steal guest guest_nice")
+BUSY = MachineLoad(cores=2, others_cores=1.0, load_average=2.5, free_cores=1, busy=True, probe_s=0.2)
+QUIET = MachineLoad(cores=2, others_cores=0.05, load_average=0.1, free_cores=2, busy=False, probe_s=0.2)
+
+
+def _fake_psutil(monkeypatch, *, busy_s: float, own_s: float, wall_s: float = 0.2, cpus: int = 2) -> None:
+    """The machine's busy CPU time grows by busy_s and ours by own_s over wall_s seconds."""
+    system = iter([CpuTimes(10.0, 0, 5.0, 100.0, 1.0, 0, 0, 0, 0, 0),
+                   CpuTimes(10.0 + busy_s, 0, 5.0, 100.0 + 2 * wall_s - busy_s, 1.0, 0, 0, 0, 0, 0)])
+    own = iter([SimpleNamespace(user=3.0, system=1.0), SimpleNamespace(user=3.0 + own_s, system=1.0)])
+    fake = SimpleNamespace(cpu_times=lambda: next(system), cpu_count=lambda: cpus, Error=Exception,
+                           Process=lambda: SimpleNamespace(cpu_times=lambda: next(own)))
+    clock = iter([50.0, 50.0 + wall_s])
+    monkeypatch.setattr(machine_load, "psutil", fake)
+    monkeypatch.setattr(machine_load, "time", SimpleNamespace(perf_counter=lambda: next(clock), sleep=lambda s: None))
+    monkeypatch.setattr(machine_load, "usable_cores", lambda: cpus)
+    monkeypatch.setattr(machine_load, "load_average", lambda: 1.7)
+
+
+def test_one_busy_core_of_two_leaves_one_thread(monkeypatch):
+    _fake_psutil(monkeypatch, busy_s=0.22, own_s=0.02)  # others: 0.2 s of CPU in 0.2 s = one core
+    load = machine_load.probe_load(0.2)
+    assert load.others_cores == pytest.approx(1.0) and load.free_cores == 1 and load.busy
+    assert load.load_average == 1.7 and load.cores == 2
+    assert load.notice == ("Machine busy: figures may be noisy (other programs used 1.0 of 2 cores, "
+                           "load average 1.7 just before this run).")
+
+
+def test_our_own_cpu_time_does_not_count_as_busy(monkeypatch):
+    _fake_psutil(monkeypatch, busy_s=0.30, own_s=0.28)  # our threads spinning down: not someone else
+    load = machine_load.probe_load(0.2)
+    assert load.others_cores == pytest.approx(0.1) and load.free_cores == 2 and not load.busy and load.notice is None
+
+
+def test_without_cpu_times_the_load_average_decides(monkeypatch):
+    def broken():
+        raise OSError("no /proc/stat")
+    monkeypatch.setattr(machine_load.psutil, "cpu_times", broken)
+    monkeypatch.setattr(machine_load, "usable_cores", lambda: 4)
+    monkeypatch.setattr(machine_load, "load_average", lambda: 3.2)
+    load = machine_load.probe_load(0.0)
+    assert load.others_cores is None and load.free_cores == 1 and load.busy
+    assert "load average 3.2" in (load.notice or "") and "other programs" not in (load.notice or "")
+
+
+@pytest.mark.parametrize("cores, others, load, free, busy", [
+    (2, 0.0, 0.5, 2, False), (2, 0.4, 3.0, 2, False), (2, 0.6, 0.0, 1, True), (2, 2.0, 4.0, 1, True),
+    (8, 3.0, None, 5, True), (1, 1.0, None, 1, True), (4, None, None, 4, False), (4, None, 2.0, 2, True),
+])
+def test_free_cores_and_busy(cores, others, load, free, busy):
+    assert machine_load.free_cores(cores, others, load) == free
+    assert machine_load.is_busy(cores, others, load) is busy
+
+
+def test_the_users_thread_count_wins_over_the_free_cores():
+    assert machine_load.default_threads(2, BUSY) == 2
+    assert machine_load.default_threads(None, BUSY) == 1 and machine_load.default_threads(None, QUIET) == 2
+    assert machine_load.default_threads(None, None) is None
+
+
+@pytest.mark.parametrize("value, seconds", [("0.05", 0.05), ("nonsense", 0.2), ("-1", 0.2), ("99", 0.2)])
+def test_the_probe_length_setting(monkeypatch, value, seconds):
+    monkeypatch.setenv(machine_load.PROBE_ENV, value)
+    assert machine_load.probe_seconds() == seconds
+
+
+def test_a_real_probe_is_sane():
+    load = machine_load.probe_load(0.05)
+    assert load.cores >= 1 and 1 <= load.free_cores <= load.cores and load.probe_s == 0.05
+    assert load.others_cores is None or 0 <= load.others_cores <= 1024
+
+
+# ---------------------------------------------------------------- jobs pick their threads under load
+
+
+def test_a_sweep_defaults_to_the_free_cores_and_keeps_the_load(monkeypatch):
+    monkeypatch.setattr(jobs, "probe_load", lambda: BUSY)
+    result = run_sweep(SweepConfig(sizes=(16,), budget_s=0.05))  # threads (None,): left to the probe
+    assert [s.threads for s in result.series] == [1] and result.load == BUSY
+    assert any("Free cores: other programs left 1 of 2 cores idle" in n and "used 1 thread." in n for n in result.notes)
+    assert result.to_json()["load"] == BUSY.to_json()
+    monkeypatch.setattr(jobs, "probe_load", lambda: QUIET)  # two free cores, but the user asked for one
+    forced = run_sweep(SweepConfig(sizes=(16,), threads=(1,), budget_s=0.05))
+    assert [s.threads for s in forced.series] == [1] and forced.load == QUIET
+    assert not any("Free cores" in n for n in forced.notes)
+
+
+def test_training_defaults_to_the_free_cores_and_a_forced_count_is_kept(monkeypatch):
+    monkeypatch.setattr(jobs, "probe_load", lambda: BUSY)
+    config = ClassifierConfig(epochs=1, hidden=4, batch_size=16, lr=0.3, ngrams=1, device="cpu")
+    features, _ = prepare(toy_reviews(20), config)
+    result = train(features, config)
+    assert result.threads == 1 and result.load == BUSY and result.to_json(None)["load"]["busy"] is True
+    forced = train(features, ClassifierConfig(**{**config.to_dict(), "threads": 2}))
+    assert forced.threads == 2
+
+
+def test_a_thread_count_out_of_range_is_refused():
+    with pytest.raises(DashboardError, match="threads 0 is out of range"):
+        ClassifierConfig(threads=0)
+
+
+# ---------------------------------------------------------------- the CLI's JSON and text
+
+
+def test_matmul_json_and_text_carry_the_load(monkeypatch, capsys):
+    monkeypatch.setattr(jobs, "probe_load", lambda: BUSY)
+    assert main(["matmul", "--sizes", "16", "--budget", "0.05", "--json", "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["load"] == BUSY.to_json() and out["settings"]["threads"] == [None]
+    assert main(["matmul", "--sizes", "16", "--budget", "0.05", "--quiet"]) == 0
+    assert BUSY.notice in capsys.readouterr().out
+
+
+def test_why_parallel_json_has_a_load_per_section_and_on_top(monkeypatch, capsys):
+    from core.parallel import section
+    monkeypatch.setattr(section, "probe_load", lambda: BUSY)
+    assert main(["why-parallel", "--section", "timing-bug", "--budget", "0.2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["load"] == BUSY.to_json() and all(s["notice"] == BUSY.notice for s in out["sections"].values())
+
+
+def test_train_json_carries_the_load(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(jobs, "probe_load", lambda: QUIET)
+    path = tmp_path / "toy.csv"
+    reviews = toy_reviews(20)
+    path.write_text("text,label\n" + "".join(f"{t},{int(y)}\n" for t, y in zip(reviews.texts, reviews.labels)))
+    assert main(["train", "--data", str(path), "--epochs", "1", "--hidden", "4", "--device", "cpu", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["load"] == QUIET.to_json() and out["settings"]["threads"] is None
+
+
+# ---------------------------------------------------------------- the schema: with and without `load`
+
+
+@pytest.mark.parametrize("kind, payload", [("matmul", matmul_payload()), ("train", train_payload())])
+def test_files_with_and_without_load_read(kind, payload):
+    assert "load" not in payload
+    assert read_result(kind, copy.deepcopy(payload)).load is None  # older files have no such field
+    with_load = {**payload, "load": BUSY.to_json()}
+    record = read_result(kind, with_load)
+    assert isinstance(record, (MatmulSweep, TrainRun)) and record.load == BUSY
+    assert record.to_json()["load"] == BUSY.to_json() and "load" not in read_result(kind, payload).to_json()
+
+
+@pytest.mark.parametrize("mutate, match", [
+    (lambda d: d.update(busy="yes"), r"load\.busy"),
+    (lambda d: d.update(cores=0), r"load\.cores"),
+    (lambda d: d.pop("free_cores"), r"load: missing 'free_cores'"),
+    (lambda d: d.update(others_cores=-1), r"load\.others_cores"),
+    (lambda d: d.update(load_average=float("inf")), r"load\.load_average"),
+])
+def test_a_bad_load_field_is_refused_by_name(mutate, match):
+    load = BUSY.to_json()
+    mutate(load)
+    with pytest.raises(DashboardError, match=match):
+        read_result("matmul", {**matmul_payload(), "load": load})
+    with pytest.raises(DashboardError, match="load: expected a JSON object"):
+        read_result("train", {**train_payload(), "load": [1, 2]})
