@@ -8,6 +8,7 @@ from typing import Protocol
 import plotly.graph_objects as go
 
 from core.charts.axis_style import linear_axis, style, trace_values
+from core.classifier.runs import lowest_test_loss_epoch
 from core.classifier.training import EpochReport
 from core.plain_text import for_plotly
 
@@ -35,12 +36,9 @@ def _metric(report: EpochReport, metric: str) -> float:
 
 
 def lowest_test_loss(reports: Sequence[EpochReport]) -> EpochReport | None:
-    """The end-of-epoch report with the lowest test loss (the first, on a tie); None before one ends.
-
-    Only marked, never used to choose the kept epoch: choosing by test data would flatter the model.
-    """
-    whole = [r for r in reports if not r.partial]
-    return min(whole, key=lambda r: r.test.loss) if whole else None
+    """The end-of-epoch report to mark as the lowest test loss (core.classifier.runs decides which)."""
+    epoch = lowest_test_loss_epoch(reports)
+    return next((r for r in reports if not r.partial and r.epoch == epoch), None)
 
 
 def _epoch_line(fig: go.Figure, epoch: float, name: str, color: str, dash: str) -> None:
