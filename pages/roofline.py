@@ -11,6 +11,7 @@ from core.roofline.explain import crossover_sentence, model_error_text
 from core.roofline.run import RooflineConfig, run_roofline
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
+from pages.shared.notices import load_notice
 from pages.shared.result_store import save_run
 
 through_app()
@@ -49,6 +50,7 @@ if run:
 if (result := state.rl_result) is not None:
     if result.stopped:
         st.warning("Stopped before the last step: what was measured is shown, and not saved.", icon=":material/stop_circle:")
+    load_notice(result.load)
     box = st.success if result.predicted_crossover_n and result.measured_crossover_n else st.info
     box(crossover_sentence(result), icon=":material/insights:")
     if accuracy := model_error_text(result):

@@ -267,6 +267,24 @@ def test_json_round_trip_and_the_issue_keys():
     assert read_result("roofline", __import__("json").loads(dumps(obj))) == run
 
 
+
+def test_a_roofline_carries_the_machine_load_and_lists_on_the_board_with_or_without_it(tmp_path):
+    from dataclasses import replace
+
+    from core.results.load import MachineLoad
+    from core.store import listing_frame
+
+    busy = MachineLoad(cores=2, others_cores=1.0, load_average=2.0, free_cores=1, busy=True)
+    run = replace(_synthetic_run(), load=busy)
+    assert read_result("roofline", run.to_json()).load == busy
+    old = _synthetic_run().to_json()
+    assert "load" not in old and read_result("roofline", old).load is None  # files older than the field
+    store = open_store(f"sqlite:///{tmp_path / 'r.sqlite3'}")
+    store.save("roofline", run.to_json(), {})
+    store.save("roofline", old, {})
+    marks = listing_frame(store.list_runs())["load"].tolist()
+    assert sorted(marks) == sorted(["busy: noisy", ""])
+
 @pytest.mark.parametrize("edit, message", [
     (lambda o: o["devices"][0].update(device="tpu"), "payload.devices[0].device"),
     (lambda o: o["points"][1].update(n=0), "payload.points[1].n"),

@@ -72,6 +72,8 @@ def render(result: RooflineRun) -> str:
     if errors.median_abs is not None:
         lines.append(f"model error for n >= {errors.min_n}: median |error| {errors.median_abs:.0%} over {errors.count} points")
     lines.append(crossover_sentence(result))
+    if result.load is not None and result.load.notice:
+        lines.append(result.load.notice)
     lines += [f"note: {n}" for n in result.notes]
     if result.wall_s is not None:
         lines.append(f"wall time {result.wall_s:.1f} s")

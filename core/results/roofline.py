@@ -13,6 +13,7 @@ from typing import Any
 
 from core.results import fields as f
 from core.results.machine import read_machine
+from core.results.load import MachineLoad, read_load
 
 KIND = "roofline"
 VERSION = 1
@@ -111,6 +112,7 @@ class RooflineRun:
     finished_at: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     machine: dict[str, Any] = field(default_factory=dict)
+    load: MachineLoad | None = None  # how busy the machine was as it started; None in files older than the field
     extra: dict[str, Any] = field(default_factory=dict)  # keys a newer version added, kept as they came
 
     kind = KIND
@@ -133,7 +135,8 @@ class RooflineRun:
                 "predicted_crossover_n": self.predicted_crossover_n, "measured_crossover_n": self.measured_crossover_n,
                 "challenger": self.challenger, "baseline": self.baseline, "notes": list(self.notes),
                 "stopped": self.stopped, "wall_s": self.wall_s, "finished_at": self.finished_at,
-                "settings": self.settings, "machine": self.machine}
+                "settings": self.settings, "machine": self.machine,
+                **({"load": self.load.to_json()} if self.load is not None else {})}
 
     @classmethod
     def from_json(cls, value: dict[str, Any], path: str) -> RooflineRun:
@@ -142,7 +145,7 @@ class RooflineRun:
         for key in ("devices", "points", "predicted_crossover_n", "measured_crossover_n"):
             f.field(v, key, path)
         known = {"kind", "schema_version", "devices", "points", "predicted_crossover_n", "measured_crossover_n",
-                 "challenger", "baseline", "notes", "stopped", "wall_s", "finished_at", "settings", "machine"}
+                 "challenger", "baseline", "notes", "stopped", "wall_s", "finished_at", "settings", "machine", "load"}
         machine = v.get("machine")
         return cls(
             devices_roofs=f.list_of(v["devices"], f"{path}.devices", DeviceRoofs.from_json, minimum=1),
@@ -158,5 +161,6 @@ class RooflineRun:
             finished_at=None if v.get("finished_at") is None else f.timestamp(v["finished_at"], f"{path}.finished_at"),
             settings=f.optional_object(v.get("settings"), f"{path}.settings"),
             machine={} if machine is None else read_machine(machine, f"{path}.machine"),
+            load=read_load(v.get("load"), f"{path}.load"),
             extra={k: x for k, x in v.items() if k not in known},
         )

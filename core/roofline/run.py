@@ -150,7 +150,7 @@ def run_roofline(config: RooflineConfig, hooks: JobHooks | None = None) -> Roofl
     total = len(series) * (1 + len(config.sizes))
     roofs: list[DeviceRoofs] = []
     stopped, results = False, list[MatmulResult]()
-    with run_job(sorted({s.device for s in series}), hooks, label="roofline") as job:
+    with run_job(sorted({s.device for s in series}), hooks, label="roofline", measure_load=True) as job:
         start = time.perf_counter()
         for i, s in enumerate(series):
             if job.stop_requested():
@@ -161,7 +161,8 @@ def run_roofline(config: RooflineConfig, hooks: JobHooks | None = None) -> Roofl
         if not stopped:
             results, stopped = _sweep(job, series, config, notes, len(series), total)
         wall = time.perf_counter() - start
-    return assemble(config, series, pair, roofs, results, notes=notes, stopped=stopped, wall_s=wall, machine=machine)
+    run = assemble(config, series, pair, roofs, results, notes=notes, stopped=stopped, wall_s=wall, machine=machine)
+    return replace(run, load=job.load)
 
 
 def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Series, Series] | None,
