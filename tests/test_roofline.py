@@ -307,3 +307,17 @@ def test_saved_and_imported_rooflines_reach_the_store(tmp_path):
     records = read_import(dumps(_synthetic_run().to_json()).encode())  # a bare `roofline --json` file
     assert records[0].kind == "roofline" and records[0].result == _synthetic_run()
     assert math.isclose(records[0].result.devices_roofs[1].h2d_gbs or 0, 10.0)
+
+
+def test_roofline_charts_share_the_axis_style():
+    from tests.chart_checks import assert_legend_right, assert_log_axis, assert_points_inside
+
+    run = _synthetic_run()
+    roof, model = roofline_figure(run), model_figure(run)
+    assert_log_axis(roof.layout.xaxis)
+    assert_log_axis(roof.layout.yaxis)
+    assert_log_axis(model.layout.yaxis, unit="ms" if "(ms)" in model.layout.yaxis.title.text else None)
+    assert model.layout.yaxis.title.text.startswith("time per product (")
+    for fig in (roof, model):
+        assert_legend_right(fig)
+        assert_points_inside(fig)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.charts.axis_style import log_axis, style, time_unit, trace_values
 from core.plain_text import for_plotly
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
 from core.roofline.model import RooflineModel
@@ -19,7 +20,7 @@ from core.roofline.run import model_of
 from core.store.records import StoredRun
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
-LAYOUT = dict(legend=dict(orientation="h", y=-0.2), margin=dict(l=10, r=10, t=30, b=10), height=520)
+HEIGHT = 520
 
 
 def _points(run: RooflineRun, series: str) -> list[RooflinePoint]:
@@ -44,9 +45,7 @@ def roofline_overlay(runs: Sequence[StoredRun]) -> go.Figure | None:
     named = [(f"#{r.run_id} {r.label or r.machine_label} · ", r.result) for r in runs if isinstance(r.result, RooflineRun)]
     if not named:
         return None
-    fig = _rooflines(named)
-    fig.update_layout(title="Rooflines", margin=dict(t=50))
-    return fig
+    return style(_rooflines(named), title="Rooflines", height=HEIGHT)
 
 
 def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
@@ -80,9 +79,9 @@ def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
                         hovertemplate=(f"{name}<br>n = %{{customdata[0]:,}}<br>%{{customdata[1]:.4g}} ms, "
                                        "%{y:.4g} GFLOP/s<br>%{x:.3g} flop/B<br>%{customdata[2]:.0f} % of the roof"
                                        "<extra></extra>"))
-    fig.update_layout(xaxis=dict(type="log", title="arithmetic intensity (operations per byte)"),
-                      yaxis=dict(type="log", title="GFLOP/s"), **LAYOUT)
-    return fig
+    fig.update_layout(xaxis=log_axis(trace_values(fig, "x"), "arithmetic intensity (operations per byte)"),
+                      yaxis=log_axis(trace_values(fig, "y"), "GFLOP/s"))
+    return style(fig, title=None, height=HEIGHT)
 
 
 def _grid(sizes: Sequence[int]) -> list[float]:
@@ -95,29 +94,30 @@ def model_figure(run: RooflineRun) -> go.Figure:
     """Measured time per product against n (markers) and t(n) = overhead + max(2n³/peak, bytes/bandwidth) (lines)."""
     fig = go.Figure()
     grid = _grid([p.n for p in run.points])
+    unit = time_unit([p.median_s for p in run.points])
     for color, roofs in zip(COLORS * 4, run.devices_roofs):
         name, pts = for_plotly(roofs.series), _points(run, roofs.series)
-        fig.add_scatter(x=[p.n for p in pts], y=[p.median_s for p in pts], mode="markers", name=f"{name} measured",
+        fig.add_scatter(x=[p.n for p in pts], y=unit.scale(p.median_s for p in pts), mode="markers", name=f"{name} measured",
                         marker=dict(color=color, size=9), legendgroup=name,
-                        hovertemplate=f"{name}<br>n = %{{x:,}}: %{{y:.4g}} s measured<extra></extra>")
+                        hovertemplate=f"{name}<br>n = %{{x:,}}: %{{y:.4g}} {unit.name} measured<extra></extra>")
         model: RooflineModel | None = model_of(roofs)
         if model is None:
             continue
-        fig.add_scatter(x=grid, y=[model.time_s(n) for n in grid], mode="lines", name=f"{name} model",
+        fig.add_scatter(x=grid, y=unit.scale(model.time_s(n) for n in grid), mode="lines", name=f"{name} model",
                         line=dict(color=color), legendgroup=name,
-                        hovertemplate=f"{name} model<br>n = %{{x:.0f}}: %{{y:.4g}} s<extra></extra>")
+                        hovertemplate=f"{name} model<br>n = %{{x:.0f}}: %{{y:.4g}} {unit.name}<extra></extra>")
         if roofs.h2d_gbs and roofs.d2h_gbs:
-            fig.add_scatter(x=grid, y=[model.end_to_end_s(n) for n in grid], mode="lines", legendgroup=name,
+            fig.add_scatter(x=grid, y=unit.scale(model.end_to_end_s(n) for n in grid), mode="lines", legendgroup=name,
                             name=f"{name} model with copies", line=dict(color=color, dash="dash"))
             e2e = [p for p in pts if p.end_to_end_s]
-            fig.add_scatter(x=[p.n for p in e2e], y=[p.end_to_end_s for p in e2e], mode="markers", legendgroup=name,
+            fig.add_scatter(x=[p.n for p in e2e], y=unit.scale(p.end_to_end_s for p in e2e), mode="markers", legendgroup=name,
                             name=f"{name} measured with copies", marker=dict(color=color, size=9, symbol="circle-open"))
     for n, label, dash in ((run.predicted_crossover_n, "predicted", "dash"), (run.measured_crossover_n, "measured", "dot")):
         if n is not None:
             fig.add_vline(x=n, line=dict(color="black", dash=dash, width=1), annotation_text=f"{label} n ≈ {n:,}")
-    fig.update_layout(xaxis=dict(type="log", title="matrix size n (n × n)"),
-                      yaxis=dict(type="log", title="seconds per product"), **LAYOUT)
-    return fig
+    fig.update_layout(xaxis=log_axis(trace_values(fig, "x"), "matrix size n (n × n)"),
+                      yaxis=log_axis(trace_values(fig, "y"), f"time per product ({unit.name})"))
+    return style(fig, title=None, height=HEIGHT)
 
 
 def roofs_table(run: RooflineRun) -> pd.DataFrame:
