@@ -17,17 +17,17 @@ from core.platform.device_lock import JobLost, current_holder, hold_devices
 ROOT = Path(__file__).resolve().parents[1]
 CAP_S, GRACE_S = 2.0, 1.0
 HOLDER = f"""
-import sys, time
+import sys
 from core.platform.device_lock import JobLost, hold_devices
 with hold_devices(["cpu"], max_job_s={CAP_S}, label="a job that will be suspended") as job:
     print("held", flush=True)
-    while True:
-        try:
-            job.check()
-        except JobLost:
-            print("lost", flush=True)
-            sys.exit(3)
-        time.sleep(0.01)
+    sys.stdin.readline()  # its next step starts only when the test says so: no race with the cap on a busy machine
+    try:
+        job.check()
+    except JobLost:
+        print("lost", flush=True)
+        sys.exit(3)
+    print("not lost", flush=True)
 """
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="SIGSTOP is POSIX-only")
@@ -36,7 +36,8 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="SIGSTOP 
 def test_a_suspended_holder_loses_its_turn_and_stops_when_it_wakes(monkeypatch):
     monkeypatch.setenv(device_lock.GRACE_ENV, str(GRACE_S))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    child = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen([sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env=env)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "held"
         claimed_at = time.monotonic()
@@ -45,6 +46,9 @@ def test_a_suspended_holder_loses_its_turn_and_stops_when_it_wakes(monkeypatch):
             waited = time.monotonic() - claimed_at
             assert CAP_S <= waited <= CAP_S + GRACE_S + 2.0, waited  # not before the cap, soon after cap + grace
             os.kill(child.pid, signal.SIGCONT)
+            assert child.stdin is not None
+            child.stdin.write("go on\n")
+            child.stdin.flush()
             assert child.stdout.readline().strip() == "lost"  # the woken holder notices and stops
             assert child.wait(10) == 3
             holder = current_holder("cpu")
