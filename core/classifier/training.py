@@ -96,6 +96,7 @@ class TrainResult:
     n_train: int
     n_val: int
     n_test: int
+    dense_mb: float | None = None  # the lecture preset's dense matrix on the device, in MB; None for mini-batches
 
     @property
     def vocab_size(self) -> int:
@@ -129,7 +130,8 @@ class TrainResult:
             epochs=tuple(e.to_record() for e in self.epochs), test_accuracy=self.test_accuracy,
             train_seconds=self.train_seconds, baseline_accuracy=baseline_accuracy,
             predictions=tuple(Prediction(t, float(p)) for t, p in zip(texts, probabilities)),
-            stopped=self.stopped, settings=to_jsonable(asdict(self.config)),
+            stopped=self.stopped, settings=to_jsonable(asdict(self.config)), preset=self.config.preset,
+            dense_matrix_mb=self.dense_mb,
         )
 
     def to_json(self, baseline_accuracy: float | None, texts: Sequence[str] = (),
@@ -197,6 +199,12 @@ def train(features: Features, config: ClassifierConfig, hooks: JobHooks | None =
     mode = resolve_input_mode(config.input_mode, device)
     if features.n_train == 0:
         raise DashboardError("no training reviews; add reviews or lower the test share")
+    if config.preset == "lecture":  # the whole dense matrix on the device, full-batch steps
+        from core.classifier.fullbatch import check_dense_fits, dense_size, train_full_batch_locked
+
+        check_dense_fits(dense_size(features, config.hidden), device)
+        with run_job([device_key(device)], hooks, label="training run (lecture preset)") as job:
+            return train_full_batch_locked(features, config, device, job)
     check_model_fits(features.vocab_size, config.hidden, device)
     with run_job([device_key(device)], hooks, label="training run") as job:
         return _train_locked(features, config, device, mode, job)
