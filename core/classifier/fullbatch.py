@@ -63,7 +63,7 @@ class DenseSize:
     def largest_cap(self, free_bytes: int) -> int:
         """The largest vocabulary cap whose dense run would fit in `free_bytes` (0 if none would)."""
         per_term = (self.rows + self.hidden * 4) * FLOAT32_BYTES  # 4: model_bytes' parameter copies
-        fixed = 3 * self.rows * self.hidden * FLOAT32_BYTES
+        fixed = 3 * self.rows * self.hidden * FLOAT32_BYTES + model_bytes(0, self.hidden)  # biases, second layer
         return max(0, int((free_bytes * HEADROOM - fixed) // per_term))
 
 

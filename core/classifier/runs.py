@@ -31,7 +31,8 @@ class RunRecord:
 
     @property
     def label(self) -> str:
-        return f"run {self.number} · {self.device}"
+        preset = " · lecture" if self.config.preset == "lecture" else ""
+        return f"run {self.number} · {self.device}{preset}"
 
     @property
     def epochs(self) -> tuple[EpochReport, ...]:
@@ -70,17 +71,18 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict]:
         rows.append({
             "run": r.number,
             "device": r.device,
+            "preset": r.config.preset,
             "status": r.status,
             "data": r.data,
             "weighting": r.config.weighting,
             "ngrams": r.config.ngrams,
             "hidden": r.config.hidden,
             "lr": r.config.lr,
-            "batch": r.config.batch_size,
+            "batch": None if r.config.preset == "lecture" else r.config.batch_size,  # lecture: every review
             "epochs done": len(r.epochs),
             "kept epoch": r.best_epoch,
             "test accuracy": None if kept is None else round(kept.test.accuracy, 4),
             "baseline accuracy": None if r.baseline is None else round(r.baseline.accuracy, 4),
-            "s / epoch": None if r.seconds_per_epoch is None else round(r.seconds_per_epoch, 3),
+            "s / epoch": None if r.seconds_per_epoch is None else round(r.seconds_per_epoch, 4),
         })
     return rows
