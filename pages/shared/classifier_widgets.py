@@ -139,7 +139,7 @@ def run_metrics(run: RunRecord) -> None:
               None if kept is None or base is None else f"{kept.test.accuracy - base.accuracy:+.1%} vs baseline")
     m2.metric("Baseline accuracy", "—" if base is None else f"{base.accuracy:.1%}",
               help="scikit-learn LogisticRegression on the same features and the same split")
-    m3.metric("Seconds per epoch", "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
+    m3.metric("Seconds per update" if run.config.preset == "lecture" else "Seconds per epoch", "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
               help="median over the completed epochs, device-synchronized, evaluation excluded")
     m4.metric("Epochs done", f"{len(run.epochs)} / {run.config.epochs}", f"{run.status} on {run.device}",
               delta_color="off", delta_arrow="off")
