@@ -83,6 +83,7 @@ def test_train_records_every_report_names_the_run_and_hands_finished_runs_over(t
 def test_a_stopped_run_is_kept_in_the_history_but_not_handed_over(toy_csv):
     bench, done = Workbench(), []
     bench.load(DataChoice(PATH, path=str(toy_csv)))
+    bench.prepared(FAST)  # built first: a Stop while building features cancels the job instead (test_training)
     [result] = bench.train(FAST, JobHooks(should_stop=lambda: True), on_done=lambda r, b: done.append(r))
     assert result.stopped and bench.runs[0].status == "stopped" and done == []
 
