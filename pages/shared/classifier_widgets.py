@@ -15,7 +15,7 @@ from core.classifier.datasets import BUILTIN_DATASETS, fetch, is_cached
 from core.classifier.features import WEIGHTINGS
 from core.charts.classifier import preset_race_chart
 from core.classifier.model import INPUT_MODES, PRESETS, ClassifierConfig, preset_config
-from core.classifier.preset_race import PresetRace
+from core.classifier.preset_race import CHAIN_TITLE, PresetRace
 from core.classifier.runs import RunRecord
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload
 from core.errors import DashboardError
@@ -129,6 +129,7 @@ def preset_race_view(race: PresetRace) -> None:
     st.plotly_chart(preset_race_chart(race), key="clf_both_chart")
     st.dataframe(race.rows(), hide_index=True, key="clf_both_table")
     st.markdown(race.explanation)
+    st.page_link("pages/why_parallel.py", label=f"Why parallel: {CHAIN_TITLE}", icon=":material/call_split:")
 
 
 def run_metrics(run: RunRecord) -> None:
