@@ -209,7 +209,8 @@ def render(report: dict) -> str:
             [[rt["train_seconds"], rt["seconds_per_epoch"], rt["samples_per_s"], rt["peak_rss_bytes"] / 1e6,
               "yes" if rt["meets_accuracy_target"] else "NO", "yes" if rt["meets_time_target"] else "NO"]]),
             f"first epoch reported {rt['first_epoch_latency_s']:.2f} s after reading the files began "
-            f"(features and baseline {rt['features_seconds']:.2f} s of it)", ""]
+            f"(reading and features {rt['features_seconds']:.2f} s of it; no baseline here, which the page and CLI fit "
+            "before training)", ""]
     lecture = report.get("lecture_preset")
     if lecture:
         lines += [f"lecture preset (CPU): dense matrix {lecture['dense_matrix_mb']:.0f} MB, "
