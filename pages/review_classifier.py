@@ -10,7 +10,7 @@ from core.classifier.training import predict
 from core.classifier.workbench import Workbench
 from core.errors import DashboardError
 from core.plain_text import for_markdown
-from pages.shared.classifier_widgets import data_choice, run_metrics, settings_form
+from pages.shared.classifier_widgets import data_choice, preset_race_view, run_metrics, settings_form
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
 from pages.shared.result_store import save_run
@@ -26,7 +26,7 @@ st.caption("The lecture's network, `Linear(V, hidden) → ReLU → Linear(hidden
 choice, settings = data_choice(), settings_form()
 status, metrics_slot, loss_slot, acc_slot = st.empty(), st.empty(), st.empty(), st.empty()
 
-if settings.train or settings.race:
+if settings.train or settings.race or settings.both:
     def on_progress(step) -> None:
         status.info(step.message)
         if step.item is not None:
@@ -52,7 +52,7 @@ if settings.train or settings.race:
             if bench.needs_prepare(config):
                 with st.spinner("building the document-term matrix and the LogisticRegression baseline"):
                     bench.prepared(config, turn.hooks)
-            bench.train(config, turn.hooks, race=settings.race, on_done=save)
+            bench.train(config, turn.hooks, race=settings.race, both=settings.both, on_done=save)
         status.empty()
     except DashboardError as exc:
         status.error(for_markdown(str(exc)))  # it may name an uploaded file: the uploader chose that name
@@ -66,6 +66,8 @@ if bench.runs:  # ---- the latest run (from the session, so it survives reruns a
                                        kept_epoch=last.best_epoch), key="clf_loss")
     acc_slot.plotly_chart(accuracy_curve(last.epochs, baseline_accuracy=base and base.accuracy,
                                          best_epoch=last.best_epoch), key="clf_acc")
+if bench.preset_race is not None:  # ---- the latest "both presets" comparison
+    preset_race_view(bench.preset_race)
 
 st.subheader("Try your own review")  # ---- with the latest run's kept epoch
 if bench.model is None:

@@ -178,3 +178,49 @@ def test_a_finished_run_is_saved_for_the_results_page(app, no_gpu, toy_csv):
     assert runs[0].payload["device"] == "cpu"
     app.switch_page("pages/results.py").run()
     assert not app.exception
+
+
+def _both_presets(app: AppTest, path) -> AppTest:
+    _open(app)
+    app.radio(key="clf_source").set_value("path").run()
+    app.text_input(key="clf_path").set_value(str(path))
+    app.button(key="clf_both").click().run(timeout=120)
+    assert not app.exception, app.exception
+    return app
+
+
+def test_both_presets_without_a_gpu_show_the_cpu_half_and_what_a_gpu_would(app, no_gpu, toy_csv):
+    from core.classifier.preset_race import EXPLANATION, WITHOUT_GPU
+
+    _both_presets(app, toy_csv)
+    assert "Both presets, side by side" in [s.value for s in app.subheader]
+    [table] = [d for d in app.dataframe if list(d.value.columns)[:3] == ["preset", "device", "step"]]
+    assert table.value[["preset", "device", "step"]].values.tolist() == [["lecture", "cpu", "update"],
+                                                                         ["minibatch", "cpu", "epoch"]]
+    assert (table.value["seconds per step"] > 0).all()
+    texts = [m.value for m in app.markdown]
+    assert any(EXPLANATION in t and WITHOUT_GPU in t for t in texts)
+    assert [r.config.preset for r in app.session_state["clf_bench"].runs] == ["lecture", "minibatch"]
+    assert [p.proto.page for p in app.get("page_link")][-1].endswith("why_parallel")  # the chain-of-steps section
+
+
+def test_both_presets_with_a_gpu_race_four_runs(app, fake_cuda, monkeypatch, toy_csv):
+    keep_cuda_on_cpu(monkeypatch)
+    _both_presets(app, toy_csv)
+    [table] = [d for d in app.dataframe if list(d.value.columns)[:3] == ["preset", "device", "step"]]
+    assert table.value[["preset", "device"]].values.tolist() == [["lecture", "cpu"], ["lecture", "cuda:0"],
+                                                                 ["minibatch", "cpu"], ["minibatch", "cuda:0"]]
+    assert table.value["GPU speed-up"].notna().sum() == 2  # one per preset, on its GPU row
+
+
+def test_the_lecture_preset_trains_from_its_own_settings(app, no_gpu, toy_csv):
+    _open(app)
+    app.radio(key="clf_preset").set_value("lecture").run()
+    assert app.number_input(key="clf_epochs_lecture").value == 10 and app.number_input(key="clf_lr_lecture").value == 3.0
+    assert not [n for n in app.number_input if n.key == "clf_batch"]  # its batch is every training review
+    app.radio(key="clf_source").set_value("path").run()
+    app.text_input(key="clf_path").set_value(str(toy_csv))
+    app.button(key="clf_train").click().run(timeout=60)
+    assert not app.exception, app.exception
+    [run] = app.session_state["clf_bench"].runs
+    assert run.config.preset == "lecture" and len(run.epochs) == 10 and run.label.endswith("lecture")

@@ -72,3 +72,21 @@ def test_config_out_of_range(field, value, message):
 def test_defaults_are_valid_and_round_trip():
     config = ClassifierConfig()
     assert ClassifierConfig(**config.to_dict()) == config
+
+
+def test_the_gathered_first_layer_equals_embedding_bag_with_an_empty_review():
+    """first_layer_sparse replaced F.embedding_bag over weight.t(): same sums and gradients, empty rows too."""
+    from core.classifier.model import first_layer_sparse
+
+    x = sp.random(6, 50, density=0.2, format="csr", dtype=np.float32, random_state=1)
+    x = sp.csr_matrix(sp.vstack([x[:2], sp.csr_matrix((1, 50), dtype=np.float32), x[2:]]))  # row 2: no known word
+    batch = make_batch(x, "sparse")
+    first = build_model(50, 4, seed=0)[0]
+    assert isinstance(first, nn.Linear)
+    ours = first_layer_sparse(first, batch)
+    (grad_ours,) = torch.autograd.grad(ours.square().sum(), first.weight)
+    bag = torch.nn.functional.embedding_bag(batch.indices, first.weight.t(), batch.offsets, mode="sum",
+                                            per_sample_weights=batch.values) + first.bias
+    (grad_bag,) = torch.autograd.grad(bag.square().sum(), first.weight)
+    assert torch.allclose(ours, bag, atol=1e-6) and torch.allclose(grad_ours, grad_bag, atol=1e-6)
+    assert torch.equal(ours[2], first.bias.detach())

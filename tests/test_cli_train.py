@@ -32,7 +32,9 @@ def test_train_json(toy_csv, tmp_path, capsys):
     assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu", "--predict", str(predict), "--json"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
-    assert JSON_KEYS <= set(out) and set(out) - JSON_KEYS == {"kind", "schema_version", "stopped", "settings", "load"}
+    assert JSON_KEYS <= set(out)
+    assert set(out) - JSON_KEYS == {"kind", "schema_version", "stopped", "settings", "load", "preset", "dense_matrix_mb"}
+    assert out["preset"] == "minibatch" and out["dense_matrix_mb"] is None
     assert out["kind"] == "train" and out["schema_version"] == 2
     assert out["stopped"] is False and out["settings"]["device"] == "cpu"
     assert out["device"] == "cpu" and (out["n_train"], out["n_test"]) == (64, 16)

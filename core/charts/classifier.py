@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from core.charts.axis_style import linear_axis, style, trace_values
 from core.classifier.runs import lowest_test_loss_epoch
+from core.classifier.preset_race import PresetRace
 from core.classifier.training import EpochReport
 from core.plain_text import for_plotly
 
@@ -145,4 +146,19 @@ def overlay(runs: Sequence[Run], *, by: str = "epoch", metric: str = "test_loss"
                       yaxis=dict(title=dict(text=METRICS[metric]), automargin=True))
     if metric == "test_accuracy":
         fig.update_yaxes(tickformat=".0%")
+    return fig
+
+
+def preset_race_chart(race: PresetRace) -> go.Figure:
+    """Seconds per step (a full-batch update, a mini-batch epoch) of each preset, one bar per device, log scale:
+    the lecture's bars differ by the GPU's lead, the mini-batch bars barely."""
+    fig = go.Figure()
+    for device in dict.fromkeys(t.device for t in race.timings):
+        shown = [t for t in race.timings if t.device == device]
+        fig.add_bar(x=[f"{t.preset} (per {t.step_name})" for t in shown], y=[t.seconds_per_step for t in shown],
+                    name=for_plotly(device), text=[None if t.seconds_per_step is None else f"{t.seconds_per_step:.3g} s"
+                                                   for t in shown], textposition="outside")
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), barmode="group",
+                      yaxis_title="seconds per step (median)", legend=dict(orientation="h", y=1.12))
+    fig.update_yaxes(type="log")
     return fig

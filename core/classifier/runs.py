@@ -35,7 +35,8 @@ class RunRecord:
 
     @property
     def label(self) -> str:
-        return f"run {self.number} · {self.device}"
+        preset = " · lecture" if self.config.preset == "lecture" else ""
+        return f"run {self.number} · {self.device}{preset}"
 
     @property
     def epochs(self) -> tuple[EpochReport, ...]:
@@ -106,13 +107,14 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict]:
         rows.append({
             "run": r.number,
             "device": r.device,
+            "preset": r.config.preset,
             "status": r.status,
             "data": r.data,
             "weighting": r.config.weighting,
             "ngrams": r.config.ngrams,
             "hidden": r.config.hidden,
             "lr": r.config.lr,
-            "batch": r.config.batch_size,
+            "batch": None if r.config.preset == "lecture" else r.config.batch_size,  # lecture: every review
             "epochs done": len(r.epochs),
             "kept epoch": r.best_epoch,
             "test accuracy": percent(None if kept is None else kept.test.accuracy),

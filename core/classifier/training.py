@@ -101,6 +101,7 @@ class TrainResult:
     n_test: int
     load: MachineLoad | None = None  # how busy the machine was as the run started
     threads: int | None = None  # the CPU threads torch used
+    dense_mb: float | None = None  # the lecture preset's dense matrix on the device, in MB; None for mini-batches
 
     @property
     def vocab_size(self) -> int:
@@ -134,8 +135,8 @@ class TrainResult:
             epochs=tuple(e.to_record() for e in self.epochs), test_accuracy=self.test_accuracy,
             train_seconds=self.train_seconds, baseline_accuracy=baseline_accuracy,
             predictions=tuple(Prediction(t, float(p)) for t, p in zip(texts, probabilities)),
-            stopped=self.stopped, settings=to_jsonable(asdict(self.config)),
-            load=self.load,
+            stopped=self.stopped, settings=to_jsonable(asdict(self.config)), load=self.load,
+            preset=self.config.preset, dense_matrix_mb=self.dense_mb,
         )
 
     def to_json(self, baseline_accuracy: float | None, texts: Sequence[str] = (),
@@ -203,10 +204,18 @@ def train(features: Features, config: ClassifierConfig, hooks: JobHooks | None =
     mode = resolve_input_mode(config.input_mode, device)
     if features.n_train == 0:
         raise DashboardError("no training reviews; add reviews or lower the test share")
-    check_model_fits(features.vocab_size, config.hidden, device)
-    with run_job([device_key(device)], hooks, label="training run", measure_load=True) as job:
+    lecture = config.preset == "lecture"  # the whole dense matrix on the device, full-batch steps
+    if lecture:
+        from core.classifier.fullbatch import check_dense_fits, dense_size, train_full_batch_locked
+
+        check_dense_fits(dense_size(features, config.hidden), device)
+    else:
+        check_model_fits(features.vocab_size, config.hidden, device)
+    label = "training run (lecture preset)" if lecture else "training run"
+    with run_job([device_key(device)], hooks, label=label, measure_load=True) as job:
         with torch_threads(default_threads(config.threads, job.load)) as threads:
-            result = _train_locked(features, config, device, mode, job)
+            result = (train_full_batch_locked(features, config, device, job) if lecture
+                      else _train_locked(features, config, device, mode, job))
         return replace(result, load=job.load, threads=threads)
 
 

@@ -4,7 +4,9 @@ A page keeps one `Workbench` in its session. Loading reviews and building the do
 matrices take seconds, so each is redone only when what it depends on changed (`DataChoice.key`,
 `features_key`); a run is recorded report by report (`RunRecord`), so a Stop or a rerun keeps
 everything measured. `Workbench.train` is the Train and "Race CPU vs GPU" buttons: the same
-config, hence the same seed, on one device or on the CPU and then the first GPU.
+config (and preset), hence the same seed, on one device or on the CPU and then the first GPU; with
+`both=True` it is the "Both presets" button: each preset's defaults from that seed on the CPU and
+the first GPU (the CPU half alone without one), kept as `preset_race` (core.classifier.preset_race).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback
 from core.classifier.features import Features
 from core.classifier.loaders import Reviews, load_uploads
 from core.classifier.model import ClassifierConfig
+from core.classifier.preset_race import PresetRace, preset_race, race_configs
 from core.classifier.runs import RunRecord, interrupted
 from core.classifier.training import EpochReport, TrainResult, prepare, train
 from core.errors import DashboardError
@@ -72,6 +75,14 @@ def run_configs(config: ClassifierConfig, *, race: bool) -> list[ClassifierConfi
     return [replace(config, device="cpu"), replace(config, device=available_devices()[0])]
 
 
+def both_configs(config: ClassifierConfig) -> list[ClassifierConfig]:
+    """The "both presets" runs: lecture then mini-batch defaults, from the chosen seed, on the CPU and the first GPU."""
+    return race_configs(config.seed, ["cpu", available_devices()[0]] if has_gpu() else ["cpu"])
+
+
+PREP_KEPT = 2  # feature sets kept: the two presets' (the lecture's caps its vocabulary) switch without rebuilding
+
+
 def should_save(result: TrainResult) -> bool:
     """A run that finished all its epochs goes to the shared Results page; a stopped one stays in the history."""
     return bool(result.epochs) and not result.stopped
@@ -87,6 +98,8 @@ class Workbench:
     prep_key: Hashable = None
     runs: list[RunRecord] = field(default_factory=list)
     model: tuple[str, TrainResult] | None = None  # the latest run's label and kept weights, for "try your own review"
+    preset_race: PresetRace | None = None  # the latest "both presets" comparison
+    kept_preps: dict[Hashable, tuple[Features, BaselineResult]] = field(default_factory=dict)  # newest last
     status: str = ""  # the latest line about the current run
 
     def mark_interrupted(self) -> None:
@@ -101,6 +114,7 @@ class Workbench:
         if self.needs_loading(choice):
             self.reviews, self.reviews_key = choice.load(progress), choice.key
             self.prep = self.prep_key = None
+            self.kept_preps.clear()
         assert self.reviews is not None
         return self.reviews
 
@@ -112,12 +126,16 @@ class Workbench:
         if self.reviews is None:
             raise DashboardError("load reviews first")
         if self.needs_prepare(config):
-            self.prep = prepare(self.reviews, config, hooks)
-            self.prep_key = (self.reviews_key, features_key(config))
+            key = (self.reviews_key, features_key(config))
+            built = self.kept_preps.pop(key, None) or prepare(self.reviews, config, hooks)
+            self.kept_preps[key] = built
+            while len(self.kept_preps) > PREP_KEPT:
+                self.kept_preps.pop(next(iter(self.kept_preps)))
+            self.prep, self.prep_key = built, key
         assert self.prep is not None
         return self.prep
 
-    def train(self, config: ClassifierConfig, hooks: JobHooks, *, race: bool = False,
+    def train(self, config: ClassifierConfig, hooks: JobHooks, *, race: bool = False, both: bool = False,
               on_done: Callable[[TrainResult, BaselineResult], None] | None = None) -> list[TrainResult]:
         """Train one run (or a CPU-then-GPU race) on the prepared features, recording every report.
 
@@ -125,12 +143,14 @@ class Workbench:
         EpochReport), with the run's label in the message; `on_done` gets each run that finished
         all its epochs (with the baseline it is compared with), at once, so a page can save it.
         """
-        features, baseline = self.prepared(config, hooks)
         results = []
-        for cfg in run_configs(config, race=race):
+        for cfg in both_configs(config) if both else run_configs(config, race=race):
+            features, baseline = self.prepared(cfg, hooks)
             results.append(self._one_run(features, baseline, cfg, hooks))
             if on_done is not None and should_save(results[-1]):
                 on_done(results[-1], baseline)
+        if both:
+            self.preset_race = preset_race(results, with_gpu=has_gpu())
         return results
 
     def _one_run(self, features: Features, baseline: BaselineResult, config: ClassifierConfig,
@@ -146,7 +166,7 @@ class Workbench:
 
         self._tell(hooks, Progress(0, 0, f"{features.n_train} training, {features.n_val} validation, "
                                          f"{features.n_test} test reviews, {features.vocab_size:,} terms: "
-                                         f"training on {config.device}…"))
+                                         f"training {'the lecture preset ' if config.preset == 'lecture' else ''}on {config.device}…"))
         result = train(features, config, replace(hooks, on_progress=on_progress))
         self.runs[slot] = self.runs[slot].finished(result)
         self.model = (self.runs[slot].label, result)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.classifier.model import ClassifierConfig
+from core.classifier.model import PRESETS, ClassifierConfig, preset_config
 from core.cli.output import format_table, print_json
 from core.cli.results import add_save_options, check_save_options, save_if_requested
 from core.cli.waiting import cli_hooks
@@ -24,19 +24,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train the review classifier and report loss, accuracy and seconds per epoch")
     p.add_argument("--data", required=True, metavar="PATH_OR_NAME",
                    help=f"{' or '.join(BUILTIN_DATASETS)} (downloaded on first use), a folder, a .tar.gz or a CSV/TSV")
+    p.add_argument("--preset", choices=list(PRESETS), default="minibatch",
+                   help="minibatch (default: sparse input, batches of 64) or lecture (the whole dense matrix on the "
+                        "device, 10 full-batch updates, vocabulary capped at 10,000)")
     p.add_argument("--device", default=DEFAULTS.device, help="auto|cpu|cuda|cuda:N|mps (default auto)")
-    p.add_argument("--epochs", type=int, default=DEFAULTS.epochs, help=f"default {DEFAULTS.epochs}")
-    p.add_argument("--lr", type=float, default=DEFAULTS.lr, help=f"learning rate, default {DEFAULTS.lr:g}")
-    p.add_argument("--momentum", type=float, default=DEFAULTS.momentum, help=f"default {DEFAULTS.momentum:g}")
-    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help=f"default {DEFAULTS.batch_size}")
-    p.add_argument("--hidden", type=int, default=DEFAULTS.hidden, help=f"hidden units, default {DEFAULTS.hidden}")
-    p.add_argument("--max-features", type=int, default=DEFAULTS.max_features,
-                   help="vocabulary cap (default: no cap)")
+    p.add_argument("--epochs", type=int, help=f"epochs, or updates for the lecture preset (default {DEFAULTS.epochs})")
+    p.add_argument("--lr", type=float, help="learning rate (default: the preset's)")
+    p.add_argument("--momentum", type=float, help="default: the preset's")
+    p.add_argument("--batch-size", type=int, help=f"default {DEFAULTS.batch_size} (minibatch preset)")
+    p.add_argument("--hidden", type=int, help=f"hidden units, default {DEFAULTS.hidden}")
+    p.add_argument("--max-features", type=int, help="vocabulary cap (default: none; 10,000 for the lecture preset)")
     p.add_argument("--tfidf", action="store_true",
                    help=f"TF-IDF weighting instead of the default ({DEFAULTS.weighting}: see README)")
-    p.add_argument("--ngrams", type=int, choices=(1, 2), default=DEFAULTS.ngrams,
-                   help=f"1: words, 2: words and word pairs (default {DEFAULTS.ngrams})")
-    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help=f"default {DEFAULTS.seed}")
+    p.add_argument("--ngrams", type=int, choices=(1, 2), help=f"1: words, 2: words and word pairs (default {DEFAULTS.ngrams})")
+    p.add_argument("--seed", type=int, help=f"default {DEFAULTS.seed}")
     p.add_argument("--threads", type=int, default=DEFAULTS.threads,
                    help="CPU threads (default: the cores other programs leave free when the run starts)")
     p.add_argument("--predict", metavar="FILE", help="print p(positive) for each line of FILE")
@@ -47,11 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def config_from_args(args: argparse.Namespace) -> ClassifierConfig:
     """The config the flags describe; out-of-range values are a DashboardError (exit 2)."""
-    return ClassifierConfig(
-        weighting="tfidf" if args.tfidf else DEFAULTS.weighting, ngrams=args.ngrams, max_features=args.max_features,
-        hidden=args.hidden, lr=args.lr, momentum=args.momentum, batch_size=args.batch_size, epochs=args.epochs,
-        seed=args.seed, device=args.device, threads=args.threads,
-    )
+    given = dict(max_features=args.max_features, hidden=args.hidden, lr=args.lr, momentum=args.momentum,
+                 batch_size=args.batch_size, epochs=args.epochs, seed=args.seed, ngrams=args.ngrams)
+    overrides = {k: v for k, v in given.items() if v is not None}  # the preset decides what was not given
+    if args.tfidf:
+        overrides["weighting"] = "tfidf"
+    return preset_config(args.preset, device=args.device, threads=args.threads, **overrides)
 
 
 MAX_PREDICT_BYTES = 10 * 2**20  # 10 MiB of reviews to score is ~100,000 of them
@@ -97,13 +99,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"{reviews.source}: {features.n_train} train, {features.n_val} validation, {features.n_test} test reviews, "
           f"{features.vocab_size} terms", file=out, flush=True)
 
+    step_word = "update" if config.preset == "lecture" else "epoch"
+
     def progress(step: Progress[EpochReport]) -> None:
         report = step.item
-        if report is None:
+        if report is None:  # the lecture preset's "moving the dense matrix ...: N MB" line
+            print(step.message, file=sys.stderr, flush=True)
             return
         val = f"  val loss {report.val.loss:.4f}" if report.val else ""
-        print(f"epoch {report.epoch:3d}  train loss {report.train_loss:.4f}  test loss {report.test.loss:.4f}  "
-              f"test accuracy {report.test.accuracy:.4f}{val}  {report.seconds:.2f} s", file=out, flush=True)
+        print(f"{step_word} {report.epoch:3d}  train loss {report.train_loss:.4f}  test loss {report.test.loss:.4f}  "
+              f"test accuracy {report.test.accuracy:.4f}{val}  {report.seconds:.3f} s", file=out, flush=True)
 
     result = train(features, config, cli_hooks(on_progress=progress))
     probabilities = predict(result, texts).tolist()  # empty for no texts
@@ -118,15 +123,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render(result: TrainResult, baseline_accuracy: float, predictions: list[dict]) -> str:
-    lines = ["", f"device {result.device} ({result.input_mode} input), {result.vocab_size} terms"]
+    dense = f", dense matrix {result.dense_mb:,.0f} MB on the device" if result.dense_mb is not None else ""
+    lines = ["", f"device {result.device} ({result.config.preset} preset, {result.input_mode} input), "
+                 f"{result.vocab_size} terms{dense}"]
     if not result.epochs:  # stopped (by the user or the per-job time limit) before the first epoch ended
         lines.append(f"stopped before the first epoch ended; LogisticRegression on the same split {baseline_accuracy:.4f}")
     else:
         kept = f"epoch {result.best_epoch} (lowest validation loss)" if result.n_val else f"epoch {result.best_epoch}"
+        per = "update" if result.config.preset == "lecture" else "epoch"
         lines += [
             f"test accuracy {result.test_accuracy:.4f} at the kept {kept}; "
             f"LogisticRegression on the same split {baseline_accuracy:.4f}",
-            f"training took {result.train_seconds:.2f} s ({result.seconds_per_epoch:.2f} s per epoch, "
+            f"training took {result.train_seconds:.2f} s ({result.seconds_per_epoch:.3f} s per {per}, "
             f"{result.samples_per_s:,.0f} reviews/s, {result.threads} CPU thread(s))"
             + (", stopped early" if result.stopped else ""),
         ]

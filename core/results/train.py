@@ -72,6 +72,8 @@ class TrainRun:
     stopped: bool = False
     settings: dict[str, Any] = field(default_factory=dict)
     load: MachineLoad | None = None  # how busy the machine was as it started; None in files older than the field
+    preset: str | None = None  # 'lecture' or 'minibatch'; None in files written before presets existed
+    dense_matrix_mb: float | None = None  # the lecture preset's dense matrix on the device; None otherwise
     extra: dict[str, Any] = field(default_factory=dict)  # keys a newer version added, kept as they came
 
     kind = KIND
@@ -90,7 +92,8 @@ class TrainRun:
                 "n_test": self.n_test, "vocab_size": self.vocab_size, "epochs": [e.to_json() for e in self.epochs],
                 "test_accuracy": self.test_accuracy, "train_seconds": self.train_seconds,
                 "baseline_accuracy": self.baseline_accuracy, "predictions": [p.to_json() for p in self.predictions],
-                "stopped": self.stopped, "settings": self.settings,
+                "stopped": self.stopped, "settings": self.settings, "preset": self.preset,
+                "dense_matrix_mb": self.dense_matrix_mb,
                 **({"load": self.load.to_json()} if self.load is not None else {})}
 
     @classmethod
@@ -100,7 +103,8 @@ class TrainRun:
         for key in ("device", "n_train", "n_test", "vocab_size", "epochs", "test_accuracy", "train_seconds"):
             f.field(v, key, path)
         known = {"kind", "schema_version", "device", "n_train", "n_test", "vocab_size", "epochs", "test_accuracy",
-                 "train_seconds", "baseline_accuracy", "predictions", "stopped", "settings", "load"}
+                 "train_seconds", "baseline_accuracy", "predictions", "stopped", "settings", "load", "preset",
+                 "dense_matrix_mb"}
         return cls(
             device=f.device(v["device"], f"{path}.device"), n_train=f.count(v["n_train"], f"{path}.n_train", 1),
             n_test=f.count(v["n_test"], f"{path}.n_test"), vocab_size=f.count(v["vocab_size"], f"{path}.vocab_size", 1),
@@ -112,5 +116,18 @@ class TrainRun:
             stopped=f.flag(v.get("stopped", False), f"{path}.stopped"),
             settings=f.optional_object(v.get("settings"), f"{path}.settings"),
             load=read_load(v.get("load"), f"{path}.load"),
+            preset=_preset(v.get("preset"), f"{path}.preset"),
+            dense_matrix_mb=f.number(v.get("dense_matrix_mb"), f"{path}.dense_matrix_mb"),
             extra={k: x for k, x in v.items() if k not in known},
         )
+
+
+PRESETS = ("minibatch", "lecture")  # core.classifier.model.PRESETS; repeated so the schema imports no torch
+
+
+def _preset(value: Any, path: str) -> str | None:
+    if value is None:
+        return None
+    if value not in PRESETS:
+        raise f.fail(path, f"one of {', '.join(PRESETS)}", value)
+    return str(value)

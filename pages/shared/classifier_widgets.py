@@ -13,16 +13,15 @@ import streamlit as st
 
 from core.classifier.datasets import BUILTIN_DATASETS, fetch, is_cached
 from core.classifier.features import WEIGHTINGS
-from core.classifier.model import INPUT_MODES, ClassifierConfig
+from core.charts.classifier import preset_race_chart
+from core.classifier.model import INPUT_MODES, PRESETS, ClassifierConfig, preset_config
+from core.classifier.preset_race import CHAIN_TITLE, PresetRace
 from core.classifier.runs import RunRecord
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload
 from core.errors import DashboardError
 from core.platform.devices import NEEDS_GPU, available_devices, has_gpu
 from core.platform.units import percent
 from pages.shared.notices import gpu_badge, load_notice
-
-D = ClassifierConfig()
-
 
 def data_choice() -> DataChoice:
     """The reviews radio, with a Download button for a built-in set not in the cache yet, an uploader or a path."""
@@ -58,6 +57,7 @@ class SettingsForm:
     values: dict[str, Any]  # ClassifierConfig's fields, as the widgets give them
     train: bool  # Train was pressed
     race: bool  # "Race CPU vs GPU" was pressed
+    both: bool  # "Both presets" was pressed
 
     def config(self) -> ClassifierConfig:
         """The run these settings describe; an out-of-range value raises DashboardError."""
@@ -65,31 +65,48 @@ class SettingsForm:
 
 
 def settings_form() -> SettingsForm:
-    """The settings expander, the device, the Results name, and the Train, Race and Stop buttons."""
+    """The preset, the settings expander, the device, the Results name, and the Train, Race, Both and Stop buttons.
+
+    Each preset keeps its own widgets (keys `clf_*` for mini-batch, `clf_*_lecture` for the lecture), so
+    switching shows that preset's defaults and keeps what was typed for the other."""
+    preset = st.radio("Preset", list(PRESETS), format_func=PRESETS.get, key="clf_preset", horizontal=True,
+                      help="the lecture: the whole dense matrix on the device, one full-batch update per step (10 in "
+                           "all); mini-batch: sparse batches of 64 with momentum and weight decay (the best accuracy)")
+    d, lecture = preset_config(preset), preset == "lecture"
+
+    def k(name: str) -> str:
+        return f"clf_{name}_lecture" if lecture else f"clf_{name}"
+
     with st.expander("Vectorizer and model settings", expanded=False):
         c1, c2, c3, c4 = st.columns(4)
         v: dict[str, Any] = dict(
-            weighting=c1.selectbox("Weighting", list(WEIGHTINGS), format_func=WEIGHTINGS.get, key="clf_weighting",
+            preset=preset,
+            weighting=c1.selectbox("Weighting", list(WEIGHTINGS), format_func=WEIGHTINGS.get, key=k("weighting"),
                                    help="NB-weighted: binary word and pair features scaled by how strongly each one "
                                         "leans positive or negative in the training reviews (best accuracy here)"),
-            ngrams=c1.radio("n-grams", [1, 2], index=D.ngrams - 1, key="clf_ngrams", horizontal=True,
+            ngrams=c1.radio("n-grams", [1, 2], index=d.ngrams - 1, key=k("ngrams"), horizontal=True,
                             format_func=lambda n: "words" if n == 1 else "words + pairs"),
-            max_features=c1.number_input("Vocabulary cap (0: none)", 0, 5_000_000, D.max_features or 0,
-                                         key="clf_maxf") or None,
-            hidden=c2.number_input("Hidden units", 1, 4096, D.hidden, key="clf_hidden"),
-            epochs=c2.number_input("Epochs", 1, 500, D.epochs, key="clf_epochs"),
-            batch_size=c2.number_input("Batch size", 1, 65536, D.batch_size, key="clf_batch"),
-            lr=c3.number_input("Learning rate", 1e-6, 100.0, D.lr, format="%.4f", key="clf_lr"),
-            momentum=c3.number_input("Momentum", 0.0, 0.999, D.momentum, key="clf_momentum"),
-            weight_decay=c3.number_input("Weight decay", 0.0, 1.0, D.weight_decay, format="%.5f", key="clf_decay"),
-            seed=c4.number_input("Seed", 0, 2**31 - 1, D.seed, key="clf_seed"),
-            val_fraction=c4.number_input("Validation share (0: keep the last epoch)", 0.0, 0.5, D.val_fraction,
-                                         key="clf_val", help="training reviews held back to choose the kept epoch"),
-            report_every=c4.number_input("Also report every N batches (0: per epoch)", 0, 100_000, 0, key="clf_every"),
-            input_mode=c1.selectbox("Input path", list(INPUT_MODES), format_func=INPUT_MODES.get, key="clf_input",
-                                    help="sparse sums the weights of the words present; dense builds each batch as a "
-                                         "full (batch x vocabulary) matrix first: same numbers, more work"),
+            max_features=c1.number_input("Vocabulary cap (0: none)", 0, 5_000_000, d.max_features or 0,
+                                         key=k("maxf")) or None,
+            hidden=c2.number_input("Hidden units", 1, 4096, d.hidden, key=k("hidden")),
+            epochs=c2.number_input("Updates (full-batch steps)" if lecture else "Epochs", 1, 500, d.epochs,
+                                   key=k("epochs")),
+            lr=c3.number_input("Learning rate", 1e-6, 100.0, d.lr, format="%.4f", key=k("lr")),
+            momentum=c3.number_input("Momentum", 0.0, 0.999, d.momentum, key=k("momentum")),
+            weight_decay=c3.number_input("Weight decay", 0.0, 1.0, d.weight_decay, format="%.5f", key=k("decay")),
+            seed=c4.number_input("Seed", 0, 2**31 - 1, d.seed, key=k("seed")),
+            val_fraction=c4.number_input("Validation share (0: keep the last epoch)", 0.0, 0.5, d.val_fraction,
+                                         key=k("val"), help="training reviews held back to choose the kept epoch"),
         )
+        if not lecture:  # the lecture's batch is every training review, always dense
+            v |= dict(
+                batch_size=c2.number_input("Batch size", 1, 65536, d.batch_size, key="clf_batch"),
+                report_every=c4.number_input("Also report every N batches (0: per epoch)", 0, 100_000, 0,
+                                             key="clf_every"),
+                input_mode=c1.selectbox("Input path", list(INPUT_MODES), format_func=INPUT_MODES.get, key="clf_input",
+                                        help="sparse sums the weights of the words present; dense builds each batch "
+                                             "as a full (batch x vocabulary) matrix first: same numbers, more work"),
+            )
     d1, d2 = st.columns(2)
     v["device"] = d1.selectbox("Device", ["auto", *available_devices()] if has_gpu() else ["cpu"], key="clf_device")
     d2.text_input("Name for the Results page (optional)", key="clf_label", max_chars=200,
@@ -99,12 +116,24 @@ def settings_form() -> SettingsForm:
     buttons = st.container(horizontal=True)
     train = buttons.button("Train", type="primary", key="clf_train", icon=":material/play_arrow:")
     race = buttons.button("Race CPU vs GPU", key="clf_race", icon=":material/sprint:", disabled=not has_gpu(),
-                          help="the same run, same seed, on the CPU and then on the GPU; compare them by wall time below"
-                               + ("" if has_gpu() else f". Disabled: the race {NEEDS_GPU}"))
+                          help="the chosen preset, same seed, on the CPU and then on the GPU; compare them by wall time "
+                               "below" + ("" if has_gpu() else f". Disabled: the race {NEEDS_GPU}"))
+    both = buttons.button("Both presets", key="clf_both", icon=":material/compare_arrows:",
+                          help="each preset's defaults from this seed on the CPU and the GPU (the CPU alone without "
+                               "one): seconds per update and per epoch side by side")
     buttons.button("Stop", key="clf_stop", icon=":material/stop:", help="stops within a few batches; results so far stay")
     if not has_gpu():
         st.caption(f"*Race CPU vs GPU* is off: it {NEEDS_GPU}.")
-    return SettingsForm(v, train, race)
+    return SettingsForm({**{f: getattr(d, f) for f in ("batch_size", "input_mode")}, **v}, train, race, both)
+
+
+def preset_race_view(race: PresetRace) -> None:
+    """The "both presets" comparison: the runs' seconds per step side by side, with why they differ."""
+    st.subheader("Both presets, side by side")
+    st.plotly_chart(preset_race_chart(race), key="clf_both_chart")
+    st.dataframe(race.rows(), hide_index=True, key="clf_both_table")
+    st.markdown(race.explanation)
+    st.page_link("pages/why_parallel.py", label=f"Why parallel: {CHAIN_TITLE}", icon=":material/call_split:")
 
 
 def run_metrics(run: RunRecord) -> None:
@@ -115,7 +144,7 @@ def run_metrics(run: RunRecord) -> None:
               None if kept is None or base is None else f"{kept.test.accuracy - base.accuracy:+.1%} vs baseline")
     m2.metric("Baseline accuracy", percent(None if base is None else base.accuracy),
               help="scikit-learn LogisticRegression on the same features and the same split")
-    m3.metric("Seconds per epoch", "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
+    m3.metric("Seconds per update" if run.config.preset == "lecture" else "Seconds per epoch", "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
               help="median over the completed epochs, device-synchronized, evaluation excluded")
     m4.metric("Epochs done", f"{len(run.epochs)} / {run.config.epochs}", f"{run.status} on {run.device}",
               delta_color="off", delta_arrow="off")

@@ -76,3 +76,38 @@ def test_stop_keeps_the_epochs_done(page, streamlit_url, tmp_path):
     finished = int(done.split("Epochs done")[1].split("/")[0])
     assert 1 <= finished < 500 and "stopped" in done
     screenshot(page, "review_classifier_stopped")
+
+
+def test_lecture_preset_trains_and_both_presets_compare(page, streamlit_url, tmp_path):
+    reviews = toy_reviews(30)
+    csv = tmp_path / "lecture_reviews.csv"
+    csv.write_bytes(csv_bytes([(t, str(int(y))) for t, y in zip(reviews.texts, reviews.labels)]))
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Review classifier").click()
+    page.get_by_role("heading", name="Review classifier").wait_for()
+    wait_for_idle(page)
+    page.get_by_text("upload a file").click()
+    wait_for_idle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
+    page.get_by_text("lecture_reviews.csv").wait_for()
+    wait_for_idle(page)
+    page.get_by_text("the lecture (dense matrix, full-batch steps)").click()
+    wait_for_idle(page)
+
+    page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Train").click()
+    page.get_by_text("Run history").wait_for(timeout=120_000)
+    wait_for_idle(page)
+    assert_no_exception(page)
+    assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+    done = page.locator('[data-testid="stMetric"]', has_text="Epochs done").inner_text()
+    assert "10 / 10" in done and "done" in done
+    screenshot(page, "review_classifier_lecture")
+
+    page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Both presets").click()
+    page.get_by_text("Both presets, side by side").wait_for(timeout=120_000)
+    wait_for_idle(page)
+    assert_no_exception(page)
+    assert page.get_by_text("Why the two presets race so differently").count() == 1
+    page.get_by_text("Both presets, side by side").scroll_into_view_if_needed()
+    screenshot(page, "review_classifier_both_presets")

@@ -1,0 +1,179 @@
+"""The lecture's way to train: the whole dense document-term matrix on the device, one update per pass.
+
+The lecture moved its dense (reviews x terms) float32 matrix, the network and the loss to CUDA once
+and took ten full-batch gradient steps. Each step is one (n x V) @ (V x hidden) product forward and
+two of the same size backward: a few big array operations, exactly the work a GPU splits well, so
+the GPU's speed-up grows with the matrix. The mini-batch trainer (core.classifier.training) does the
+same arithmetic as ~130 tiny steps per epoch instead, where per-step overhead dominates.
+
+The dense matrix is the cost: n x V x 4 bytes. Its size is known from the sparse features before
+anything dense exists, so `check_dense_fits` refuses it (with the largest vocabulary cap that would
+fit) before allocating. It is built on the device from the CSR matrix (`sparse_csr_tensor(...).to(
+device).to_dense()`), so a GPU run never holds a dense copy in RAM.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import nn
+
+from core.classifier.features import Features
+from core.classifier.model import FLOAT32_BYTES, ClassifierConfig, build_model, model_bytes
+from core.errors import DashboardError
+from core.platform import clock
+from core.platform.devices import device_key
+from core.platform.jobs import Progress, RunningJob
+from core.platform.memory import free_device_bytes
+
+if TYPE_CHECKING:
+    from core.classifier.training import TrainResult
+
+MB = 1_000_000
+HEADROOM = 0.8  # use at most this share of the free memory: activations, the allocator's slack, the OS
+
+
+@dataclass(frozen=True)
+class DenseSize:
+    """What the lecture preset will allocate on its device, known before it allocates it."""
+
+    rows: int  # training + validation + test reviews, each row held densely
+    terms: int
+    hidden: int
+
+    @property
+    def matrix_bytes(self) -> int:
+        return self.rows * self.terms * FLOAT32_BYTES
+
+    @property
+    def matrix_mb(self) -> float:
+        return self.matrix_bytes / MB
+
+    @property
+    def total_bytes(self) -> int:
+        """The matrices, the network with its copies, and the (rows x hidden) activations with their gradients."""
+        return self.matrix_bytes + model_bytes(self.terms, self.hidden) + 3 * self.rows * self.hidden * FLOAT32_BYTES
+
+    def largest_cap(self, free_bytes: int) -> int:
+        """The largest vocabulary cap whose dense run would fit in `free_bytes` (0 if none would)."""
+        per_term = (self.rows + self.hidden * 4) * FLOAT32_BYTES  # 4: model_bytes' parameter copies
+        fixed = 3 * self.rows * self.hidden * FLOAT32_BYTES + model_bytes(0, self.hidden)  # biases, second layer
+        return max(0, int((free_bytes * HEADROOM - fixed) // per_term))
+
+
+def dense_size(features: Features, hidden: int) -> DenseSize:
+    return DenseSize(features.n_train + features.n_val + features.n_test, features.vocab_size, hidden)
+
+
+def check_dense_fits(size: DenseSize, device: torch.device) -> None:
+    """Refuse, before allocating, a dense matrix the device cannot hold, naming a vocabulary cap that fits."""
+    free = free_device_bytes(device)
+    if size.total_bytes > free * HEADROOM:
+        cap = size.largest_cap(free)
+        advice = (f"set a vocabulary cap of at most {cap:,} terms" if cap >= 1
+                  else "use the minibatch preset, which never densifies the matrix")
+        raise DashboardError(
+            f"the lecture preset's dense matrix ({size.rows:,} reviews x {size.terms:,} terms) needs "
+            f"{size.total_bytes / MB:,.0f} MB on {device_key(device)} but only {free / MB:,.0f} MB is free "
+            f"(at most {HEADROOM:.0%} of it is used); {advice}"
+        )
+
+
+def to_dense(x: sp.csr_matrix, device: torch.device) -> torch.Tensor:
+    """The CSR matrix as a dense float32 tensor on `device`, densified there (never a dense copy in RAM first)."""
+    if x.shape[0] == 0:
+        return torch.zeros(x.shape, dtype=torch.float32).to(device)
+    with warnings.catch_warnings():  # "sparse CSR support is in beta": construction and to_dense are what we use
+        warnings.simplefilter("ignore", UserWarning)
+        csr = torch.sparse_csr_tensor(torch.from_numpy(x.indptr.astype(np.int64)),
+                                      torch.from_numpy(x.indices.astype(np.int64)),
+                                      torch.from_numpy(x.data.astype(np.float32, copy=False)), size=x.shape)
+    if device.type == "mps":  # MPS cannot densify a sparse tensor: densify on the CPU, move once
+        return csr.to_dense().to(device)
+    return csr.to(device).to_dense()
+
+
+@dataclass(frozen=True)
+class DenseData:
+    """The split's matrices and labels, dense, on the device: moved once, used by every update."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_val: torch.Tensor
+    y_val: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+
+def move_dense(features: Features, device: torch.device) -> DenseData:
+    def labels(y: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(y.astype(np.float32)).to(device)
+
+    return DenseData(to_dense(features.x_train, device), labels(features.y_train), to_dense(features.x_val, device),
+                     labels(features.y_val), to_dense(features.x_test, device), labels(features.y_test))
+
+
+def _evaluate(model: nn.Sequential, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
+    """(mean BCE, accuracy) over all rows in one product; NaN for no rows."""
+    if x.shape[0] == 0:
+        return float("nan"), float("nan")
+    with torch.no_grad():
+        p = model(x).squeeze(1)
+        loss = nn.functional.binary_cross_entropy(p, y)
+        accuracy = ((p > 0.5).float() == y).float().mean()
+    return loss.item(), accuracy.item()
+
+
+def train_full_batch_locked(features: Features, config: ClassifierConfig, device: torch.device, job: RunningJob) -> TrainResult:
+    """`config.epochs` full-batch gradient steps on the dense matrix, holding `device` (the caller holds it).
+
+    Each update reports like an epoch of the mini-batch trainer (one batch per epoch): the loss
+    before the step, test loss and accuracy after it, and its synchronized seconds (evaluation
+    excluded). Returns core.classifier.training.TrainResult (imported late: training imports us).
+    """
+    from core.classifier.training import DIVERGED, EpochReport, Evaluation, TrainResult
+
+    size = dense_size(features, config.hidden)
+    job.report(Progress(0, config.epochs, f"moving the dense matrix to {device_key(device)}: {size.matrix_mb:,.0f} MB"))
+    data = move_dense(features, device)
+    model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
+    loss_fn = nn.BCELoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
+                                weight_decay=config.weight_decay)
+    reports: list[EpochReport] = []
+    stopped = False
+    start = clock.now(device)
+    for update in range(1, config.epochs + 1):
+        if job.stop_requested():
+            stopped = True
+            break
+        t0 = clock.now(device)
+        loss = loss_fn(model(data.x_train).squeeze(1), data.y_train)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        seconds = clock.now(device) - t0
+        train_loss = loss.item()
+        if not math.isfinite(train_loss):
+            raise DashboardError(DIVERGED.format(lr=config.lr))
+        model.eval()
+        val = Evaluation(*_evaluate(model, data.x_val, data.y_val)) if features.n_val else None
+        test = Evaluation(*_evaluate(model, data.x_test, data.y_test))
+        model.train()
+        reports.append(EpochReport(update, 1, 1, train_loss, val, test, seconds, clock.now(device) - start))
+        job.report(Progress(update, config.epochs, f"update {update}/{config.epochs}: train loss {train_loss:.4f}, "
+                                                   f"test accuracy {test.accuracy:.3f}, {seconds:.3f} s",
+                            item=reports[-1]))
+    kept = build_model(features.vocab_size, config.hidden, config.seed)
+    if reports:
+        kept.load_state_dict({k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()})
+    kept.eval()
+    return TrainResult(config, device_key(device), "dense", tuple(reports), len(reports) or None, stopped, kept,
+                       features.vectorizer, features.n_train, features.n_val, features.n_test,
+                       dense_mb=size.matrix_mb)
