@@ -7,6 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+# torch imports its compiler, torch._dynamo, lazily (the CUDA build on an optimizer's first step), and
+# that import reads torch.backends.mps.is_available.__wrapped__: under a test that has replaced the
+# function with a plain lambda it fails. Imported here once, before any test patches anything.
+import torch._dynamo  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
 pytest_plugins = ["tests.postgres"]  # fixtures postgres_admin_url, postgres_url
