@@ -182,12 +182,12 @@ def _launch_and_follow(command: list[str], threads: int, job: RunningJob, config
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
     try:
         while True:
+            if job.stop_requested():  # between lines, busy or idle: epochs may arrive faster than POLL_S
+                end_group(proc)
+                return follower.stopped_run(config)
             try:
                 text = lines.get(timeout=POLL_S)
             except queue.Empty:
-                if job.stop_requested():
-                    end_group(proc)
-                    return follower.stopped_run(config)
                 continue
             if text is None:
                 break
