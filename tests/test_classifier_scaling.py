@@ -26,7 +26,7 @@ def test_points_ideal_and_shares():
 def test_chart_stacks_compute_and_allreduce_under_the_ideal_line():
     fig = scaling_chart(SCALING)
     compute, reduce, ideal = fig.data
-    assert fig.layout.barmode == "stack" and list(compute.x) == ["1", "2"]
+    assert fig.layout.barmode == "stack" and list(compute.x) == ["1", "2"] and fig.layout.xaxis.type == "category"
     assert list(compute.y) == [1.9, 1.0] and list(reduce.y) == [0.1, 2.0] and list(reduce.text) == ["5%", "67%"]
     assert list(ideal.y) == [2.0, 1.0]
 

@@ -180,6 +180,6 @@ def scaling_chart(scaling: Scaling) -> go.Figure:
     fig.add_scatter(x=workers, y=[scaling.ideal(p.workers) for p in scaling.points], name="ideal (1 worker / K)",
                     mode="lines+markers", line=dict(color=BASELINE_COLOR, dash="dash"))
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), barmode="stack",
-                      xaxis_title="workers (processes)", yaxis_title="seconds per epoch (median)",
+                      xaxis=dict(title="workers (processes)", type="category"), yaxis_title="seconds per epoch (median)",
                       legend=dict(orientation="h", y=1.12))
     return fig

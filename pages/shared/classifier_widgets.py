@@ -159,8 +159,8 @@ def run_metrics(run: RunRecord) -> None:
 SCALING_TEXT = (
     "The marbles across processes: K worker processes (`torch.distributed`, gloo) each train on every K-th review "
     "of a batch, then add their gradients (all-reduce) so all take the same step. The compute shares out over K; "
-    "the all-reduce does not, and with tiny mini-batch steps it is most of the epoch, so the measured bars stay far "
-    "above the ideal line: Amdahl's law, with communication as the part that does not shrink. The lecture "
+    "the all-reduce does not, and with tiny mini-batch steps it can be most of the epoch, keeping the measured bars "
+    "far above the ideal line: Amdahl's law, with communication as the part that does not shrink. The lecture "
     "preset's few big full-batch steps would spend far less of their time adding counts.")
 
 
