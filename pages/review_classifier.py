@@ -10,7 +10,7 @@ from core.classifier.training import predict
 from core.classifier.workbench import Workbench
 from core.errors import DashboardError
 from core.plain_text import for_markdown
-from pages.shared.classifier_widgets import data_choice, preset_race_view, run_metrics, settings_form
+from pages.shared.classifier_widgets import data_choice, preset_race_view, run_metrics, scaling_section, settings_form
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
 from pages.shared.result_store import save_run
@@ -68,6 +68,7 @@ if bench.runs:  # ---- the latest run (from the session, so it survives reruns a
                                          best_epoch=last.best_epoch), key="clf_acc")
 if bench.preset_race is not None:  # ---- the latest "both presets" comparison
     preset_race_view(bench.preset_race)
+scaling_section(choice, settings)  # ---- K data-parallel worker processes against one
 
 st.subheader("Try your own review")  # ---- with the latest run's kept epoch
 if bench.model is None:

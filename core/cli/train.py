@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import TextIO
 
 from core.classifier.model import PRESETS, ClassifierConfig, preset_config
 from core.cli.output import format_table, print_json
@@ -15,7 +18,10 @@ from core.platform.devices import resolve_device
 from core.errors import DashboardError
 from core.classifier.loaders import decode_text
 from core.classifier.training import EpochReport, TrainResult, predict, prepare, train
+from core.classifier.workers import check_workers, train_with_workers
 from core.platform.jobs import Progress
+from core.results.jsonio import to_jsonable
+from core.results.train import TrainEpoch, TrainRun
 
 DEFAULTS = ClassifierConfig()
 
@@ -40,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help=f"default {DEFAULTS.seed}")
     p.add_argument("--threads", type=int, default=DEFAULTS.threads,
                    help="CPU threads (default: the cores other programs leave free when the run starts)")
+    p.add_argument("--workers", type=int, metavar="K",
+                   help="train on K data-parallel processes started by torchrun (minibatch preset; "
+                        "README \"More than one machine\"); each uses cpu_count // K threads unless --threads")
     p.add_argument("--predict", metavar="FILE", help="print p(positive) for each line of FILE")
     p.add_argument("--json", action="store_true", help="print one JSON object; progress goes to stderr")
     add_save_options(p)
@@ -85,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
     check_save_options(args)
     config = config_from_args(args)
     resolve_device(config.device)  # an unknown or absent device fails before any data is read
+    if args.workers is not None:
+        check_workers(args.workers, config)
+        if args.predict:
+            raise DashboardError("--predict needs the trained weights in this process; drop --workers to use it")
     texts = read_predict_file(args.predict) if args.predict else []
     out = sys.stderr if args.json else sys.stdout
 
@@ -110,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{step_word} {report.epoch:3d}  train loss {report.train_loss:.4f}  test loss {report.test.loss:.4f}  "
               f"test accuracy {report.test.accuracy:.4f}{val}  {report.seconds:.3f} s", file=out, flush=True)
 
+    if args.workers is not None:
+        return run_workers(args, config, reviews.source, baseline.accuracy, out)
     result = train(features, config, cli_hooks(on_progress=progress))
     probabilities = predict(result, texts).tolist()  # empty for no texts
     summary = result.to_json(baseline.accuracy, texts, probabilities)
@@ -120,6 +135,45 @@ def run(args: argparse.Namespace) -> int:
     if result.epochs:
         save_if_requested(args, "train", summary)
     return 0
+
+
+def run_workers(args: argparse.Namespace, config: ClassifierConfig, source: str, baseline_accuracy: float,
+                out: TextIO) -> int:
+    """--workers K: the run under torchrun, progress relayed per epoch, the same JSON plus workers/backend."""
+
+    def progress(step: Progress[TrainEpoch]) -> None:
+        e = step.item
+        if e is not None:
+            print(f"epoch {e.epoch:3d}  train loss {e.train_loss or 0:.4f}  test loss {e.test_loss or 0:.4f}  "
+                  f"test accuracy {e.test_accuracy or 0:.4f}  {e.seconds or 0:.3f} s  "
+                  f"all-reduce {e.allreduce_seconds or 0:.3f} s", file=out, flush=True)
+
+    data = args.data.strip()  # a built-in name is on disk by now (load_source fetched it); workers never download
+    run = replace(train_with_workers(data, config, args.workers, cli_hooks(on_progress=progress)),
+                  baseline_accuracy=baseline_accuracy)
+    summary = to_jsonable(run)
+    if args.json:
+        print_json(summary)
+    else:
+        print(render_workers(run, source))
+    if run.epochs:
+        save_if_requested(args, "train", summary)
+    return 0
+
+
+def render_workers(run: TrainRun, source: str) -> str:
+    per_epoch = [e.seconds or 0.0 for e in run.epochs]
+    reduce = [e.allreduce_seconds or 0.0 for e in run.epochs]
+    share = sum(reduce) / sum(per_epoch) if sum(per_epoch) > 0 else 0.0
+    lines = ["", f"{source}: {run.workers} workers on {run.backend} ({run.device}), {run.vocab_size} terms"]
+    if run.epochs:
+        lines += [f"test accuracy {run.test_accuracy or 0:.4f} after epoch {len(run.epochs)}; "
+                  f"LogisticRegression on the same split {run.baseline_accuracy or 0:.4f}",
+                  f"training took {run.train_seconds or 0:.2f} s ({statistics.median(per_epoch):.3f} s per epoch, "
+                  f"{share:.0%} of it in gradient all-reduce)" + (", stopped early" if run.stopped else "")]
+    if run.load is not None and run.load.notice:
+        lines.append(run.load.notice)
+    return "\n".join(lines)
 
 
 def render(result: TrainResult, baseline_accuracy: float, predictions: list[dict]) -> str:

@@ -1,7 +1,9 @@
 """The classifier training run's result: what `python -m core train --json` prints (kind "train").
 
 Version 2 adds `"kind": "train"` and `"schema_version": 2` to the object; version 1 had neither
-and reads the same otherwise.
+and reads the same otherwise. A data-parallel run (`--workers K`, core.classifier.distributed) adds
+the optional `"workers"`, `"backend"` and each epoch's `"allreduce_seconds"`; they are written only
+when set, so a one-process run's object is unchanged and older files read as before.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ class TrainEpoch:
     test_loss: float | None
     test_accuracy: float | None
     seconds: float | None  # synchronized seconds of this epoch's training steps
+    allreduce_seconds: float | None = None  # data-parallel runs: mean over workers of the gradient all-reduce time
 
     def to_json(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "train_loss": self.train_loss, "test_loss": self.test_loss,
-                "test_accuracy": self.test_accuracy, "seconds": self.seconds}
+                "test_accuracy": self.test_accuracy, "seconds": self.seconds,
+                **({"allreduce_seconds": self.allreduce_seconds} if self.allreduce_seconds is not None else {})}
 
     @classmethod
     def from_json(cls, value: Any, path: str) -> TrainEpoch:
@@ -38,7 +42,8 @@ class TrainEpoch:
         return cls(epoch=f.count(e["epoch"], f"{path}.epoch"), train_loss=f.number(e["train_loss"], f"{path}.train_loss"),
                    test_loss=f.number(e["test_loss"], f"{path}.test_loss"),
                    test_accuracy=f.probability(e["test_accuracy"], f"{path}.test_accuracy"),
-                   seconds=f.number(e["seconds"], f"{path}.seconds"))
+                   seconds=f.number(e["seconds"], f"{path}.seconds"),
+                   allreduce_seconds=f.number(e.get("allreduce_seconds"), f"{path}.allreduce_seconds"))
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,8 @@ class TrainRun:
     load: MachineLoad | None = None  # how busy the machine was as it started; None in files older than the field
     preset: str | None = None  # 'lecture' or 'minibatch'; None in files written before presets existed
     dense_matrix_mb: float | None = None  # the lecture preset's dense matrix on the device; None otherwise
+    workers: int | None = None  # data-parallel processes (torchrun); None for a one-process run
+    backend: str | None = None  # their torch.distributed backend: 'gloo' or 'nccl'
     extra: dict[str, Any] = field(default_factory=dict)  # keys a newer version added, kept as they came
 
     kind = KIND
@@ -94,6 +101,8 @@ class TrainRun:
                 "baseline_accuracy": self.baseline_accuracy, "predictions": [p.to_json() for p in self.predictions],
                 "stopped": self.stopped, "settings": self.settings, "preset": self.preset,
                 "dense_matrix_mb": self.dense_matrix_mb,
+                **({"workers": self.workers} if self.workers is not None else {}),
+                **({"backend": self.backend} if self.backend is not None else {}),
                 **({"load": self.load.to_json()} if self.load is not None else {})}
 
     @classmethod
@@ -104,7 +113,7 @@ class TrainRun:
             f.field(v, key, path)
         known = {"kind", "schema_version", "device", "n_train", "n_test", "vocab_size", "epochs", "test_accuracy",
                  "train_seconds", "baseline_accuracy", "predictions", "stopped", "settings", "load", "preset",
-                 "dense_matrix_mb"}
+                 "dense_matrix_mb", "workers", "backend"}
         return cls(
             device=f.device(v["device"], f"{path}.device"), n_train=f.count(v["n_train"], f"{path}.n_train", 1),
             n_test=f.count(v["n_test"], f"{path}.n_test"), vocab_size=f.count(v["vocab_size"], f"{path}.vocab_size", 1),
@@ -118,6 +127,8 @@ class TrainRun:
             load=read_load(v.get("load"), f"{path}.load"),
             preset=_preset(v.get("preset"), f"{path}.preset"),
             dense_matrix_mb=f.number(v.get("dense_matrix_mb"), f"{path}.dense_matrix_mb"),
+            workers=f.optional_count(v.get("workers"), f"{path}.workers", 1),
+            backend=_backend(v.get("backend"), f"{path}.backend"),
             extra={k: x for k, x in v.items() if k not in known},
         )
 
@@ -130,4 +141,15 @@ def _preset(value: Any, path: str) -> str | None:
         return None
     if value not in PRESETS:
         raise f.fail(path, f"one of {', '.join(PRESETS)}", value)
+    return str(value)
+
+
+BACKENDS = ("gloo", "nccl")  # torch.distributed backends a data-parallel run may name
+
+
+def _backend(value: Any, path: str) -> str | None:
+    if value is None:
+        return None
+    if value not in BACKENDS:
+        raise f.fail(path, f"one of {', '.join(BACKENDS)}", value)
     return str(value)

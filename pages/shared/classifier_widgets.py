@@ -13,14 +13,17 @@ import streamlit as st
 
 from core.classifier.datasets import BUILTIN_DATASETS, fetch, is_cached
 from core.classifier.features import WEIGHTINGS
-from core.charts.classifier import preset_race_chart
+from core.charts.classifier import preset_race_chart, scaling_chart
 from core.classifier.model import INPUT_MODES, PRESETS, ClassifierConfig, preset_config
 from core.classifier.preset_race import CHAIN_TITLE, PresetRace
 from core.classifier.runs import RunRecord
+from core.classifier.scaling import WORKER_COUNTS, measure_scaling, worker_data
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload
 from core.errors import DashboardError
+from core.plain_text import for_markdown
 from core.platform.devices import NEEDS_GPU, available_devices, has_gpu
 from core.platform.units import percent
+from pages.shared.device_wait import page_job
 from pages.shared.notices import gpu_badge, load_notice
 
 def data_choice() -> DataChoice:
@@ -151,3 +154,34 @@ def run_metrics(run: RunRecord) -> None:
     load_notice(run.load)
     if note := run.overfitting_note:
         st.caption(note)
+
+
+SCALING_TEXT = (
+    "The marbles across processes: K worker processes (`torch.distributed`, gloo) each train on every K-th review "
+    "of a batch, then add their gradients (all-reduce) so all take the same step. The compute shares out over K; "
+    "the all-reduce does not, and with tiny mini-batch steps it can be most of the epoch, keeping the measured bars "
+    "far above the ideal line: Amdahl's law, with communication as the part that does not shrink. The lecture "
+    "preset's few big full-batch steps would spend far less of their time adding counts.")
+
+
+def scaling_section(choice: DataChoice, settings: SettingsForm) -> None:
+    """Measure the mini-batch preset on 1 and 2 worker processes (a button) and draw the last measurement."""
+    st.subheader("More workers: data-parallel scaling")
+    st.caption(SCALING_TEXT)
+    status = st.empty()
+    if st.button(f"Measure {' and '.join(map(str, WORKER_COUNTS))} workers", key="clf_scale"):
+        try:
+            data, config = worker_data(choice), settings.config()
+            if config.preset != "minibatch":  # the lecture preset's settings: scale the mini-batch preset instead
+                config = preset_config("minibatch", device=config.device)
+            with page_job("clf_scale", on_progress=lambda step: status.info(step.message), end_run=False) as turn:
+                st.session_state.clf_scaling = measure_scaling(data, config, hooks=turn.hooks)
+            status.empty()
+        except DashboardError as exc:
+            status.error(for_markdown(str(exc)))
+    scaling = st.session_state.get("clf_scaling")
+    if scaling is not None and scaling.points:
+        st.plotly_chart(scaling_chart(scaling), key="clf_scaling_chart")
+        st.dataframe([{"workers": p.workers, "s/epoch": round(p.seconds_per_epoch, 3),
+                       "all-reduce share": f"{p.allreduce_share:.0%}", "test accuracy": p.test_accuracy}
+                      for p in scaling.points], hide_index=True, key="clf_scaling_table")

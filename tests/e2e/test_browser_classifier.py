@@ -111,3 +111,32 @@ def test_lecture_preset_trains_and_both_presets_compare(page, streamlit_url, tmp
     assert page.get_by_text("Why the two presets race so differently").count() == 1
     page.get_by_text("Both presets, side by side").scroll_into_view_if_needed()
     screenshot(page, "review_classifier_both_presets")
+
+
+def test_scaling_section_measures_one_and_two_workers(page, streamlit_url, e2e_home):
+    """The data-parallel section starts real torchrun workers from the page and draws compute + all-reduce bars."""
+    from tests.review_fixtures import write_rt_folder
+
+    reviews = toy_reviews(40)
+    folder = write_rt_folder(e2e_home / "cache" / "datasets" / "toy_rt",  # under the server's default data root
+                             [t for t, y in zip(reviews.texts, reviews.labels) if y == 1],
+                             [t for t, y in zip(reviews.texts, reviews.labels) if y == 0])
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Review classifier").click()
+    page.get_by_role("heading", name="Review classifier").wait_for()
+    wait_for_idle(page)
+    page.get_by_text("a folder or file on this server").click()
+    wait_for_idle(page)
+    path = page.get_by_role("textbox", name="Path", exact=True)
+    path.fill(str(folder))
+    path.press("Enter")
+    wait_for_idle(page)
+    page.get_by_role("button", name="Measure 1 and 2 workers").click()
+    page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=180_000)
+    wait_for_idle(page, 180_000)
+    assert_no_exception(page)
+    assert page.locator('[data-testid="stAlertContentError"]').count() == 0
+    assert page.get_by_text("gradient all-reduce").count() >= 1  # the stacked bar's legend
+    page.locator('[data-testid="stPlotlyChart"]').last.evaluate("e => e.scrollIntoView({block: 'center'})")
+    screenshot(page, "review_classifier_scaling")

@@ -1,0 +1,85 @@
+"""Seconds per epoch for 1, 2, ... data-parallel workers, split into compute and gradient all-reduce.
+
+Each worker count is one `train_with_workers` run, in turn (each holds the devices for itself). The
+ideal is the one-worker epoch divided by K; what separates a measured bar from it is mostly the
+all-reduce, the part of the work that more workers do not divide (Amdahl's law).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.classifier.browser_paths import allowed_path
+from core.classifier.datasets import BUILTIN_DATASETS, is_cached
+from core.classifier.model import ClassifierConfig
+from core.classifier.workbench import PATH, DataChoice
+from core.classifier.workers import train_with_workers
+from core.errors import DashboardError
+from core.platform.jobs import JobHooks
+from core.results.train import TrainRun
+
+WORKER_COUNTS = (1, 2)
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    workers: int
+    seconds_per_epoch: float  # median over the epochs of the slowest worker's epoch
+    allreduce_per_epoch: float  # median over the epochs of the workers' mean all-reduce seconds
+    test_accuracy: float | None
+
+    @property
+    def compute_per_epoch(self) -> float:
+        return max(0.0, self.seconds_per_epoch - self.allreduce_per_epoch)
+
+    @property
+    def allreduce_share(self) -> float:
+        return self.allreduce_per_epoch / self.seconds_per_epoch if self.seconds_per_epoch > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Scaling:
+    points: tuple[ScalingPoint, ...]
+    stopped: bool = False  # a Stop ended it: the finished worker counts only
+
+    def ideal(self, workers: int) -> float | None:
+        """The first measurement's epoch shared perfectly among `workers`."""
+        if not self.points:
+            return None
+        first = self.points[0]
+        return first.seconds_per_epoch * first.workers / workers
+
+
+def point_of(run: TrainRun) -> ScalingPoint:
+    if not run.epochs:
+        raise DashboardError("the run stopped before its first epoch ended; nothing to measure")
+    return ScalingPoint(workers=run.workers or 1,
+                        seconds_per_epoch=statistics.median(e.seconds or 0.0 for e in run.epochs),
+                        allreduce_per_epoch=statistics.median(e.allreduce_seconds or 0.0 for e in run.epochs),
+                        test_accuracy=run.test_accuracy)
+
+
+def worker_data(choice: DataChoice) -> str:
+    """What the workers read: each worker loads the data itself, so it must be on disk, not an upload."""
+    if choice.source in BUILTIN_DATASETS:
+        if not is_cached(choice.source):
+            raise DashboardError(f"{choice.source} is not downloaded yet: download it (or train once) first")
+        return choice.source
+    if choice.source == PATH:  # a browser user is a stranger: only under the data roots, as the loader checks
+        return str(allowed_path(choice.path))
+    raise DashboardError("the workers read the reviews themselves: choose a built-in data set or a server path, "
+                         "not an upload, to measure scaling")
+
+
+def measure_scaling(data: str, config: ClassifierConfig, worker_counts: Sequence[int] = WORKER_COUNTS,
+                    hooks: JobHooks | None = None) -> Scaling:
+    """One mini-batch run per worker count on `data` (already on disk), in turn; a Stop keeps the finished ones."""
+    points: list[ScalingPoint] = []
+    for k in worker_counts:
+        run = train_with_workers(data, config, k, hooks)
+        if run.stopped:
+            return Scaling(tuple(points), stopped=True)
+        points.append(point_of(run))
+    return Scaling(tuple(points))

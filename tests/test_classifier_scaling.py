@@ -1,0 +1,59 @@
+"""The scaling measurement's arithmetic, what data the workers may read, its chart, and the page section."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.charts.classifier import scaling_chart
+from core.classifier.scaling import Scaling, ScalingPoint, point_of, worker_data
+from core.classifier.workbench import PATH, UPLOAD, DataChoice
+from core.errors import DashboardError
+from core.results.train import TrainEpoch, TrainRun
+from tests.review_fixtures import toy_reviews, write_rt_folder
+
+SCALING = Scaling((ScalingPoint(1, 2.0, 0.1, 0.78), ScalingPoint(2, 3.0, 2.0, 0.78)))
+
+
+def test_points_ideal_and_shares():
+    assert SCALING.ideal(1) == 2.0 and SCALING.ideal(2) == 1.0 and Scaling(()).ideal(2) is None
+    two = SCALING.points[1]
+    assert (two.compute_per_epoch, two.allreduce_share) == (1.0, 2 / 3)
+    run = TrainRun("cpu", 10, 5, 20, (TrainEpoch(1, 0.5, 0.4, 0.9, 1.0, 0.2), TrainEpoch(2, 0.4, 0.3, 0.9, 3.0, 0.6),
+                                      TrainEpoch(3, 0.3, 0.3, 0.9, 2.0, 0.4)), 0.9, 6.0, workers=2, backend="gloo")
+    assert point_of(run) == ScalingPoint(2, 2.0, 0.4, 0.9)  # medians over the epochs
+
+
+def test_chart_stacks_compute_and_allreduce_under_the_ideal_line():
+    fig = scaling_chart(SCALING)
+    compute, reduce, ideal = fig.data
+    assert fig.layout.barmode == "stack" and list(compute.x) == ["1", "2"] and fig.layout.xaxis.type == "category"
+    assert list(compute.y) == [1.9, 1.0] and list(reduce.y) == [0.1, 2.0] and list(reduce.text) == ["5%", "67%"]
+    assert list(ideal.y) == [2.0, 1.0]
+
+
+def test_workers_read_only_allowed_paths(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPU_VS_CPU_DATA_ROOTS", str(tmp_path / "allowed"))
+    (tmp_path / "allowed").mkdir()
+    (tmp_path / "secret.csv").write_text("x")
+    assert worker_data(DataChoice(PATH, path=str(tmp_path / "allowed"))) == str((tmp_path / "allowed").resolve())
+    with pytest.raises(DashboardError):
+        worker_data(DataChoice(PATH, path=str(tmp_path / "secret.csv")))
+    with pytest.raises(DashboardError, match="not an upload"):
+        worker_data(DataChoice(UPLOAD))
+
+
+def test_page_measures_one_and_two_workers(app, tmp_path, monkeypatch):
+    monkeypatch.setenv("GPU_VS_CPU_DATA_ROOTS", str(tmp_path))
+    reviews = toy_reviews(40)
+    folder = write_rt_folder(tmp_path / "rt", [t for t, y in zip(reviews.texts, reviews.labels) if y == 1],
+                             [t for t, y in zip(reviews.texts, reviews.labels) if y == 0])
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    app.switch_page("pages/review_classifier.py").run()
+    app.radio(key="clf_source").set_value("path").run()
+    app.text_input(key="clf_path").set_value(str(folder))
+    app.number_input(key="clf_epochs").set_value(2)
+    app.button(key="clf_scale").click().run(timeout=180)
+    assert not app.error and not app.exception, ([e.value for e in app.error], app.exception, [i.value for i in app.info], [w.value for w in app.warning])
+    table = next(d.value for d in app.dataframe if "all-reduce share" in d.value.columns)
+    assert list(table["workers"]) == [1, 2] and (table["s/epoch"] > 0).all()
+    assert any(c.proto.spec and "gradient all-reduce" in c.proto.spec for c in app.get("plotly_chart"))
