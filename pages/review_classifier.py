@@ -4,13 +4,15 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from core.charts.classifier import METRICS, accuracy_curve, loss_curves, overlay
-from core.classifier.runs import DONE, table_rows
+from core.charts.classifier import accuracy_curve, loss_curves
+from core.classifier.runs import DONE
 from core.classifier.training import predict
 from core.classifier.workbench import Workbench
 from core.errors import DashboardError
 from core.plain_text import for_markdown
-from pages.shared.classifier_widgets import data_choice, preset_race_view, run_metrics, scaling_section, settings_form
+from pages.shared.classifier_widgets import (
+    data_choice, preset_race_view, run_history, run_metrics, scaling_section, settings_form,
+)
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
 from pages.shared.result_store import save_run
@@ -78,14 +80,5 @@ else:
     if st.button("How positive is it?", key="clf_predict") and text.strip():
         st.metric(f"p(positive), {bench.model[0]}", f"{predict(bench.model[1], [text])[0]:.1%}")
 
-if bench.runs:  # ---- run history
-    st.subheader("Run history")
-    h1, h2 = st.columns(2)
-    by = h1.radio("x axis", ["seconds", "epoch"], key="clf_by", horizontal=True,
-                  format_func=lambda b: "wall time (the race)" if b == "seconds" else "epoch")
-    metric = h2.selectbox("Show", list(METRICS), format_func=METRICS.get, key="clf_metric")
-    st.plotly_chart(overlay(bench.runs, by=by, metric=metric), key="clf_overlay")
-    st.dataframe(table_rows(bench.runs), hide_index=True, key="clf_table")
-    if st.button("Clear history", key="clf_clear"):
-        bench.runs.clear()
-        st.rerun()
+if bench.runs:  # ---- run history: every run of this session, overlaid
+    run_history(bench)

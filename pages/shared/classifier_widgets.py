@@ -13,12 +13,12 @@ import streamlit as st
 
 from core.classifier.datasets import BUILTIN_DATASETS, fetch, is_cached
 from core.classifier.features import WEIGHTINGS
-from core.charts.classifier import preset_race_chart, scaling_chart
+from core.charts.classifier import METRICS, overlay, preset_race_chart, scaling_chart
 from core.classifier.model import INPUT_MODES, PRESETS, ClassifierConfig, preset_config
 from core.classifier.preset_race import CHAIN_TITLE, PresetRace
-from core.classifier.runs import RunRecord
+from core.classifier.runs import RunRecord, table_rows
 from core.classifier.scaling import WORKER_COUNTS, measure_scaling, worker_data
-from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload
+from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload, Workbench
 from core.errors import DashboardError
 from core.plain_text import for_markdown
 from core.platform.devices import NEEDS_GPU, available_devices, has_gpu
@@ -185,3 +185,17 @@ def scaling_section(choice: DataChoice, settings: SettingsForm) -> None:
         st.dataframe([{"workers": p.workers, "s/epoch": round(p.seconds_per_epoch, 3),
                        "all-reduce share": f"{p.allreduce_share:.0%}", "test accuracy": p.test_accuracy}
                       for p in scaling.points], hide_index=True, key="clf_scaling_table")
+
+
+def run_history(bench: Workbench) -> None:
+    """Every run of this session on one chart, by epoch or by wall time (the race), and as a table."""
+    st.subheader("Run history")
+    h1, h2 = st.columns(2)
+    by = h1.radio("x axis", ["seconds", "epoch"], key="clf_by", horizontal=True,
+                  format_func=lambda b: "wall time (the race)" if b == "seconds" else "epoch")
+    metric = h2.selectbox("Show", list(METRICS), format_func=METRICS.get, key="clf_metric")
+    st.plotly_chart(overlay(bench.runs, by=by, metric=metric), key="clf_overlay")
+    st.dataframe(table_rows(bench.runs), hide_index=True, key="clf_table")
+    if st.button("Clear history", key="clf_clear"):
+        bench.runs.clear()
+        st.rerun()
