@@ -31,7 +31,8 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,23 @@ def _start_server(port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     raise RuntimeError("the server did not start within 120 s")
 
 
+@contextmanager
+def running_server() -> Iterator[tuple[str, psutil.Process]]:
+    """`streamlit run app.py` on a free loopback port, with its own store, cache and locks (never the user's
+    class board); yields the websocket URL students connect to and the server process."""
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "GPU_VS_CPU_CACHE_DIR": f"{home}/cache", "GPU_VS_CPU_DATA_DIR": f"{home}/data",
+               "GPU_VS_CPU_LOCK_DIR": f"{home}/locks"}
+        env.pop("DATABASE_URL", None)
+        port = _free_port()
+        server = _start_server(port, env)
+        try:
+            yield f"ws://127.0.0.1:{port}/_stcore/stream", psutil.Process(server.pid)
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
 def _cpu_s(proc: psutil.Process) -> float:
     times = proc.cpu_times()
     return times.user + times.system
@@ -208,19 +226,9 @@ def main() -> int:
     parser.add_argument("--run-students", type=int, default=5, help="students pressing Run together (0: skip)")
     parser.add_argument("--settle", type=float, default=30.0, help="seconds after a round before reading RSS")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as home:  # its own store, cache and locks: never the user's class board
-        env = {**os.environ, "GPU_VS_CPU_CACHE_DIR": f"{home}/cache", "GPU_VS_CPU_DATA_DIR": f"{home}/data",
-               "GPU_VS_CPU_LOCK_DIR": f"{home}/locks"}
-        env.pop("DATABASE_URL", None)
-        port = _free_port()
-        server = _start_server(port, env)
-        try:
-            report = measure(f"ws://127.0.0.1:{port}/_stcore/stream", psutil.Process(server.pid),
-                             [int(s) for s in args.students.split(",")], args.pages.split(","), args.run_students,
-                             args.settle)
-        finally:
-            server.terminate()
-            server.wait(30)
+    with running_server() as (url, server):
+        report = measure(url, server, [int(s) for s in args.students.split(",")], args.pages.split(","),
+                         args.run_students, args.settle)
     print()
     print(_table(report["rows"]))
     print(f"server RSS after the first session: {report['rss_after_first_session_mib']:.0f} MiB; "

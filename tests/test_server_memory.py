@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 
-import psutil
 import pytest
 
-from bench.classroom_server import PAGES, Student, _free_port, _start_server
+from bench.classroom_server import PAGES, Student, running_server
 
 ROUNDS = 4  # rounds of STUDENTS sessions each
 STUDENTS = 8
@@ -18,17 +15,8 @@ CREEP = 1.10  # the issue's target: within 10 % of the level after the first rou
 
 @pytest.fixture(scope="module")
 def server():
-    with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "GPU_VS_CPU_CACHE_DIR": f"{home}/cache", "GPU_VS_CPU_DATA_DIR": f"{home}/data",
-               "GPU_VS_CPU_LOCK_DIR": f"{home}/locks"}
-        env.pop("DATABASE_URL", None)
-        port = _free_port()
-        proc = _start_server(port, env)
-        try:
-            yield f"ws://127.0.0.1:{port}/_stcore/stream", psutil.Process(proc.pid)
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with running_server() as (url, process):
+        yield url, process
 
 
 def _round(url: str) -> None:
