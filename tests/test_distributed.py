@@ -182,3 +182,15 @@ def test_two_agents_on_loopback_rendezvous_and_train(toy_folder):
     assert len(results) == 1  # only rank 0 reports
     run = TrainRun.from_json(results[0]["run"], "run")
     assert run.workers == 2 and run.backend == "gloo" and len(run.epochs) == 2
+
+
+def test_a_finished_worker_flushes_then_skips_exit_time_teardown(monkeypatch):
+    """exit_now: what was printed reaches the launcher before os._exit drops the process."""
+    import core.classifier.distributed as distributed
+
+    calls: list[object] = []
+    monkeypatch.setattr(distributed.sys.stdout, "flush", lambda: calls.append("stdout"))
+    monkeypatch.setattr(distributed.sys.stderr, "flush", lambda: calls.append("stderr"))
+    monkeypatch.setattr(distributed.os, "_exit", lambda code: calls.append(code))
+    distributed.exit_now(3)
+    assert calls == ["stdout", "stderr", 3]

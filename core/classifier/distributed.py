@@ -273,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                       "n_test": features.n_test, "vocab_size": features.vocab_size, "workers": env.world_size,
                       "backend": backend_for(device), "threads": torch.get_num_threads()})
                 result = train_data_parallel(features, config, device, env, emit)
+            dist.barrier()  # no worker tears its connections down while another still talks to it
         finally:
             dist.destroy_process_group()
         if args.dump_weights:
@@ -286,5 +287,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def exit_now(code: int) -> None:
+    """Leave without the interpreter's and C++'s exit-time teardown, once everything is said and saved.
+
+    The process group is already destroyed; what would remain is destructors of torch's and gloo's
+    static objects racing their own threads, which now and then aborted a finished worker
+    ("terminate called without an active exception", exit -6) and made torchrun fail a good run.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
