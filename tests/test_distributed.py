@@ -20,7 +20,8 @@ import psutil
 import pytest
 import torch
 
-from core.classifier.distributed import EVENT_PREFIX, WorkerEnv, backend_for, shard_rows, worker_env
+from core.classifier.distributed import backend_for, shard_rows
+from core.platform.torchrun import EVENT_PREFIX, WorkerEnv, worker_env
 from core.classifier.model import ClassifierConfig
 from core.classifier.training import features_for, train
 from core.classifier.workers import (
@@ -186,7 +187,7 @@ def test_two_agents_on_loopback_rendezvous_and_train(toy_folder):
 
 def test_a_finished_worker_flushes_then_skips_exit_time_teardown(monkeypatch):
     """exit_now: what was printed reaches the launcher before os._exit drops the process."""
-    import core.classifier.distributed as distributed
+    import core.platform.torchrun as distributed
 
     calls: list[object] = []
     monkeypatch.setattr(distributed.sys.stdout, "flush", lambda: calls.append("stdout"))

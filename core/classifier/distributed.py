@@ -8,7 +8,7 @@ the same step and ends with the same weights; a global batch of B rows over K wo
 one-process run's batch of B up to the order in which floats are summed. The all-reduce is timed in a
 DDP communication hook, which is the communication cost the scaling chart shows. Metrics are summed
 across workers; only rank 0 prints (one `EVENT_PREFIX` JSON line per event, which the launching job
-reads, core.classifier.workers) and saves.
+reads through core.platform.torchrun) and saves.
 
 Run as `python -m core.classifier.distributed --data ... --config JSON` under torchrun, which sets
 RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; README "More than one machine".
@@ -19,14 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,31 +40,10 @@ from core.errors import DashboardError
 from core.platform import clock
 from core.platform.devices import device_key
 from core.platform.timing import torch_threads
+from core.platform.torchrun import DEFAULT_TIMEOUT_S, Emit, WorkerEnv, exit_now, rank0_printer, worker_env
 from core.results.jsonio import to_jsonable
 from core.results.train import TrainEpoch, TrainRun
 
-EVENT_PREFIX = "@@gvc-dist "  # rank 0's machine-readable lines on stdout; everything else is relayed as is
-DEFAULT_TIMEOUT_S = 120.0  # a collective that waits longer than this means a worker hung: fail, do not wait forever
-Emit = Callable[[dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class WorkerEnv:
-    """Where this process sits in the job, as torchrun's environment says."""
-
-    rank: int  # 0 .. world_size - 1 over all machines
-    world_size: int
-    local_rank: int  # index among the workers on this machine: picks the GPU
-
-
-def worker_env(environ: dict[str, str] | None = None) -> WorkerEnv:
-    """RANK/WORLD_SIZE/LOCAL_RANK; a clear error when started without torchrun."""
-    env = os.environ if environ is None else environ
-    try:
-        return WorkerEnv(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", env["RANK"])))
-    except (KeyError, ValueError):
-        raise DashboardError("RANK and WORLD_SIZE are not set: start this module with torchrun "
-                             "(python -m torch.distributed.run), or use python -m core train --workers K") from None
 
 
 def worker_device(requested: str, env: WorkerEnv) -> torch.device:
@@ -236,13 +212,6 @@ def config_from_json(text: str) -> ClassifierConfig:
     return ClassifierConfig(**values)
 
 
-def rank0_printer(env: WorkerEnv) -> Emit:
-    def emit(event: dict[str, Any]) -> None:
-        if env.rank == 0:
-            print(EVENT_PREFIX + json.dumps(to_jsonable(event)), flush=True)
-    return emit
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m core.classifier.distributed",
                                 description="one data-parallel worker of the review classifier (start it with torchrun)")
@@ -285,18 +254,6 @@ def main(argv: list[str] | None = None) -> int:
         emit({"event": "error", "message": str(exc)})
         print(f"worker error: {exc}", file=sys.stderr, flush=True)
         return 2
-
-
-def exit_now(code: int) -> None:
-    """Leave without the interpreter's and C++'s exit-time teardown, once everything is said and saved.
-
-    The process group is already destroyed; what would remain is destructors of torch's and gloo's
-    static objects racing their own threads, which now and then aborted a finished worker
-    ("terminate called without an active exception", exit -6) and made torchrun fail a good run.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 `python -m core train --workers K` and a page call `train_with_workers`. It takes the device lock for
 every device the workers use (the CPU, or cuda:0..K-1) through `run_job`, then starts
 `python -m torch.distributed.run --standalone --nproc-per-node K -m core.classifier.distributed ...`
-as a subprocess in its own process group. Rank 0's event lines come back on the launcher's stdout
+as a subprocess (core.platform.torchrun, which both multi-process features share). Rank 0's events come back
 and become progress; a Stop, Ctrl+C or any error ends the whole group (launcher and workers), so no
 worker outlives the job that holds the lock. A worker that dies makes torchrun end the others and
 exit non-zero: that exit code becomes one DashboardError.
@@ -13,28 +13,20 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import asdict, replace
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from core.classifier.distributed import DEFAULT_TIMEOUT_S, EVENT_PREFIX
 from core.classifier.model import ClassifierConfig
 from core.errors import DashboardError
+from core.platform import torchrun
 from core.platform.device_lock import JobCancelled
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
+from core.platform.torchrun import DEFAULT_TIMEOUT_S
 from core.results.jsonio import to_jsonable
 from core.results.train import TrainEpoch, TrainRun
 
-ROOT = Path(__file__).resolve().parents[2]  # the folder holding `core`: the workers import it from there
 MAX_WORKERS = 64
-POLL_S = 0.2  # how often a Stop is checked while waiting for the next line
-TERMINATE_GRACE_S = 5.0  # SIGTERM first (torchrun forwards it to its workers), then SIGKILL
 
 
 def worker_threads(workers: int, requested: int | None = None, cpus: int | None = None) -> int:
@@ -61,10 +53,10 @@ def worker_devices(device: str, workers: int, cuda_count: int) -> list[str]:
 
 def launcher_command(workers: int, data: str, config: ClassifierConfig, threads: int,
                      timeout_s: float = DEFAULT_TIMEOUT_S, extra: Sequence[str] = ()) -> list[str]:
-    """torchrun on one machine (`--standalone`: a local rendezvous on a free port) running K workers."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(workers),
-            "-m", "core.classifier.distributed", "--data", data, "--config", json.dumps(to_jsonable(asdict(config))),
-            "--threads", str(threads), "--timeout-s", f"{timeout_s:g}", *extra]
+    """torchrun on one machine running K training workers (core.classifier.distributed)."""
+    return torchrun.launcher_command(workers, "core.classifier.distributed", [
+        "--data", data, "--config", json.dumps(to_jsonable(asdict(config))),
+        "--threads", str(threads), "--timeout-s", f"{timeout_s:g}", *extra])
 
 
 def check_workers(workers: int, config: ClassifierConfig) -> None:
@@ -93,37 +85,6 @@ def train_with_workers(data: str, config: ClassifierConfig, workers: int, hooks:
         return replace(run, load=job.load)
 
 
-def _environment(threads: int) -> dict[str, str]:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))  # torchrun would otherwise force 1 and warn
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def _reader(stream: IO[str], lines: queue.Queue[str | None]) -> None:
-    for line in stream:
-        lines.put(line)
-    lines.put(None)
-
-
-def end_group(proc: subprocess.Popen[str], grace_s: float = TERMINATE_GRACE_S) -> None:
-    """End the launcher and every worker: its whole process group, politely, then for sure."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
-        if proc.poll() is not None:
-            break
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
-    try:  # workers the launcher left behind (it died first) are still in the group
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 class _Follower:
     """What rank 0 said so far: the start facts, the finished epochs, the result or its error."""
 
@@ -135,11 +96,7 @@ class _Follower:
         self.result: TrainRun | None = None
         self.error: str | None = None
 
-    def line(self, text: str) -> None:
-        if not text.startswith(EVENT_PREFIX):
-            print(text, end="", file=sys.stderr, flush=True)  # the launcher's and workers' own lines
-            return
-        event = json.loads(text[len(EVENT_PREFIX):])
+    def event(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
         if kind == "start":
             self.start = event
@@ -174,39 +131,16 @@ def describe(record: TrainEpoch, total: int, workers: int) -> str:
 
 def _launch_and_follow(command: list[str], threads: int, job: RunningJob, config: ClassifierConfig,
                        workers: int) -> TrainRun:
-    proc = subprocess.Popen(command, cwd=ROOT, env=_environment(threads), stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own group: one killpg ends launcher and workers
     follower = _Follower(job, workers)
-    lines: queue.Queue[str | None] = queue.Queue()
-    assert proc.stdout is not None
-    threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
-    try:
-        while True:
-            if job.stop_requested():  # between lines, busy or idle: epochs may arrive faster than POLL_S
-                end_group(proc)
-                return follower.stopped_run(config)
-            try:
-                text = lines.get(timeout=POLL_S)
-            except queue.Empty:
-                continue
-            if text is None:
-                break
-            follower.line(text)
-        code = proc.wait()
-    finally:
-        end_group(proc)  # Ctrl+C, an error in a hook: nothing outlives the job
-    if follower.result is not None and code == 0:
+    launched = torchrun.follow(command, threads, job, follower.event)
+    if launched.stopped:
+        return follower.stopped_run(config)
+    if follower.result is not None and launched.code == 0:
         return follower.result
     if follower.error:
         raise DashboardError(follower.error)
+    code = launched.code or 0
     raise DashboardError(
         f"a training worker failed: the torchrun launcher exited with code {code} "
-        f"({_exit_meaning(code)}); its report above names the rank. The devices are free again; "
+        f"({torchrun.exit_meaning(code)}); its report above names the rank. The devices are free again; "
         "run again, or with fewer --workers")
-
-
-def _exit_meaning(code: int) -> str:
-    if code < 0:
-        return f"killed by signal {-code}"
-    return "a worker died, hung past the process-group timeout, or raised an error" if code else "no result"
-

@@ -1,0 +1,163 @@
+"""Start K worker processes on this machine with PyTorch's own launcher, follow what rank 0 says, end them all.
+
+Both multi-process features (the classifier's data-parallel training, core.classifier.workers, and the
+marbles across processes, core.parallel.processes) launch `python -m torch.distributed.run --standalone
+--nproc-per-node K -m <module> ...` as a subprocess in its own process group, inside a job that holds
+their devices. Rank 0 prints one `EVENT_PREFIX` JSON line per event; every other line (the launcher's
+own, the workers' warnings) is relayed to stderr. A Stop, Ctrl+C or any error ends the whole group,
+so no worker outlives the job that holds the lock.
+
+The worker side lives here too: where a process sits in the job (`worker_env`), the rank-0 printer,
+and `exit_now`, the way a finished worker leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from core.errors import DashboardError
+from core.platform.jobs import RunningJob
+from core.results.jsonio import to_jsonable
+
+ROOT = Path(__file__).resolve().parents[2]  # the folder holding `core`: the workers import it from there
+EVENT_PREFIX = "@@gvc-dist "  # rank 0's machine-readable lines on stdout; everything else is relayed as is
+DEFAULT_TIMEOUT_S = 120.0  # a collective that waits longer than this means a worker hung: fail, do not wait forever
+POLL_S = 0.2  # how often a Stop is checked while waiting for the next line
+TERMINATE_GRACE_S = 5.0  # SIGTERM first (torchrun forwards it to its workers), then SIGKILL
+Event = dict[str, Any]
+Emit = Callable[[Event], None]
+
+
+@dataclass(frozen=True)
+class WorkerEnv:
+    """Where this process sits in the job, as torchrun's environment says."""
+
+    rank: int  # 0 .. world_size - 1 over all machines
+    world_size: int
+    local_rank: int  # index among the workers on this machine: picks the GPU
+
+
+def worker_env(environ: dict[str, str] | None = None) -> WorkerEnv:
+    """RANK/WORLD_SIZE/LOCAL_RANK; a clear error when started without torchrun."""
+    env = os.environ if environ is None else environ
+    try:
+        return WorkerEnv(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", env["RANK"])))
+    except (KeyError, ValueError):
+        raise DashboardError("RANK and WORLD_SIZE are not set: start this module with torchrun "
+                             "(python -m torch.distributed.run), or through the dashboard or python -m core") from None
+
+
+def rank0_printer(env: WorkerEnv) -> Emit:
+    """Rank 0 speaks for the job: one prefixed JSON line per event, flushed so the launcher sees it at once."""
+    def emit(event: Event) -> None:
+        if env.rank == 0:
+            print(EVENT_PREFIX + json.dumps(to_jsonable(event)), flush=True)
+    return emit
+
+
+def exit_now(code: int) -> None:
+    """Leave without the interpreter's and C++'s exit-time teardown, once everything is said and saved.
+
+    The process group is already destroyed; what would remain is destructors of torch's and gloo's
+    static objects racing their own threads, which now and then aborted a finished worker
+    ("terminate called without an active exception", exit -6) and made torchrun fail a good run.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def launcher_command(workers: int, module: str, args: Sequence[str]) -> list[str]:
+    """torchrun on one machine (`--standalone`: a local rendezvous on a free port) running K copies of `module`."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(workers),
+            "-m", module, *args]
+
+
+def worker_environment(threads: int) -> dict[str, str]:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))  # torchrun would otherwise force 1 and warn
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def end_group(proc: subprocess.Popen[str], grace_s: float = TERMINATE_GRACE_S) -> None:
+    """End the launcher and every worker: its whole process group, politely, then for sure."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, grace_s)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # workers the launcher left behind (it died first) are still in the group
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass(frozen=True)
+class Launched:
+    """How a launch ended: the launcher's exit code, or None when a Stop ended it first."""
+
+    code: int | None
+
+    @property
+    def stopped(self) -> bool:
+        return self.code is None
+
+
+def _reader(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def follow(command: list[str], threads: int, job: RunningJob, on_event: Emit) -> Launched:
+    """Run `command` in its own process group, hand rank 0's events to `on_event`, relay the rest.
+
+    Returns when the launcher exits, or at once (having ended every process) when the job's Stop is
+    pressed; an exception from `on_event` or a Ctrl+C also ends every process before it propagates.
+    """
+    proc = subprocess.Popen(command, cwd=ROOT, env=worker_environment(threads), stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)  # its own group: one killpg ends launcher and workers
+    lines: queue.Queue[str | None] = queue.Queue()
+    assert proc.stdout is not None
+    threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
+    try:
+        while True:
+            if job.stop_requested():  # between lines, busy or idle: events may arrive faster than POLL_S
+                end_group(proc)
+                return Launched(None)
+            try:
+                text = lines.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+            if text is None:
+                break
+            if text.startswith(EVENT_PREFIX):
+                on_event(json.loads(text[len(EVENT_PREFIX):]))
+            else:
+                print(text, end="", file=sys.stderr, flush=True)  # the launcher's and workers' own lines
+        return Launched(proc.wait())
+    finally:
+        end_group(proc)  # Ctrl+C, an error in a hook: nothing outlives the job
+
+
+def exit_meaning(code: int) -> str:
+    """The launcher's exit code in words, for the one error message a failed launch becomes."""
+    if code < 0:
+        return f"killed by signal {-code}"
+    return "a worker died, hung past the process-group timeout, or raised an error" if code else "no result"
