@@ -16,6 +16,7 @@ from core.parallel.chain import ChainResult
 from core.parallel.first_call import FirstCallResult
 from core.parallel.location import LocationResult
 from core.parallel.marbles import MarblesPoint, MarblesResult
+from core.parallel.processes import ProcessesResult
 from core.parallel.timing_bug import TimingBugResult
 from core.platform.device_lock import JobCancelled
 from core.platform.jobs import Progress, WaitCancelled, run_job
@@ -23,8 +24,8 @@ from core.platform.timing import Measurement
 from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/why_parallel.py"
-RESULTS = (MarblesResult, ChainResult, TimingBugResult, FirstCallResult, LocationResult)  # in page order
-TINY = {"wp_small_n": 8, "wp_large_n": 16, "wp_budget_s": 0.1, "wp_steps": 5, "wp_rows": 2, "wp_width": 8,
+RESULTS = (MarblesResult, ProcessesResult, ChainResult, TimingBugResult, FirstCallResult, LocationResult)  # in page order
+TINY = {"wp_small_n": 8, "wp_large_n": 16, "wp_budget_s": 0.1, "wp_processes": 2, "wp_steps": 5, "wp_rows": 2, "wp_width": 8,
         "wp_bug_cpu_n": 16, "wp_bug_gpu_n": 16}
 
 
@@ -60,7 +61,8 @@ def with_run(monkeypatch, key: str, run) -> None:
 def test_every_section_runs_with_tiny_sizes(app, no_gpu):
     _open_tiny(app)
     assert "No GPU here" in _text(app) and _charts(app) == 0
-    assert [s.key for s in registry.SECTIONS] == ["marbles", "chain", "timing_bug", "first_call", "location"]
+    assert [s.key for s in registry.SECTIONS] == ["marbles", "processes", "chain", "timing_bug", "first_call",
+                                                  "location"]
     for done, (section, kind) in enumerate(zip(registry.SECTIONS, RESULTS), start=1):
         key = section.key  # each run adds its chart and keeps the earlier ones
         app.button(key=f"wp_run_{key}").click().run()

@@ -109,6 +109,7 @@ def test_the_y_axis_is_linear_for_a_narrow_span_and_log_for_a_wide_one():
 
 
 def test_every_section_draws_with_its_chart_builder():
-    assert [s.figure for s in registry.SECTIONS] == [charts.marbles_figure, charts.chain_figure,
+    assert [s.figure for s in registry.SECTIONS] == [charts.marbles_figure, charts.processes_figure,
+                                                     charts.chain_figure,
                                                      charts.timing_bug_figure, charts.first_call_figure,
                                                      charts.location_figure]

@@ -21,7 +21,7 @@ def test_location_json_without_gpu(monkeypatch, capsys):
 def test_timing_bug_table_and_progress(capsys):
     assert main(["why-parallel", "--section", "timing-bug", "--budget", "0.1"]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith("3. The timing bug") and "CPU, n = 1024: without synchronize" in out
+    assert out.startswith("4. The timing bug") and "CPU, n = 1024: without synchronize" in out
     assert "n = 1024 on cpu: 1 of 1 steps done" in err
 
 
@@ -50,7 +50,7 @@ def test_a_busy_cpu_prints_the_waiting_line_then_runs(capsys):
     out, err = capsys.readouterr()
     waiting = [line for line in err.splitlines() if line.startswith("waiting for cpu")]
     assert len(waiting) == 1 and "1 ahead" in waiting[0] and "now running: a student's sweep" in waiting[0]
-    assert out.startswith("3. The timing bug")
+    assert out.startswith("4. The timing bug")
 
 
 def test_the_per_job_cap_stops_a_section_with_one_line(monkeypatch, capsys):
@@ -65,3 +65,13 @@ def test_a_budget_out_of_range_is_refused_like_matmul_does(budget, capsys):
     assert main(["why-parallel", "--section", "chain", "--budget", budget]) == 2
     err = capsys.readouterr().err
     assert "time budget must be between" in err and "Traceback" not in err
+
+
+def test_every_page_setting_is_a_flag_within_the_pages_bounds(capsys):
+    assert main(["why-parallel", "--section", "processes", "--large-n", "32", "--processes", "2", "--budget", "0.1",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)["sections"]["processes"]["result"]
+    assert result["n"] == 32 and [s["workers"] for s in result["steps"]] == [1, 2]
+    assert main(["why-parallel", "--section", "processes", "--processes", "99"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: argument --processes: most worker processes must be between 1 and 16") and err.count("\n") == 1

@@ -74,21 +74,22 @@ def _assert_held_only_inside(runs: list[tuple[str, Made]], keys: list[str]) -> N
 # the registry itself ---------------------------------------------------------------------------------
 
 
-def test_the_registry_lists_the_five_sections_in_page_order():
-    assert [s.key for s in registry.SECTIONS] == ["marbles", "chain", "timing_bug", "first_call", "location"]
-    assert [s.title[:2] for s in registry.SECTIONS] == ["1.", "2.", "3.", "4.", "5."]
-    assert [s.timed for s in registry.SECTIONS] == [True, True, True, True, False]
+def test_the_registry_lists_the_six_sections_in_page_order():
+    assert [s.key for s in registry.SECTIONS] == ["marbles", "processes", "chain", "timing_bug", "first_call",
+                                                  "location"]
+    assert [s.title[:2] for s in registry.SECTIONS] == ["1.", "2.", "3.", "4.", "5.", "6."]
+    assert [s.timed for s in registry.SECTIONS] == [True, True, True, True, True, False]
 
 
 def test_a_section_is_found_by_key_or_by_its_cli_name():
-    assert registry.section("timing_bug") is registry.section("timing-bug") is registry.SECTIONS[2]
-    with pytest.raises(DashboardError, match="no section 'nope'; choose one of marbles, chain, timing-bug"):
+    assert registry.section("timing_bug") is registry.section("timing-bug") is registry.SECTIONS[3]
+    with pytest.raises(DashboardError, match="no section 'nope'; choose one of marbles, processes, chain, timing-bug"):
         registry.section("nope")
 
 
 def test_the_settings_are_every_sections_knobs_once_in_page_order():
-    assert [k.name for k in registry.knobs()] == ["small_n", "large_n", "budget_s", "steps", "rows", "width",
-                                                  "bug_cpu_n", "bug_gpu_n"]
+    assert [k.name for k in registry.knobs()] == ["small_n", "large_n", "budget_s", "processes", "steps", "rows",
+                                                  "width", "bug_cpu_n", "bug_gpu_n"]
 
 
 def test_a_sections_config_takes_the_knobs_given_and_defaults_the_rest():

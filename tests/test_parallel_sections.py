@@ -330,7 +330,7 @@ def test_a_section_holds_its_devices_itself_and_only_while_it_runs(key):
 
 
 def test_timed_sections_hold_the_cpu_and_the_gpu(fake_cuda):
-    assert [s.devices() for s in SECTIONS] == [("cpu", "cuda:0")] * 4 + [()]
+    assert [s.devices() for s in SECTIONS] == [("cpu", "cuda:0"), ("cpu",)] + [("cpu", "cuda:0")] * 3 + [()]
     assert registry.section("chain").devices(["cpu"]) == ("cpu",)
 
 

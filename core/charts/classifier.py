@@ -8,6 +8,7 @@ from typing import Protocol
 import plotly.graph_objects as go
 
 from core.charts.axis_style import linear_axis, style, trace_values
+from core.charts.split_work import split_work_chart
 from core.classifier.runs import lowest_test_loss_epoch
 from core.classifier.preset_race import PresetRace
 from core.classifier.scaling import Scaling
@@ -165,21 +166,9 @@ def preset_race_chart(race: PresetRace) -> go.Figure:
     return fig
 
 
-COMPUTE_COLOR = "#1f77b4"
-ALLREDUCE_COLOR = "#ff7f0e"
-
-
 def scaling_chart(scaling: Scaling) -> go.Figure:
     """Seconds per epoch against workers: compute and all-reduce stacked, the ideal 1/K as a line."""
-    workers = [str(p.workers) for p in scaling.points]
-    fig = go.Figure()
-    fig.add_bar(x=workers, y=[p.compute_per_epoch for p in scaling.points], name="compute", marker_color=COMPUTE_COLOR)
-    fig.add_bar(x=workers, y=[p.allreduce_per_epoch for p in scaling.points], name="gradient all-reduce",
-                marker_color=ALLREDUCE_COLOR,
-                text=[f"{p.allreduce_share:.0%}" for p in scaling.points], textposition="inside")
-    fig.add_scatter(x=workers, y=[scaling.ideal(p.workers) for p in scaling.points], name="ideal (1 worker / K)",
-                    mode="lines+markers", line=dict(color=BASELINE_COLOR, dash="dash"))
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), barmode="stack",
-                      xaxis=dict(title="workers (processes)", type="category"), yaxis_title="seconds per epoch (median)",
-                      legend=dict(orientation="h", y=1.12))
-    return fig
+    points = scaling.points
+    return split_work_chart([p.workers for p in points], [p.compute_per_epoch for p in points],
+                            [p.allreduce_per_epoch for p in points], [scaling.ideal(p.workers) for p in points],
+                            communication_name="gradient all-reduce", y_title="seconds per epoch (median)")

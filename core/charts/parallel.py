@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 
 from core.charts.axis_style import TimeUnit, style, time_unit, trace_values, bar_axis
+from core.charts.split_work import split_work_chart
 from core.parallel.machine import CPU
 from core.parallel.wording import format_duration
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:  # the section modules import these builders into their Sectio
     from core.parallel.first_call import FirstCallResult
     from core.parallel.location import LocationResult
     from core.parallel.marbles import MarblesResult
+    from core.parallel.processes import ProcessesResult
     from core.parallel.timing_bug import TimingBugResult
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
@@ -83,6 +85,15 @@ def marbles_figure(result: MarblesResult) -> go.Figure:
     fig.update_xaxes(categoryorder="array", categoryarray=categories, title="workers")
     return _layout(fig, "Speed-up over one worker (same a @ a)", "times as fast as 1 CPU thread",
                    log_y=wide_span(trace_values(fig)))
+
+
+def processes_figure(result: ProcessesResult) -> go.Figure:
+    """Milliseconds per product against worker processes: the slowest product and the gather stacked, the ideal dashed."""
+    steps = result.steps
+    ideal = [result.ideal(s.workers) for s in steps]
+    return split_work_chart([s.workers for s in steps], [s.compute.median_s * 1e3 for s in steps],
+                            [s.gather_s * 1e3 for s in steps], [None if i is None else i * 1e3 for i in ideal],
+                            communication_name="all_gather (and waiting)", y_title="ms per product (median round)")
 
 
 def chain_figure(result: ChainResult) -> go.Figure:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from core.cli.output import print_json
 from core.cli.waiting import cli_hooks
 from core.parallel import registry
 from core.parallel.machine import pick_gpu
 from core.errors import DashboardError
-from core.parallel.section import BUDGET, SECTION_BUDGET_S, check_budget
+from core.parallel.section import BUDGET, SECTION_BUDGET_S, Knob, check_budget
 from core.platform.jobs import Progress
 
 
@@ -32,13 +33,36 @@ def _budget(value: str) -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("why-parallel", help="marbles, a chain of tiny steps, the timing bug, the first call, location")
+    p = sub.add_parser("why-parallel", help="marbles (threads, then processes), a chain of tiny steps, the timing bug, the first call, location")
     p.add_argument("--section", choices=["all", *(s.name for s in registry.SECTIONS)], default="all",
                    help="one section, or all in page order")
     p.add_argument("--budget", type=_budget, default=SECTION_BUDGET_S, metavar="S",
                    help=f"seconds per timed section (default {SECTION_BUDGET_S})")
+    for knob in registry.knobs():  # every page setting but the budget, spelled --large-n, --processes, ...
+        if knob.name != BUDGET.name:
+            p.add_argument(f"--{knob.name.replace('_', '-')}", dest=f"knob_{knob.name}", type=_whole(knob),
+                           metavar="N", help=f"{knob.label.lower()} (default {knob.default:g})")
     p.add_argument("--json", action="store_true", help="print one JSON object with the raw timings")
     p.set_defaults(handler=run)
+
+
+def _whole(knob: Knob) -> Callable[[str], int]:
+    """A page setting as a flag: a whole number within the page's bounds, else argparse's one-line error."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+        if not knob.low <= number <= knob.high:
+            raise argparse.ArgumentTypeError(f"{knob.label.lower()} must be between {knob.low:g} and {knob.high:g}")
+        return number
+    return parse
+
+
+def _values(args: argparse.Namespace) -> dict[str, float]:
+    """The budget and every setting given on the command line; the rest stay at the page's defaults."""
+    given = {k.name: getattr(args, f"knob_{k.name}") for k in registry.knobs() if k.name != BUDGET.name}
+    return {BUDGET.name: args.budget, **{name: v for name, v in given.items() if v is not None}}
 
 
 def _progress(progress: Progress[object]) -> None:
@@ -50,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     hooks, sections = cli_hooks(on_progress=_progress), {}
     for section in chosen:
         print(f"{section.title} …", file=sys.stderr)
-        sections[section.key] = section.run_summarized(section.config({BUDGET.name: args.budget}), hooks)
+        sections[section.key] = section.run_summarized(section.config(_values(args)), hooks)
         done = sections[section.key]
         if not args.json:
             notice = f"\n{done['notice']}" if done["notice"] else ""

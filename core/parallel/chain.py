@@ -27,7 +27,7 @@ from core.parallel.wording import format_duration, times
 from core.platform.jobs import JobHooks, Progress
 from core.platform.timing import Measurement, measure, torch_threads
 
-TITLE = "2. One big array or a chain of tiny steps"
+TITLE = "3. One big array or a chain of tiny steps"
 Shape = Literal["one op", "chain"]
 
 

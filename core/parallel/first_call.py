@@ -28,7 +28,7 @@ from core.parallel.wording import format_duration, times
 from core.platform.jobs import JobHooks, Progress
 from core.platform.timing import Measurement, measure, torch_threads
 
-TITLE = "4. The first call is slow"
+TITLE = "5. The first call is slow"
 
 
 @dataclass(frozen=True)

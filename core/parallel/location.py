@@ -13,7 +13,7 @@ from core.parallel.section import Section, Snippet, TensorMaker, Values, check_s
 from core.platform.devices import device_key
 from core.platform.jobs import JobHooks
 
-TITLE = "5. Where a tensor lives is part of its value"
+TITLE = "6. Where a tensor lives is part of its value"
 NAMING_SNIPPET = (
     "a_cpu = torch.randn(1000, 1000)        # lives in the computer's memory (RAM)\n"
     'a_gpu = a_cpu.to("cuda")               # a copy in the GPU\'s own memory\n'

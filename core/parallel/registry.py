@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import DashboardError
-from core.parallel import chain, first_call, location, marbles, timing_bug
+from core.parallel import chain, first_call, location, marbles, processes, timing_bug
 from core.parallel.section import Knob, Section
 
 SECTIONS: tuple[Section[Any, Any], ...] = (
     marbles.SECTION,
+    processes.SECTION,
     chain.SECTION,
     timing_bug.SECTION,
     first_call.SECTION,

@@ -104,6 +104,7 @@ class Section(Generic[C, R]):
     summarize: Callable[[R], str]  # a result, partial or whole -> sentences quoting only measured numbers
     figure: Callable[[R], Any]  # a plotly Figure (plotly ships no type hints)
     timed: bool = True  # False: tiny and untimed, holds no device
+    uses_gpu: bool = True  # False: times the CPU only, even where a GPU is present (the processes over gloo)
     snippets: Callable[[str | None], tuple[Snippet, ...]] = _no_snippets
     verbatim: Callable[[R], str | None] = _no_verbatim  # text to show exactly as produced (torch's own error)
 
@@ -119,7 +120,9 @@ class Section(Generic[C, R]):
 
     def devices(self, available: Sequence[str] | None = None) -> tuple[str, ...]:
         """The devices this section holds while it runs: none when untimed."""
-        return timed_devices(available) if self.timed else ()
+        if not self.timed:
+            return ()
+        return timed_devices(available) if self.uses_gpu else (CPU,)
 
     def probe(self) -> MachineLoad | None:
         """How busy the machine is as this section is asked for (None for an untimed section); the page and

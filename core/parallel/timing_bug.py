@@ -30,7 +30,7 @@ from core.platform import clock
 from core.platform.jobs import JobHooks, Progress
 from core.platform.timing import Measurement, time_block, torch_threads
 
-TITLE = "3. The timing bug: reading the clock too early"
+TITLE = "4. The timing bug: reading the clock too early"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""How the Why-parallel sections write their numbers and name a GPU, so all five read alike."""
+"""How the Why-parallel sections write their numbers and name a GPU, so every section reads alike."""
 
 from __future__ import annotations
 

@@ -49,5 +49,7 @@ def test_every_section_draws_its_chart(page, streamlit_url):
         wait_for_idle(page, 180_000)
         assert_no_exception(page)
         chart.locator(".main-svg").first.wait_for()
+        if section.key == "processes":  # real worker processes under torchrun, launched from the page
+            assert chart.get_by_text("all_gather (and waiting)").count() >= 1
         chart.scroll_into_view_if_needed()
         screenshot(page, f"why_parallel_{section.key}")
