@@ -140,6 +140,27 @@ def test_killed_worker_is_one_clear_error_and_frees_the_lock(toy_folder):
     assert _alive(seen) == []
 
 
+def test_a_hung_worker_fails_the_run_at_the_process_group_timeout(toy_folder):
+    """A worker frozen mid-run (SIGSTOP): the other's collective times out, torchrun ends both, one message."""
+    seen: list[int] = []
+
+    def freeze_one(step) -> None:
+        if not seen:
+            seen.extend(_worker_pids())
+            os.kill(seen[-1], signal.SIGSTOP)
+
+    config = ClassifierConfig(**{**CONFIG.__dict__, "epochs": 5000})
+    started = time.monotonic()
+    with pytest.raises(DashboardError, match=r"a training worker failed: the torchrun launcher exited with code \d"):
+        train_with_workers(str(toy_folder), config, 2, JobHooks(on_progress=freeze_one), timeout_s=3)
+    assert time.monotonic() - started < 60, "found by the 3 s timeout, not by the job cap"
+    assert len(seen) == 2 and current_holder("cpu") is None
+    deadline = time.monotonic() + 10
+    while _alive(seen) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive(seen) == []
+
+
 def test_stop_ends_every_worker_and_keeps_finished_epochs(toy_folder):
     seen: list[int] = []
 
