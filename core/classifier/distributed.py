@@ -19,10 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +38,7 @@ from core.errors import DashboardError
 from core.platform import clock
 from core.platform.devices import device_key
 from core.platform.timing import torch_threads
-from core.platform.torchrun import DEFAULT_TIMEOUT_S, Emit, WorkerEnv, exit_now, rank0_printer, worker_env
+from core.platform.torchrun import DEFAULT_TIMEOUT_S, Emit, WorkerEnv, exit_now, process_group, worker_main
 from core.results.jsonio import to_jsonable
 from core.results.train import TrainEpoch, TrainRun
 
@@ -226,34 +224,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    emit: Emit = lambda event: None  # noqa: E731  (replaced once the rank is known)
-    try:
-        env = worker_env()
-        emit = rank0_printer(env)
+
+    def body(env: WorkerEnv, emit: Emit) -> dict[str, object]:
         config = config_from_json(args.config)
         device = worker_device(config.device, env)
         if device.type == "cuda":
             torch.cuda.set_device(device)
-        dist.init_process_group(backend_for(device), timeout=timedelta(seconds=args.timeout_s))
-        try:
-            with torch_threads(args.threads):
-                features = features_for(load_source(args.data, allow_download=False), config)
-                emit({"event": "start", "n_train": features.n_train, "n_val": features.n_val,
-                      "n_test": features.n_test, "vocab_size": features.vocab_size, "workers": env.world_size,
-                      "backend": backend_for(device), "threads": torch.get_num_threads()})
-                result = train_data_parallel(features, config, device, env, emit)
-            dist.barrier()  # no worker tears its connections down while another still talks to it
-        finally:
-            dist.destroy_process_group()
+        with process_group(backend_for(device), args.timeout_s), torch_threads(args.threads):
+            features = features_for(load_source(args.data, allow_download=False), config)
+            emit({"event": "start", "n_train": features.n_train, "n_val": features.n_val,
+                  "n_test": features.n_test, "vocab_size": features.vocab_size, "workers": env.world_size,
+                  "backend": backend_for(device), "threads": torch.get_num_threads()})
+            result = train_data_parallel(features, config, device, env, emit)
         if args.dump_weights:
             Path(args.dump_weights).mkdir(parents=True, exist_ok=True)
             torch.save(result.model.state_dict(), Path(args.dump_weights) / f"rank{env.rank}.pt")
-        emit({"event": "result", "run": result.run.to_json()})
-        return 0
-    except DashboardError as exc:
-        emit({"event": "error", "message": str(exc)})
-        print(f"worker error: {exc}", file=sys.stderr, flush=True)
-        return 2
+        return {"event": "result", "run": result.run.to_json()}
+
+    return worker_main(body)
 
 
 if __name__ == "__main__":

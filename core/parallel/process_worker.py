@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from collections.abc import Sequence
-from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
 from core.errors import DashboardError
-from core.platform.torchrun import Emit, WorkerEnv, exit_now, rank0_printer, worker_env
+from core.platform.torchrun import Emit, WorkerEnv, exit_now, process_group, worker_main
 
 MAX_ROUNDS = 50  # enough for a steady median; a tiny product would otherwise repeat thousands of times
 
@@ -131,25 +129,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    emit: Emit = lambda event: None  # noqa: E731  (replaced once the rank is known)
-    try:
-        env = worker_env()
-        emit = rank0_printer(env)
+
+    def body(env: WorkerEnv, emit: Emit) -> dict[str, str]:
         ladder = [int(k) for k in args.ladder.split(",")]
         if not ladder or max(ladder) > env.world_size or min(ladder) < 1:
             raise DashboardError(f"--ladder {args.ladder} needs 1 to {env.world_size} workers each")
         torch.set_num_threads(1)  # one friend, one pair of hands: processes, not threads, are what is split here
-        dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout_s))
-        try:
+        with process_group("gloo", args.timeout_s):
             run_ladder(env, args.size, ladder, args.budget_s, args.seed, emit)
-        finally:
-            dist.destroy_process_group()
-        emit({"event": "done"})
-        return 0
-    except DashboardError as exc:
-        emit({"event": "error", "message": str(exc)})
-        print(f"worker error: {exc}", file=sys.stderr, flush=True)
-        return 2
+        return {"event": "done"}
+
+    return worker_main(body)
 
 
 if __name__ == "__main__":

@@ -20,8 +20,10 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
 
@@ -63,6 +65,35 @@ def rank0_printer(env: WorkerEnv) -> Emit:
         if env.rank == 0:
             print(EVENT_PREFIX + json.dumps(to_jsonable(event)), flush=True)
     return emit
+
+
+@contextmanager
+def process_group(backend: str, timeout_s: float) -> Iterator[None]:
+    """This worker in the job's process group for the block; on a clean exit all wait for each other first,
+    so no worker tears its connections down while another still talks to it."""
+    import torch.distributed as dist  # here, not at the top: the launching side never needs it
+
+    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+    try:
+        yield
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
+def worker_main(body: Callable[[WorkerEnv, Emit], Event]) -> int:
+    """Run one worker's body, whose return is rank 0's last event; a DashboardError becomes an 'error' event
+    (the launching job's one message) and exit code 2."""
+    emit: Emit = lambda event: None  # noqa: E731  (replaced once the rank is known)
+    try:
+        env = worker_env()
+        emit = rank0_printer(env)
+        emit(body(env, emit))
+        return 0
+    except DashboardError as exc:
+        emit({"event": "error", "message": str(exc)})
+        print(f"worker error: {exc}", file=sys.stderr, flush=True)
+        return 2
 
 
 def exit_now(code: int) -> None:
