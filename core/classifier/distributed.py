@@ -43,7 +43,6 @@ from core.results.jsonio import to_jsonable
 from core.results.train import TrainEpoch, TrainRun
 
 
-
 def worker_device(requested: str, env: WorkerEnv) -> torch.device:
     """One device per worker: the CPU for all of them, or the GPU numbered by the local rank."""
     kind = "cuda" if requested == "auto" and torch.cuda.is_available() else requested.split(":")[0]
