@@ -93,6 +93,15 @@ class Step:
         return int(count.item()), warm
 
 
+def _group_of_first(k: int) -> dist.ProcessGroup | None:
+    """The gloo group of ranks 0..k-1 (None for k = 1: one process talks to nobody). Every rank must call
+    this for every k, members or not, in the same order: torch.distributed's rule for new groups."""
+    if k == 1:
+        return None
+    made = dist.new_group(list(range(k)))
+    return made if isinstance(made, dist.ProcessGroup) else None  # a non-member gets a marker, never used
+
+
 def run_ladder(env: WorkerEnv, n: int, ladder: Sequence[int], budget_s: float, seed: int, emit: Emit) -> None:
     """Every worker count in turn; rank 0 emits one 'step' event each. Collective: every rank calls it."""
     generator = torch.Generator().manual_seed(seed)
@@ -101,8 +110,7 @@ def run_ladder(env: WorkerEnv, n: int, ladder: Sequence[int], budget_s: float, s
     emit({"event": "ready", "workers": env.world_size, "threads": torch.get_num_threads()})
     reference: torch.Tensor | None = None
     for k in ladder:
-        # every rank creates every group, members or not, in the same order (torch.distributed's rule)
-        group = dist.new_group(list(range(k))) if k > 1 else None
+        group = _group_of_first(k)
         if env.rank < k:
             step = Step(a, b, k, env.rank, group)
             count, warm = step.rounds(budget_s / len(ladder))

@@ -179,14 +179,16 @@ def run_processes(config: ProcessesConfig = ProcessesConfig(), hooks: JobHooks =
 
 
 def explain_processes(gpu: str | None, config: ProcessesConfig = ProcessesConfig()) -> str:
+    engine = ("This is `torch.distributed` over gloo, started by `torchrun`: the engine that trains across machines; "
+              + (f"the GPU ({gpu}) sits this one out, and" if gpu else "there is no GPU here, and")
+              + " with one GPU per process the same code would talk over NCCL.")
     return (
-        "Threads (section 1) are friends counting from one shared bag. Processes share nothing: here each worker "
-        f"process gets its own copy of A and B (n = {config.n}), multiplies its block of A's rows by B (counts its "
-        "marbles), then `all_gather` sends every block to every worker (adds up the counts). This is "
-        "`torch.distributed` over gloo, started by `torchrun`: the same engine that trains across machines. "
-        "Each bar is one round, the slowest worker's: its product (blue) and the gather, waiting for the others "
-        "included (orange); the dashed line is one process's round shared perfectly. Starting the processes "
-        "takes seconds and is not in any bar, like the first call in section 5."
+        "Threads (section 1) count from one shared bag; processes share nothing, so here each worker process holds "
+        f"its own A and B (n = {config.n}), multiplies its block of A's rows by B (counts its marbles), and "
+        "`all_gather` sends every block to every worker (adds up the counts). Each bar is one round as the slowest "
+        "worker saw it: its product (blue), then the gather with the waiting for the others (orange), under the "
+        "dashed line of one process's round shared perfectly; starting the processes takes seconds and is in no "
+        "bar. " + engine
     )
 
 
