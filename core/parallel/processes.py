@@ -44,6 +44,7 @@ MAX_PROCESSES = 16
 PROCESSES = Knob("processes", "Most worker processes", 2, 1, MAX_PROCESSES)
 MATRICES_PER_WORKER = 5  # A, B, the gathered C, the blocks, and rank 0's one-process C
 WORKER_MODULE = "core.parallel.process_worker"
+OVERSUBSCRIBE = 2  # at most this many processes per usable core: enough to show taking turns, not to swamp a server
 Launch = Callable[[list[str], int, RunningJob, torchrun.Emit], torchrun.Launched]
 
 
@@ -161,6 +162,10 @@ def run_processes(config: ProcessesConfig = ProcessesConfig(), hooks: JobHooks =
     the caller's progress hook); a worker that dies is one clear error.
     """
     workers = config.ladder[-1]
+    most = max(2, OVERSUBSCRIBE * usable_cores())
+    if workers > most:  # a shared server: one student's Run must not fill it with processes
+        raise DashboardError(f"at most {most} worker processes on this machine (twice its {usable_cores()} usable "
+                             f"cores), not {workers}: more only take turns on the same cores")
     require_memory(MATRICES_PER_WORKER * workers * config.n * config.n, torch.device(CPU),
                    f"n = {config.n} on {workers} processes")
     with section_job(TITLE, [CPU], hooks, measure_load=True) as job:
