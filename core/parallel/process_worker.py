@@ -63,7 +63,7 @@ class Step:
     def round(self) -> tuple[float, float]:
         """(seconds in my product, seconds in my product plus the gather) for one round on this worker."""
         if self.group is not None:
-            dist.barrier(group=self.group)  # everyone starts together, so the slowest worker is what it looks
+            dist.barrier(group=self.group)  # a common start: the slowest worker's time is the round's length
         t0 = time.perf_counter()
         part = self.block @ self.b
         t1 = time.perf_counter()
@@ -127,7 +127,8 @@ def run_ladder(env: WorkerEnv, n: int, ladder: Sequence[int], budget_s: float, s
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m core.parallel.process_worker",
                                 description="one worker of the marbles across processes (start it with torchrun)")
-    p.add_argument("--size", type=int, required=True, help="A and B are n x n float32 (not --n: torchrun would take it for its own --nnodes)")
+    p.add_argument("--size", type=int, required=True,  # not --n: torchrun would read it as its own --nnodes
+                   help="A and B are n x n float32")
     p.add_argument("--ladder", required=True, help="worker counts to time, comma-separated, e.g. 1,2,4")
     p.add_argument("--budget-s", type=float, required=True, help="seconds of timed rounds over the whole ladder")
     p.add_argument("--seed", type=int, default=0)
