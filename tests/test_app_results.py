@@ -132,10 +132,13 @@ def test_import_a_bad_file(app, data, message):
     assert "No saved runs yet" in _text(at), "the page still works"
 
 
-def test_import_without_a_file(app):
+def test_import_waits_for_a_file(app):
+    """A click before the upload has reached the server would import nothing: the button waits."""
     at = _open(app)
-    at.button(key="results_import").click().run()
-    assert "Choose a JSON file first." in _text(at)
+    assert at.button(key="results_import").disabled
+    at.get("file_uploader")[0].set_value(("laptop.json", json.dumps(matmul_payload(LAPTOP)).encode(), "application/json"))
+    at.run()
+    assert not at.button(key="results_import").disabled
 
 
 def test_delete(app, saved):

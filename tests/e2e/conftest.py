@@ -127,6 +127,18 @@ def wait_for_idle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_selector(APP_IDLE, timeout=timeout_ms)
 
 
+def upload(page, path: Path) -> None:
+    """Choose a file in the page's uploader and wait until the server has it.
+
+    The uploader lists the file at once and uploads it in the background (a spinner on its chip);
+    a click before the upload has finished reaches a script that has no file yet.
+    """
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
+    page.get_by_test_id("stFileChip").first.wait_for()
+    page.get_by_test_id("stFileChipIconSpinner").first.wait_for(state="detached")
+    wait_for_idle(page)
+
+
 TOAST = '[data-testid="stToast"]'
 TOAST_GONE_MS = 8_000  # Streamlit closes a toast after about 4 s
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
+from tests.e2e.conftest import assert_no_exception, screenshot, upload, wait_for_idle
 from tests.review_fixtures import csv_bytes, toy_reviews
 
 pytestmark = pytest.mark.browser
@@ -26,9 +26,7 @@ def test_upload_train_and_see_the_loss_chart(page, streamlit_url, tmp_path):
 
     page.get_by_text("upload a file").click()
     wait_for_idle(page)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
-    page.get_by_text("tiny_reviews.csv").wait_for()
-    wait_for_idle(page)
+    upload(page, csv)
 
     page.get_by_test_id("stMainBlockContainer").get_by_role("button", name="Train").click()
     page.get_by_text("Run history").wait_for(timeout=120_000)
@@ -57,9 +55,7 @@ def test_stop_keeps_the_epochs_done(page, streamlit_url, tmp_path):
     wait_for_idle(page)
     page.get_by_text("upload a file").click()
     wait_for_idle(page)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
-    page.get_by_text("longer_reviews.csv").wait_for()
-    wait_for_idle(page)
+    upload(page, csv)
     page.get_by_text("Vectorizer and model settings").click()
     epochs = page.get_by_label("Epochs")
     epochs.fill("500")
@@ -89,9 +85,7 @@ def test_lecture_preset_trains_and_both_presets_compare(page, streamlit_url, tmp
     wait_for_idle(page)
     page.get_by_text("upload a file").click()
     wait_for_idle(page)
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
-    page.get_by_text("lecture_reviews.csv").wait_for()
-    wait_for_idle(page)
+    upload(page, csv)
     page.get_by_text("the lecture (dense matrix, full-batch steps)").click()
     wait_for_idle(page)
 

@@ -5,7 +5,7 @@ import pytest
 from core.matmul.sweep import SweepConfig, run_sweep
 from core.store import open_store
 from core.store.database import SQLITE_FILE
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
+from tests.e2e.conftest import assert_no_exception, screenshot, upload, wait_for_idle
 from tests.notebook_runner import EXPORT, run_notebook
 
 pytestmark = pytest.mark.browser
@@ -26,9 +26,7 @@ def test_the_notebooks_export_imports_and_overlays_with_a_local_cpu_sweep(page, 
     page.goto(f"{streamlit_url}/results")
     wait_for_idle(page)
     page.get_by_text("Import a result file").click()
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(tmp_path / EXPORT))
-    page.get_by_text("esults.json").first.wait_for()  # the uploader shortens long names: "gpu-vs...esults.json"
-    wait_for_idle(page)
+    upload(page, tmp_path / EXPORT)
     page.get_by_role("button", name="Import", exact=True).click()
     page.get_by_text(f"{EXPORT.name}: imported 2 run(s).").wait_for()
     wait_for_idle(page)

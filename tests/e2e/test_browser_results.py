@@ -1,12 +1,13 @@
 """The Results page in a real headless Chromium, with runs from two machines saved, and a file imported."""
 
 import json
+import time
 
 import pytest
 
 from core.store import open_store
 from core.store.database import SQLITE_FILE
-from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
+from tests.e2e.conftest import assert_no_exception, screenshot, upload, wait_for_idle
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
 
 pytestmark = pytest.mark.browser
@@ -66,11 +67,9 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
     screenshot(page, "results_gflops")
 
     page.get_by_text("Import a result file").click()  # the expander is closed once runs exist
-    upload = tmp_path / "bens-laptop.json"
-    upload.write_text(json.dumps(matmul_payload(LAPTOP, sizes=(128, 256))))
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
-    page.get_by_text("bens-laptop.json").first.wait_for()
-    wait_for_idle(page)
+    laptop = tmp_path / "bens-laptop.json"
+    laptop.write_text(json.dumps(matmul_payload(LAPTOP, sizes=(128, 256))))
+    upload(page, laptop)
     page.get_by_role("button", name="Import", exact=True).click()
     page.get_by_text("bens-laptop.json: imported 1 run(s).").wait_for()
     wait_for_idle(page)
@@ -79,9 +78,7 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
 
     bad = tmp_path / "broken.json"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(bad))
-    page.get_by_text("broken.json").first.wait_for()
-    wait_for_idle(page)
+    upload(page, bad)
     page.get_by_role("button", name="Import", exact=True).click()
     page.get_by_text("broken.json: the file is not text").wait_for()
     wait_for_idle(page)
@@ -102,9 +99,9 @@ def test_an_imported_html_label_is_shown_as_text_not_markup(page, streamlit_url,
     page.goto(f"{streamlit_url}/results")
     wait_for_idle(page)
     page.get_by_text("Import a result file").click()
-    upload = tmp_path / "**evil** [click](https:example.invalid).json"
-    upload.write_text(json.dumps(matmul_payload(LAPTOP, sizes=(128, 256))))
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(upload))
+    evil = tmp_path / "**evil** [click](https:example.invalid).json"
+    evil.write_text(json.dumps(matmul_payload(LAPTOP, sizes=(128, 256))))
+    upload(page, evil)
     page.get_by_label("Label for the imported runs (optional)").fill(HOSTILE)
     page.get_by_label("Label for the imported runs (optional)").press("Enter")
     wait_for_idle(page)
@@ -123,3 +120,26 @@ def test_an_imported_html_label_is_shown_as_text_not_markup(page, streamlit_url,
     assert page.locator("strong", has_text="evil").count() == 0, "the file name's Markdown is not rendered"
     assert page.get_by_text("**evil** [click](https:example.invalid).json: imported 1 run(s).").count() == 1
     screenshot(page, "results-html-label")
+
+
+def test_import_waits_for_a_slow_upload(page, streamlit_url, seeded, tmp_path):
+    """On a busy classroom network the upload lags the file's name: Import stays disabled until it lands."""
+    store, _ = seeded
+    page.goto(f"{streamlit_url}/results")
+    wait_for_idle(page)
+    page.get_by_text("Import a result file").click()
+    slow = tmp_path / "slow-laptop.json"
+    slow.write_text(json.dumps(matmul_payload(LAPTOP, sizes=(128, 256))))
+
+    def late(route):
+        time.sleep(2.0)  # the upload request is held back; the page shows the file's chip meanwhile
+        route.continue_()
+
+    page.route("**/_stcore/upload_file/**", late)
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(slow))
+    page.get_by_test_id("stFileChipIconSpinner").wait_for()  # still uploading
+    button = page.get_by_role("button", name="Import", exact=True)
+    assert button.is_disabled()
+    button.click()  # Playwright's click waits for the button to become enabled, as a user's second click would
+    page.get_by_text("slow-laptop.json: imported 1 run(s).").wait_for()
+    assert len(store.list_runs()) == 4
