@@ -121,10 +121,24 @@ def page(browser):
     context.close()
 
 
+SETTLE_MS = 300  # a widget's rerun request leaves the app marked notRunning until the server starts the run
+
+
 def wait_for_idle(page, timeout_ms: int = 120_000) -> None:
-    """Wait until the script has run to the end: Streamlit marks the app `notRunning`."""
+    """Wait until the script has run to the end and stayed idle for SETTLE_MS.
+
+    Streamlit marks the app `notRunning` between runs, but a click or a changed widget does not
+    change that mark when it asks for a rerun: only the server's "run started" does. Seen straight
+    after a click, `notRunning` may describe the run before it; seen twice, SETTLE_MS apart, it
+    describes the run the click asked for.
+    """
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
-    page.wait_for_selector(APP_IDLE, timeout=timeout_ms)
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        page.wait_for_selector(APP_IDLE, timeout=max(1, (deadline - time.monotonic()) * 1000))
+        page.wait_for_timeout(SETTLE_MS)
+        if page.locator(APP_IDLE).count():  # else a run started meanwhile: wait for it too (or time out above)
+            return
 
 
 def upload(page, path: Path) -> None:
