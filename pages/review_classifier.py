@@ -7,11 +7,10 @@ import streamlit as st
 from core.charts.classifier import accuracy_curve, loss_curves
 from core.classifier.runs import DONE
 from core.classifier.training import predict
-from core.classifier.workbench import Workbench
 from core.errors import DashboardError
 from core.plain_text import for_markdown
 from pages.shared.classifier_widgets import (
-    data_choice, preset_race_view, run_history, run_metrics, scaling_section, settings_form,
+    data_choice, preset_race_view, run_history, run_metrics, scaling_section, settings_form, workbench,
 )
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
@@ -19,7 +18,7 @@ from pages.shared.result_store import save_run
 
 through_app()
 TICK_BATCHES = 20  # touch the page every N batches so that Stop takes effect within a few batches
-bench: Workbench = st.session_state.setdefault("clf_bench", Workbench())
+bench = workbench()
 bench.mark_interrupted()  # a run still 'running' at the top of the script was stopped
 
 st.title("Review classifier")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from tests.review_fixtures import csv_bytes, keep_cuda_on_cpu, toy_reviews
 
 PAGE = "pages/review_classifier.py"
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
 
 
 @pytest.fixture
@@ -224,3 +226,13 @@ def test_the_lecture_preset_trains_from_its_own_settings(app, no_gpu, toy_csv):
     assert not app.exception, app.exception
     [run] = app.session_state["clf_bench"].runs
     assert run.config.preset == "lecture" and len(run.epochs) == 10 and run.label.endswith("lecture")
+
+
+def test_two_students_share_one_feature_set(no_gpu, toy_csv):
+    """Two browser sessions, same reviews and settings: the second trains on the first one's matrices."""
+    first = _train_on(_open(AppTest.from_file(APP, default_timeout=120)), toy_csv)
+    second = _train_on(_open(AppTest.from_file(APP, default_timeout=120)), toy_csv)
+    a, b = (s.session_state["clf_bench"] for s in (first, second))
+    assert a is not b and a.shared is b.shared
+    assert a.prep is not None and b.prep is not None and a.prep[0] is b.prep[0]
+    assert [len(s.runs) for s in (a, b)] == [1, 1] and b.runs[0].status == "done"

@@ -22,6 +22,7 @@ from core.classifier.loaders import Reviews, load_uploads
 from core.classifier.model import ClassifierConfig
 from core.classifier.preset_race import PresetRace, preset_race, race_configs
 from core.classifier.runs import RunRecord, interrupted
+from core.classifier.shared_features import SharedFeatures, reviews_digest
 from core.classifier.training import EpochReport, TrainResult, prepare, train
 from core.errors import DashboardError
 from core.platform.devices import available_devices, has_gpu
@@ -101,6 +102,8 @@ class Workbench:
     preset_race: PresetRace | None = None  # the latest "both presets" comparison
     kept_preps: dict[Hashable, tuple[Features, BaselineResult]] = field(default_factory=dict)  # newest last
     status: str = ""  # the latest line about the current run
+    shared: SharedFeatures[tuple[Features, BaselineResult]] | None = None  # the server's, shared by every session
+    reviews_id: str = ""  # the loaded reviews' content, for `shared`; "" until first needed
 
     def mark_interrupted(self) -> None:
         """At the top of a script run nothing trains, so a run still 'running' was stopped."""
@@ -113,6 +116,7 @@ class Workbench:
         """The chosen reviews, read only if the choice changed since the last load."""
         if self.needs_loading(choice):
             self.reviews, self.reviews_key = choice.load(progress), choice.key
+            self.reviews_id = ""  # named again when `shared` first needs it
             self.prep = self.prep_key = None
             self.kept_preps.clear()
         assert self.reviews is not None
@@ -127,13 +131,24 @@ class Workbench:
             raise DashboardError("load reviews first")
         if self.needs_prepare(config):
             key = (self.reviews_key, features_key(config))
-            built = self.kept_preps.pop(key, None) or prepare(self.reviews, config, hooks)
+            built = self.kept_preps.pop(key, None) or self._build(config, hooks)
             self.kept_preps[key] = built
             while len(self.kept_preps) > PREP_KEPT:
                 self.kept_preps.pop(next(iter(self.kept_preps)))
             self.prep, self.prep_key = built, key
         assert self.prep is not None
         return self.prep
+
+    def _build(self, config: ClassifierConfig, hooks: JobHooks | None) -> tuple[Features, BaselineResult]:
+        """Prepare the features, or take the ones another session built from the same reviews and settings."""
+        reviews = self.reviews
+        assert reviews is not None
+        if self.shared is None:
+            return prepare(reviews, config, hooks)
+        self.reviews_id = self.reviews_id or reviews_digest(reviews)
+        return self.shared.get_or_build((self.reviews_id, features_key(config)),
+                                        lambda: prepare(reviews, config, hooks),
+                                        None if hooks is None else hooks.should_stop)
 
     def train(self, config: ClassifierConfig, hooks: JobHooks, *, race: bool = False, both: bool = False,
               on_done: Callable[[TrainResult, BaselineResult], None] | None = None) -> list[TrainResult]:

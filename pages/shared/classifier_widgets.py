@@ -18,6 +18,7 @@ from core.classifier.model import INPUT_MODES, PRESETS, ClassifierConfig, preset
 from core.classifier.preset_race import CHAIN_TITLE, PresetRace
 from core.classifier.runs import RunRecord, table_rows
 from core.classifier.scaling import WORKER_COUNTS, measure_scaling, worker_data
+from core.classifier.shared_features import SharedFeatures
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload, Workbench
 from core.errors import DashboardError
 from core.plain_text import for_markdown
@@ -25,6 +26,19 @@ from core.platform.devices import NEEDS_GPU, available_devices, has_gpu
 from core.platform.units import percent
 from pages.shared.device_wait import page_job
 from pages.shared.notices import gpu_badge, load_notice
+
+@st.cache_resource(show_spinner=False)
+def server_features() -> SharedFeatures:
+    """One store of built feature sets for every session of this server (core.classifier.shared_features)."""
+    return SharedFeatures()
+
+
+def workbench() -> Workbench:
+    """This session's Workbench, sharing the server's feature sets with every other session."""
+    bench: Workbench = st.session_state.setdefault("clf_bench", Workbench())
+    bench.shared = server_features()
+    return bench
+
 
 def data_choice() -> DataChoice:
     """The reviews radio, with a Download button for a built-in set not in the cache yet, an uploader or a path."""
