@@ -3,8 +3,8 @@
 Each of N sessions (a Review classifier Workbench, as the page keeps one per browser) loads
 rt-polarity and prepares the default preset's features and LogisticRegression baseline, all at
 once from N threads, as a class pressing Train together does. Twice, each in a fresh child process
-so its memory is its own: without the server's SharedFeatures (every session builds and keeps its
-own) and with it (core.classifier.shared_features). Reported: builds, wall seconds until every
+so its memory is its own: without the server's SharedBuilds (every session builds and keeps its
+own) and with it (core.classifier.shared_builds). Reported: builds, wall seconds until every
 session has its features, the child's CPU seconds, and its RSS growth while the sessions hold them.
 The sessions stay open (their features kept) when RSS is read, as open tabs keep them.
 
@@ -39,14 +39,14 @@ RESULTS = ROOT / "bench" / "results"
 def child(data: Path, sessions: int, shared: bool) -> dict:
     """One measurement, in this process: N sessions prepare the same features from N threads."""
     from core.classifier.model import ClassifierConfig
-    from core.classifier.shared_features import SharedFeatures
+    from core.classifier.shared_builds import SharedBuilds
     from core.classifier.workbench import PATH, DataChoice, Workbench
 
     os.environ["GPU_VS_CPU_DATA_ROOTS"] = str(data)
     me = psutil.Process()
     config = ClassifierConfig(device="cpu")
-    store = SharedFeatures() if shared else None
-    benches = [Workbench(shared=store) for _ in range(sessions)]
+    store = SharedBuilds() if shared else None
+    benches = [Workbench(shared_features=store) for _ in range(sessions)]
     for bench in benches:  # reading the files is not what is compared: every session reads its own copy
         bench.load(DataChoice(PATH, path=str(data)))
     rss0, cpu0, t0 = me.memory_info().rss, sum(me.cpu_times()[:2]), time.perf_counter()

@@ -233,6 +233,6 @@ def test_two_students_share_one_feature_set(no_gpu, toy_csv):
     first = _train_on(_open(AppTest.from_file(APP, default_timeout=120)), toy_csv)
     second = _train_on(_open(AppTest.from_file(APP, default_timeout=120)), toy_csv)
     a, b = (s.session_state["clf_bench"] for s in (first, second))
-    assert a is not b and a.shared is b.shared
+    assert a is not b and a.shared_features is b.shared_features and a.shared_reviews is b.shared_reviews
     assert a.prep is not None and b.prep is not None and a.prep[0] is b.prep[0]
     assert [len(s.runs) for s in (a, b)] == [1, 1] and b.runs[0].status == "done"

@@ -22,7 +22,7 @@ from core.classifier.loaders import Reviews, load_uploads
 from core.classifier.model import ClassifierConfig
 from core.classifier.preset_race import PresetRace, preset_race, race_configs
 from core.classifier.runs import RunRecord, interrupted
-from core.classifier.shared_features import SharedFeatures, reviews_digest
+from core.classifier.shared_builds import SharedBuilds, reviews_digest
 from core.classifier.training import EpochReport, TrainResult, prepare, train
 from core.errors import DashboardError
 from core.platform.devices import available_devices, has_gpu
@@ -102,8 +102,9 @@ class Workbench:
     preset_race: PresetRace | None = None  # the latest "both presets" comparison
     kept_preps: dict[Hashable, tuple[Features, BaselineResult]] = field(default_factory=dict)  # newest last
     status: str = ""  # the latest line about the current run
-    shared: SharedFeatures[tuple[Features, BaselineResult]] | None = None  # the server's, shared by every session
-    reviews_id: str = ""  # the loaded reviews' content, for `shared`; "" until first needed
+    shared_features: SharedBuilds[tuple[Features, BaselineResult]] | None = None  # the server's, for every session
+    shared_reviews: SharedBuilds[Reviews] | None = None  # the server's built-in data sets, read once
+    reviews_id: str = ""  # the loaded reviews' content, for `shared_features`; "" until first needed
 
     def mark_interrupted(self) -> None:
         """At the top of a script run nothing trains, so a run still 'running' was stopped."""
@@ -115,12 +116,18 @@ class Workbench:
     def load(self, choice: DataChoice, progress: ProgressCallback | None = None) -> Reviews:
         """The chosen reviews, read only if the choice changed since the last load."""
         if self.needs_loading(choice):
-            self.reviews, self.reviews_key = choice.load(progress), choice.key
-            self.reviews_id = ""  # named again when `shared` first needs it
+            self.reviews, self.reviews_key = self._read(choice, progress), choice.key
+            self.reviews_id = ""  # named again when `shared_features` first needs it
             self.prep = self.prep_key = None
             self.kept_preps.clear()
         assert self.reviews is not None
         return self.reviews
+
+    def _read(self, choice: DataChoice, progress: ProgressCallback | None) -> Reviews:
+        """Read the reviews; a built-in data set is read (and downloaded) once for every session of the server."""
+        if self.shared_reviews is None or choice.source not in BUILTIN_DATASETS:
+            return choice.load(progress)
+        return self.shared_reviews.get_or_build(choice.key, lambda: choice.load(progress))
 
     def needs_prepare(self, config: ClassifierConfig) -> bool:
         return self.prep is None or self.prep_key != (self.reviews_key, features_key(config))
@@ -143,10 +150,10 @@ class Workbench:
         """Prepare the features, or take the ones another session built from the same reviews and settings."""
         reviews = self.reviews
         assert reviews is not None
-        if self.shared is None:
+        if self.shared_features is None:
             return prepare(reviews, config, hooks)
         self.reviews_id = self.reviews_id or reviews_digest(reviews)
-        return self.shared.get_or_build((self.reviews_id, features_key(config)),
+        return self.shared_features.get_or_build((self.reviews_id, features_key(config)),
                                         lambda: prepare(reviews, config, hooks),
                                         None if hooks is None else hooks.should_stop)
 

@@ -12,13 +12,15 @@ from typing import Any
 import streamlit as st
 
 from core.classifier.datasets import BUILTIN_DATASETS, fetch, is_cached
-from core.classifier.features import WEIGHTINGS
+from core.classifier.baseline import BaselineResult
+from core.classifier.features import WEIGHTINGS, Features
+from core.classifier.loaders import Reviews
 from core.charts.classifier import METRICS, overlay, preset_race_chart, scaling_chart
 from core.classifier.model import INPUT_MODES, PRESETS, ClassifierConfig, preset_config
 from core.classifier.preset_race import CHAIN_TITLE, PresetRace
 from core.classifier.runs import RunRecord, table_rows
 from core.classifier.scaling import WORKER_COUNTS, measure_scaling, worker_data
-from core.classifier.shared_features import SharedFeatures
+from core.classifier.shared_builds import SharedBuilds
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload, Workbench
 from core.errors import DashboardError
 from core.plain_text import for_markdown
@@ -28,15 +30,15 @@ from pages.shared.device_wait import page_job
 from pages.shared.notices import gpu_badge, load_notice
 
 @st.cache_resource(show_spinner=False)
-def server_features() -> SharedFeatures:
-    """One store of built feature sets for every session of this server (core.classifier.shared_features)."""
-    return SharedFeatures()
+def server_builds() -> tuple[SharedBuilds[Reviews], SharedBuilds[tuple[Features, BaselineResult]]]:
+    """The built-in data sets and the feature sets this server has built, for every session."""
+    return SharedBuilds(max_entries=2), SharedBuilds()
 
 
 def workbench() -> Workbench:
-    """This session's Workbench, sharing the server's feature sets with every other session."""
+    """This session's Workbench, sharing the server's data sets and feature sets with every other session."""
     bench: Workbench = st.session_state.setdefault("clf_bench", Workbench())
-    bench.shared = server_features()
+    bench.shared_reviews, bench.shared_features = server_builds()
     return bench
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from core.classifier import workbench
 from core.classifier.model import ClassifierConfig
-from core.classifier.shared_features import SharedFeatures, reviews_digest
+from core.classifier.shared_builds import SharedBuilds, reviews_digest
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload, Workbench
 from core.platform.device_lock import JobCancelled
 from core.platform.jobs import JobHooks
@@ -21,14 +21,14 @@ FAST = ClassifierConfig(hidden=4, lr=0.3, batch_size=16, epochs=1, weighting="bi
 
 
 def test_a_value_is_built_once_and_then_shared():
-    store: SharedFeatures[object] = SharedFeatures()
+    store: SharedBuilds[object] = SharedBuilds()
     first = store.get_or_build("k", object)
     assert store.get_or_build("k", lambda: pytest.fail("built twice")) is first
     assert store.builds == 1 and len(store) == 1
 
 
 def test_the_oldest_value_is_dropped_past_the_bound():
-    store: SharedFeatures[str] = SharedFeatures(max_entries=2)
+    store: SharedBuilds[str] = SharedBuilds(max_entries=2)
     for key in "abc":
         store.get_or_build(key, lambda key=key: key * 2)
     store.get_or_build("b", lambda: pytest.fail("b was kept"))  # b is now the newest
@@ -38,7 +38,7 @@ def test_the_oldest_value_is_dropped_past_the_bound():
 
 
 def test_sessions_asking_together_wait_for_one_build():
-    store: SharedFeatures[int] = SharedFeatures()
+    store: SharedBuilds[int] = SharedBuilds()
     started, release, calls, got = threading.Event(), threading.Event(), [], []
 
     def slow_build() -> int:
@@ -60,7 +60,7 @@ def test_sessions_asking_together_wait_for_one_build():
 
 
 def test_a_failed_build_stores_nothing_and_the_next_session_builds():
-    store: SharedFeatures[int] = SharedFeatures()
+    store: SharedBuilds[int] = SharedBuilds()
 
     def broken() -> int:
         raise ValueError("bad setting")
@@ -71,7 +71,7 @@ def test_a_failed_build_stores_nothing_and_the_next_session_builds():
 
 
 def test_stop_while_another_session_builds():
-    store: SharedFeatures[int] = SharedFeatures()
+    store: SharedBuilds[int] = SharedBuilds()
     started, release = threading.Event(), threading.Event()
 
     def slow_build() -> int:
@@ -115,8 +115,8 @@ def test_two_sessions_share_one_feature_set_and_train_on_it(toy_csv, monkeypatch
     built = []
     real = workbench.prepare
     monkeypatch.setattr(workbench, "prepare", lambda *a: built.append(1) or real(*a))
-    shared = SharedFeatures()
-    ana, ben = Workbench(shared=shared), Workbench(shared=shared)
+    shared = SharedBuilds()
+    ana, ben = Workbench(shared_features=shared), Workbench(shared_features=shared)
     ana.load(DataChoice(PATH, path=str(toy_csv)))
     ben.load(DataChoice(UPLOAD, uploads=(Upload("toy.csv", toy_csv.read_bytes(), "id-1"),)))  # same rows, uploaded
     ben.reviews = replace(ben.reviews, source=ana.reviews.source)  # as two sessions reading one file would name it
@@ -129,11 +129,22 @@ def test_two_sessions_share_one_feature_set_and_train_on_it(toy_csv, monkeypatch
 
 
 def test_other_reviews_never_share_features(toy_csv, tmp_path):
-    shared = SharedFeatures()
+    shared = SharedBuilds()
     other = tmp_path / "other.csv"
     reviews = toy_reviews(30, seed=1)
     other.write_bytes(csv_bytes([(t, str(int(y))) for t, y in zip(reviews.texts, reviews.labels)]))
-    ana, ben = Workbench(shared=shared), Workbench(shared=shared)
+    ana, ben = Workbench(shared_features=shared), Workbench(shared_features=shared)
     ana.load(DataChoice(PATH, path=str(toy_csv)))
     ben.load(DataChoice(PATH, path=str(other)))
     assert ana.prepared(FAST)[0].n_train != ben.prepared(FAST)[0].n_train and shared.builds == 2
+
+
+def test_a_built_in_data_set_is_read_once_for_every_session(monkeypatch, toy_csv):
+    reads = []
+    monkeypatch.setattr(DataChoice, "load", lambda self, progress=None: reads.append(self.key) or toy_reviews(20))
+    shared: SharedBuilds = SharedBuilds(max_entries=2)
+    ana, ben = Workbench(shared_reviews=shared), Workbench(shared_reviews=shared)
+    assert ana.load(DataChoice("rt-polarity")) is ben.load(DataChoice("rt-polarity")) and len(reads) == 1
+    ana.load(DataChoice(PATH, path=str(toy_csv)))  # a server path or an upload is the session's own
+    ben.load(DataChoice(PATH, path=str(toy_csv)))
+    assert len(reads) == 3 and ana.reviews is not ben.reviews

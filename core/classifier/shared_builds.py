@@ -1,15 +1,16 @@
-"""Feature sets built once for every session of a server, not once per student.
+"""What the Review classifier builds once for every session of a server, not once per student.
 
-A class presses Train on the same reviews with the same settings: each session building its own
-document-term matrices costs about a second of CPU under the device lock and ~30 MiB (rt-polarity,
-the mini-batch preset's 104,903 terms), so sixty students would hold ~2 GB of identical copies.
-`SharedFeatures` keeps the few newest (Features, baseline) pairs by what they are built from, the
-reviews' content and the settings (`features_key`), and builds each at most once at a time: a
-session that asks while another builds the same pair waits for it (and can still be stopped).
+A class presses Train on the same reviews with the same settings. Per session, reading a built-in
+data set costs its parse (aclImdb: ~65 MB of text) and building the document-term matrices about a
+second of CPU under the device lock and ~30 MiB (rt-polarity, the mini-batch preset's 104,903
+terms): sixty students would hold sixty identical copies. `SharedBuilds` keeps the few newest
+values by what they are built from (a built-in data set's name; the reviews' content and the
+feature settings, `features_key`), and builds each at most once at a time: a session that asks
+while another builds the same value waits for it (and can still be stopped).
 
 It is an explicit object, made once per server by the page (`st.cache_resource`) and handed to
-each session's Workbench; core keeps no hidden global. The pairs are read, never written, by
-training, so sessions on other threads can share them.
+each session's Workbench; core keeps no hidden global. Training and prediction only read the
+values, so sessions on other threads can share them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from core.platform.device_lock import JobCancelled
 from core.platform.jobs import STOPPED_BY_USER, StopCheck
 
 T = TypeVar("T")
-MAX_ENTRIES = 4  # two presets (the lecture caps its vocabulary) of two data sets; rt-polarity's largest is ~30 MiB
+MAX_ENTRIES = 4  # e.g. two presets (the lecture caps its vocabulary) of two data sets; rt-polarity's largest ~30 MiB
 WAIT_POLL_S = 0.1  # how often a waiting session asks whether its user pressed Stop
 
 
@@ -42,7 +43,7 @@ def reviews_digest(reviews: Reviews) -> str:
     return h.hexdigest()
 
 
-class SharedFeatures(Generic[T]):
+class SharedBuilds(Generic[T]):
     """A bounded, thread-safe store that builds each value at most once at a time."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
@@ -72,7 +73,7 @@ class SharedFeatures(Generic[T]):
                     break
             while not pending.wait(WAIT_POLL_S):  # another session builds it: wait, then look again
                 if should_stop is not None and should_stop():
-                    raise JobCancelled(f"{STOPPED_BY_USER} while another session built the same features")
+                    raise JobCancelled(f"{STOPPED_BY_USER} while another session built the same thing")
         try:
             value = build()
             with self._lock:
