@@ -154,8 +154,8 @@ class Workbench:
             return prepare(reviews, config, hooks)
         self.reviews_id = self.reviews_id or reviews_digest(reviews)
         return self.shared_features.get_or_build((self.reviews_id, features_key(config)),
-                                        lambda: prepare(reviews, config, hooks),
-                                        None if hooks is None else hooks.should_stop)
+                                                 lambda: prepare(reviews, config, hooks),
+                                                 None if hooks is None else hooks.should_stop)
 
     def train(self, config: ClassifierConfig, hooks: JobHooks, *, race: bool = False, both: bool = False,
               on_done: Callable[[TrainResult, BaselineResult], None] | None = None) -> list[TrainResult]:

@@ -29,6 +29,7 @@ from core.platform.units import percent
 from pages.shared.device_wait import page_job
 from pages.shared.notices import gpu_badge, load_notice
 
+
 @st.cache_resource(show_spinner=False)
 def server_builds() -> tuple[SharedBuilds[Reviews], SharedBuilds[tuple[Features, BaselineResult]]]:
     """The built-in data sets and the feature sets this server has built, for every session."""
