@@ -3,8 +3,8 @@
 A page keeps one `Workbench` in its session. Loading reviews and building the document-term
 matrices take seconds, so each is redone only when what it depends on changed (`DataChoice.key`,
 `features_key`), and with the server's `SharedBuilds` a built-in data set or a feature set another
-session already built is taken rather than built again; a run is recorded report by report (`RunRecord`), so a Stop or a rerun keeps
-everything measured. `Workbench.train` is the Train and "Race CPU vs GPU" buttons: the same
+session already built is taken rather than built again; a run is recorded report by report
+(`RunRecord`), so a Stop or a rerun keeps everything measured. `Workbench.train` is the Train and "Race CPU vs GPU" buttons: the same
 config (and preset), hence the same seed, on one device or on the CPU and then the first GPU; with
 `both=True` it is the "Both presets" button: each preset's defaults from that seed on the CPU and
 the first GPU (the CPU half alone without one), kept as `preset_race` (core.classifier.preset_race).
