@@ -24,7 +24,8 @@ bench.mark_interrupted()  # a run still 'running' at the top of the script was s
 st.title("Review classifier")
 st.caption("The lecture's network, `Linear(V, hidden) → ReLU → Linear(hidden, 1) → Sigmoid` with BCELoss and SGD, "
            "learns to tell positive from negative movie reviews. Only the device changes between runs.")
-choice, settings = data_choice(), settings_form()
+choice = data_choice()
+settings = settings_form(waiting_for=choice.waiting_for)
 status, metrics_slot, loss_slot, acc_slot = st.empty(), st.empty(), st.empty(), st.empty()
 
 if settings.train or settings.race or settings.both:

@@ -236,3 +236,18 @@ def test_two_students_share_one_feature_set(no_gpu, toy_csv):
     assert a is not b and a.shared_features is b.shared_features and a.shared_reviews is b.shared_reviews
     assert a.prep is not None and b.prep is not None and a.prep[0] is b.prep[0]
     assert [len(s.runs) for s in (a, b)] == [1, 1] and b.runs[0].status == "done"
+
+
+def test_runs_wait_for_the_upload(app, no_gpu):
+    """A click before the uploaded file reaches the server would find none: Train, Race and Both wait for it."""
+    _open(app)
+    app.radio(key="clf_source").set_value("upload").run()
+    for key in ("clf_train", "clf_race", "clf_both"):
+        assert app.button(key=key).disabled and "Waiting for a file to be uploaded" in app.button(key=key).help
+    reviews = toy_reviews(20)
+    data = csv_bytes([(t, str(int(y))) for t, y in zip(reviews.texts, reviews.labels)])
+    app.get("file_uploader")[0].set_value([("tiny.csv", data, "text/csv")]).run()
+    assert not app.button(key="clf_train").disabled and not app.button(key="clf_both").disabled
+    assert app.button(key="clf_race").disabled  # no GPU here: the race stays off for its own reason
+    app.button(key="clf_train").click().run()
+    assert not app.exception and app.session_state["clf_bench"].runs[-1].status == "done"

@@ -56,6 +56,15 @@ class DataChoice:
             return UPLOAD, tuple((u.name, len(u.data), u.file_id) for u in self.uploads)
         return "source", self.source if self.source in BUILTIN_DATASETS else self.path
 
+    @property
+    def waiting_for(self) -> str:
+        """What this choice still needs before a run can read it; '' when nothing.
+
+        An uploader lists a file at once and sends it in the background, so a click before it
+        arrives would find no file: the page disables its run buttons while this says why.
+        """
+        return "a file to be uploaded" if self.source == UPLOAD and not self.uploads else ""
+
     def load(self, progress: ProgressCallback | None = None) -> Reviews:
         if self.source == UPLOAD:
             return load_uploads([(u.name, u.data) for u in self.uploads])

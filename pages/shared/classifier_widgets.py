@@ -84,11 +84,12 @@ class SettingsForm:
         return ClassifierConfig(**self.values)
 
 
-def settings_form() -> SettingsForm:
+def settings_form(waiting_for: str = "") -> SettingsForm:
     """The preset, the settings expander, the device, the Results name, and the Train, Race, Both and Stop buttons.
 
     Each preset keeps its own widgets (keys `clf_*` for mini-batch, `clf_*_lecture` for the lecture), so
-    switching shows that preset's defaults and keeps what was typed for the other."""
+    switching shows that preset's defaults and keeps what was typed for the other. `waiting_for` names
+    what the runs still need (an upload that has not reached the server): Train, Race and Both wait."""
     preset = st.radio("Preset", list(PRESETS), format_func=PRESETS.get, key="clf_preset", horizontal=True,
                       help="the lecture: the whole dense matrix on the device, one full-batch update per step (10 in "
                            "all); mini-batch: sparse batches of 64 with momentum and weight decay (the best accuracy)")
@@ -134,13 +135,16 @@ def settings_form() -> SettingsForm:
     if not has_gpu():
         gpu_badge("runs use the CPU; with a GPU you could race the same run on both and compare them by wall time")
     buttons = st.container(horizontal=True)
-    train = buttons.button("Train", type="primary", key="clf_train", icon=":material/play_arrow:")
-    race = buttons.button("Race CPU vs GPU", key="clf_race", icon=":material/sprint:", disabled=not has_gpu(),
+    wait = f". Waiting for {waiting_for}" if waiting_for else ""
+    train = buttons.button("Train", type="primary", key="clf_train", icon=":material/play_arrow:",
+                           disabled=bool(waiting_for), help=wait.removeprefix(". ") or None)
+    race = buttons.button("Race CPU vs GPU", key="clf_race", icon=":material/sprint:",
+                          disabled=not has_gpu() or bool(waiting_for),
                           help="the chosen preset, same seed, on the CPU and then on the GPU; compare them by wall time "
-                               "below" + ("" if has_gpu() else f". Disabled: the race {NEEDS_GPU}"))
-    both = buttons.button("Both presets", key="clf_both", icon=":material/compare_arrows:",
+                               "below" + ("" if has_gpu() else f". Disabled: the race {NEEDS_GPU}") + wait)
+    both = buttons.button("Both presets", key="clf_both", icon=":material/compare_arrows:", disabled=bool(waiting_for),
                           help="each preset's defaults from this seed on the CPU and the GPU (the CPU alone without "
-                               "one): seconds per update and per epoch side by side")
+                               "one): seconds per update and per epoch side by side" + wait)
     buttons.button("Stop", key="clf_stop", icon=":material/stop:", help="stops within a few batches; results so far stay")
     if not has_gpu():
         st.caption(f"*Race CPU vs GPU* is off: it {NEEDS_GPU}.")
