@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(format_table(["check", "ratio", "target", "figures"], rows))
     print()
-    roofs = [[d.series, d.peak_gflops, d.theoretical_gflops, d.bandwidth_gbs, (d.launch_s or 0) * 1e6]
-             for d in run.devices_roofs]
-    print(format_table(["series", "peak GFLOP/s", "theory GFLOP/s", "GB/s", "launch µs"], roofs))
+    roofs = [[d.series, d.peak_gflops, d.theoretical_gflops, d.bandwidth_gbs, (d.launch_s or 0) * 1e6,
+              None if d.wake_s is None else d.wake_s * 1e6] for d in run.devices_roofs]
+    print(format_table(["series", "peak GFLOP/s", "theory GFLOP/s", "GB/s", "launch µs", "wake µs"], roofs))
     print(f"\nroofline run {wall:.1f} s; load average {load_before:.2f} before, {load_after:.2f} after; "
           f"{os.cpu_count()} logical cores, torch {torch.__version__}")
 

@@ -2,6 +2,7 @@
 whole run under a fake clock, the GPU paths under the fake CUDA, and the result's JSON round trip."""
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from core.results import read_result
 from core.results.files import read_import
 from core.results.jsonio import dumps
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
+from core.platform import timing
+from core.platform.timing import Measurement
 from core.roofline import probes, theory
 from core.roofline.explain import crossover_sentence, model_error_text, model_errors
 from core.roofline.model import RooflineModel, intensity, predict_crossover
@@ -136,6 +139,40 @@ def test_launch_cost_is_the_median_of_a_tiny_product(step_clock):
     assert probes.launch_s(torch.device("cpu"), torch.float32, budget_s=0.2) == pytest.approx(0.02)
 
 
+def test_wake_cost_is_what_a_split_add_takes_beyond_its_share(monkeypatch):
+    """One thread: 40 µs of work. Split over two: 20 µs each, and the 30 µs measured holds 10 µs of waking."""
+    seen = []
+
+    def fake_measure(fn, device, *, budget_s, **kw):
+        seen.append(torch.get_num_threads())
+        fn()
+        per_call = {1: 40e-6, 2: 30e-6, 4: 5e-6}[torch.get_num_threads()]
+        return Measurement((per_call,) * 5, 1, per_call)
+
+    monkeypatch.setattr(timing, "measure", fake_measure)
+    before = torch.get_num_threads()
+    assert probes.wake_s(2, budget_s=0.2) == pytest.approx(10e-6)
+    assert seen == [1, 2] and torch.get_num_threads() == before, "threads restored"
+    assert probes.wake_s(4, budget_s=0.2) == 0.0  # faster than a perfect split: noise, never a negative cost
+
+
+def test_the_wake_cost_moves_the_predicted_crossover_where_a_second_thread_pays_off():
+    """Two threads double the roof but pay 20 µs to wake: they win once n^3 / p1 exceeds the wake, n = 100 here."""
+    one = replace(_roofs("cpu float32 1 thread", "cpu", 1e-6, 50.0, 20.0), threads=1)
+    two = replace(_roofs("cpu float32 2 threads", "cpu", 1e-6, 100.0, 20.0, wake_s=20e-6), threads=2)
+    fast, slow = model_of(two), model_of(one)
+    assert fast is not None and slow is not None and fast.overhead_s == pytest.approx(21e-6)
+    # 1e-6 + 2n^3/50e9 = 21e-6 + 2n^3/100e9  ->  n^3 / 50e9 = 20e-6  ->  n = 100
+    assert predict_crossover(fast, slow) == pytest.approx(100.0, rel=1e-6)
+    without_wake = model_of(_roofs("cpu float32 2 threads", "cpu", 1e-6, 100.0, 20.0))
+    assert without_wake is not None and predict_crossover(without_wake, slow) < 20  # the old model: where compute outgrows memory
+    run = RooflineRun((one, two), (), predicted_crossover_n=100, measured_crossover_n=96, challenger=two.series,
+                      baseline=one.series)
+    text = crossover_sentence(run)
+    assert "21 µs with 2 threads (1 µs for a product too small to split, plus 20 µs to wake the other threads)" in text
+    assert "against 1 µs for cpu float32 1 thread" in text
+
+
 def test_a_whole_run_under_a_fake_clock(step_clock, monkeypatch):
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     config = RooflineConfig(devices=("cpu",), sizes=(8, 16), budget_s=1.0)
@@ -146,6 +183,9 @@ def test_a_whole_run_under_a_fake_clock(step_clock, monkeypatch):
     for roofs in result.devices_roofs:
         assert roofs.launch_s == pytest.approx(0.02) and roofs.h2d_gbs is None and roofs.d2h_gbs is None
         assert roofs.peak_gflops == pytest.approx(2 * 16**3 / 0.02 / 1e9)  # the best product: n = 16
+    one, two = result.devices_roofs
+    assert one.wake_s is None and two.wake_s == pytest.approx(0.02 - 0.02 / 2)  # t(2) - t(1) / 2 on the step clock
+    assert two.overhead_s == pytest.approx(0.03) and one.overhead_s == pytest.approx(0.02)
     assert sorted(p.n for p in result.points) == [8, 8, 16, 16]
     assert all(p.median_s == pytest.approx(0.02) for p in result.points)
     # identical constants: neither series is ever ahead, in the model or in the sweep

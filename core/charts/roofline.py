@@ -124,7 +124,8 @@ def roofs_table(run: RooflineRun) -> pd.DataFrame:
     """One row per series: the constants the model uses, and where the theoretical peak came from."""
     rows = [{"series": d.series, "peak GFLOP/s": d.peak_gflops, "theoretical GFLOP/s": d.theoretical_gflops,
              "bandwidth GB/s": d.bandwidth_gbs, "ridge (flop/B)": d.ridge_intensity,
-             "launch µs": None if d.launch_s is None else d.launch_s * 1e6, "H2D GB/s": d.h2d_gbs, "D2H GB/s": d.d2h_gbs,
+             "launch µs": None if d.launch_s is None else d.launch_s * 1e6,
+             "wake µs": None if d.wake_s is None else d.wake_s * 1e6, "H2D GB/s": d.h2d_gbs, "D2H GB/s": d.d2h_gbs,
              "H2D pinned GB/s": d.h2d_pinned_gbs, "D2H pinned GB/s": d.d2h_pinned_gbs,
              "theoretical peak from": d.theoretical_note} for d in run.devices_roofs]
     return pd.DataFrame(rows)

@@ -59,11 +59,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def micro(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e6
+
+
 def render(result: RooflineRun) -> str:
     roofs = [[d.series, d.peak_gflops, d.theoretical_gflops, d.bandwidth_gbs, d.ridge_intensity,
-              None if d.launch_s is None else d.launch_s * 1e6, d.h2d_gbs, d.d2h_gbs] for d in result.devices_roofs]
+              micro(d.launch_s), micro(d.wake_s), d.h2d_gbs, d.d2h_gbs] for d in result.devices_roofs]
     lines = [format_table(["series", "peak GFLOP/s", "theory GFLOP/s", "GB/s", "ridge flop/B", "launch µs",
-                           "H2D GB/s", "D2H GB/s"], roofs), ""]
+                           "wake µs", "H2D GB/s", "D2H GB/s"], roofs), ""]
     points = [[p.series, p.n, p.intensity, p.gflops, None if p.median_s is None else p.median_s * 1e3,
                None if p.predicted_s is None else p.predicted_s * 1e3] for p in result.points]
     lines += [format_table(["series", "n", "flop/B", "GFLOP/s", "measured ms", "model ms"], points), ""]

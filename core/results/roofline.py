@@ -18,7 +18,7 @@ from core.results.load import MachineLoad, read_load
 KIND = "roofline"
 VERSION = 1
 MAX_NOTE_CHARS = 2000
-ROOF_NUMBERS = ("peak_gflops", "theoretical_gflops", "bandwidth_gbs", "launch_s", "h2d_gbs", "d2h_gbs",
+ROOF_NUMBERS = ("peak_gflops", "theoretical_gflops", "bandwidth_gbs", "launch_s", "wake_s", "h2d_gbs", "d2h_gbs",
                 "h2d_pinned_gbs", "d2h_pinned_gbs")
 POINT_NUMBERS = ("median_s", "gflops", "intensity", "predicted_s", "end_to_end_s", "predicted_end_to_end_s")
 
@@ -36,10 +36,16 @@ class DeviceRoofs:
     theoretical_note: str  # how it was derived, and whether it is a guess
     bandwidth_gbs: float | None  # large on-device copy, bytes read + written
     launch_s: float | None  # median time of one tiny product, synced
+    wake_s: float | None = None  # CPU, 2+ threads: the cost of splitting one operation across them; else None
     h2d_gbs: float | None = None  # pageable host -> device; None off a GPU
     d2h_gbs: float | None = None
     h2d_pinned_gbs: float | None = None
     d2h_pinned_gbs: float | None = None
+
+    @property
+    def overhead_s(self) -> float | None:
+        """The model's fixed cost of one product big enough to split: starting it, plus waking the threads."""
+        return None if self.launch_s is None else self.launch_s + (self.wake_s or 0.0)
 
     @property
     def ridge_intensity(self) -> float | None:

@@ -61,9 +61,12 @@ def crossover_sentence(run: RooflineRun) -> str:
                 else f"the sweep measured it at n ≈ {run.measured_crossover_n:,}")
     ratio = crossover_ratio(run)
     text = f"{predicted}; {measured}" + (f" (ratio {ratio:.2f})." if ratio is not None else ".")
-    if fast is not None and slow is not None and fast.launch_s is not None and slow.launch_s is not None:
-        text += (f" Starting one product costs {fast.launch_s * 1e6:.3g} µs with {who} against "
-                 f"{slow.launch_s * 1e6:.3g} µs for {run.baseline}; its roof is {fast.peak_gflops or 0:.3g} GFLOP/s "
+    if fast is not None and slow is not None and fast.overhead_s is not None and slow.overhead_s is not None:
+        parts = ("" if fast.wake_s is None or fast.launch_s is None else
+                 f" ({fast.launch_s * 1e6:.3g} µs for a product too small to split, plus {fast.wake_s * 1e6:.3g} µs "
+                 "to wake the other threads)")
+        text += (f" Starting one product costs {fast.overhead_s * 1e6:.3g} µs with {who}{parts} against "
+                 f"{slow.overhead_s * 1e6:.3g} µs for {run.baseline}; its roof is {fast.peak_gflops or 0:.3g} GFLOP/s "
                  f"against {slow.peak_gflops or 0:.3g}.")
     if run.predicted_crossover_n is not None and run.predicted_crossover_n > 1:
         text += (f" Below n ≈ {run.predicted_crossover_n:,} {who} pays more {start} than its faster arithmetic saves; "

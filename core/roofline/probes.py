@@ -19,6 +19,7 @@ CPU_STREAM_BYTES = 64 * 2**20  # per buffer: twice most L3 caches, so the copy s
 GPU_STREAM_BYTES = 256 * 2**20  # far above any GPU's L2
 COPY_BYTES = 64 * 2**20  # host <-> device transfers
 LAUNCH_N = 8  # a product this small does no measurable work: its time is the cost of starting one
+WAKE_ELEMENTS_PER_THREAD = 32_768  # torch's grain size: an elementwise op gives each thread at least this many
 
 
 def stream_bytes(device: torch.device) -> int:
@@ -40,6 +41,25 @@ def launch_s(device: torch.device, dtype: torch.dtype, *, budget_s: float) -> fl
     a = torch.ones(LAUNCH_N, LAUNCH_N, dtype=dtype, device=device)
     out = torch.empty_like(a)
     return timing.measure(functools.partial(torch.matmul, a, a, out=out), device, budget_s=budget_s).median_s
+
+
+def wake_s(threads: int, *, budget_s: float) -> float:
+    """The fixed cost of splitting one operation across `threads` CPU threads: t(k) - t(1) / k.
+
+    A tiny product runs on one thread whatever the setting, so `launch_s` cannot see what a product
+    big enough to split pays to wake the other threads, and that cost decides where more threads
+    start to win. An add of one grain per thread is split evenly: on k threads its work takes 1/k of
+    the one-thread time, and what it takes beyond that is the wake-up. Never below zero.
+    """
+    cpu = torch.device("cpu")
+    x = torch.ones(threads * WAKE_ELEMENTS_PER_THREAD)
+    out = torch.empty_like(x)
+    add = functools.partial(torch.add, x, 1.0, out=out)
+    with timing.torch_threads(1):
+        one = timing.measure(add, cpu, budget_s=budget_s / 2).median_s
+    with timing.torch_threads(threads):
+        split = timing.measure(add, cpu, budget_s=budget_s / 2).median_s
+    return max(0.0, split - one / threads)
 
 
 def copy_rates_gbs(device: torch.device, *, pinned: bool, budget_s: float,

@@ -80,6 +80,7 @@ def measure_roofs(s: Series, budget_s: float) -> DeviceRoofs:
     with timing.torch_threads(s.threads if device.type == "cpu" else None) as threads:
         bandwidth = probes.bandwidth_gbs(device, dtype, budget_s=budget_s)
         launch = probes.launch_s(device, dtype, budget_s=budget_s)
+        wake = probes.wake_s(threads, budget_s=budget_s) if device.type == "cpu" and threads > 1 else None
         copies: dict[str, float | None] = {}
         if device.type == "cuda":
             h2d, d2h = probes.copy_rates_gbs(device, pinned=False, budget_s=budget_s)
@@ -93,14 +94,14 @@ def measure_roofs(s: Series, budget_s: float) -> DeviceRoofs:
         peak = theory.TheoreticalPeak(None, f"unknown on {device.type}")
     return DeviceRoofs(device=s.device, dtype=s.dtype, series=s.label, threads=threads if device.type == "cpu" else None,
                        peak_gflops=None, theoretical_gflops=peak.gflops, theoretical_note=peak.note,
-                       bandwidth_gbs=bandwidth, launch_s=launch, **copies)
+                       bandwidth_gbs=bandwidth, launch_s=launch, wake_s=wake, **copies)
 
 
 def model_of(roofs: DeviceRoofs) -> RooflineModel | None:
     """The model a series' roofs define; None while a roof is missing (nothing timed yet)."""
-    if not roofs.peak_gflops or not roofs.bandwidth_gbs or roofs.launch_s is None:
+    if not roofs.peak_gflops or not roofs.bandwidth_gbs or roofs.overhead_s is None:
         return None
-    return RooflineModel(roofs.launch_s, roofs.peak_gflops, roofs.bandwidth_gbs, roofs.dtype, roofs.h2d_gbs,
+    return RooflineModel(roofs.overhead_s, roofs.peak_gflops, roofs.bandwidth_gbs, roofs.dtype, roofs.h2d_gbs,
                          roofs.d2h_gbs)
 
 
