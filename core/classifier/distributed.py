@@ -32,7 +32,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 from core.classifier.datasets import load_source
 from core.classifier.features import Features
-from core.classifier.model import ClassifierConfig, SparseBatch, build_model, forward, make_batch, resolve_input_mode
+from core.classifier.model import (
+    ClassifierConfig, SparseBatch, build_model, forward, make_batch, make_sgd, resolve_input_mode,
+)
 from core.classifier.training import DIVERGED, EVAL_BATCH, batch_order, features_for
 from core.errors import DashboardError
 from core.platform import clock
@@ -140,8 +142,7 @@ def train_data_parallel(features: Features, config: ClassifierConfig, device: to
     timer = AllReduceTimer(device)
     # a lambda: DDP inspects the hook's annotations, which `from __future__ import annotations` turns into strings
     ddp.register_comm_hook(None, lambda _state, bucket: timer.average(bucket))
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=config.lr, momentum=config.momentum,
-                                weight_decay=config.weight_decay)
+    optimizer = make_sgd(ddp.parameters(), config)
     loss_fn = nn.BCELoss()
     y_train = features.y_train.astype(np.float32)
     n_batches = -(-features.n_train // config.batch_size)

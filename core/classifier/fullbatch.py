@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from core.classifier.features import Features
-from core.classifier.model import FLOAT32_BYTES, ClassifierConfig, build_model, model_bytes
+from core.classifier.model import FLOAT32_BYTES, ClassifierConfig, build_model, make_sgd, model_bytes
 from core.errors import DashboardError
 from core.platform import clock
 from core.platform.devices import device_key
@@ -144,8 +144,7 @@ def train_full_batch_locked(features: Features, config: ClassifierConfig, device
     data = move_dense(features, device)
     model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
     loss_fn = nn.BCELoss()
-    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
-                                weight_decay=config.weight_decay)
+    optimizer = make_sgd(model.parameters(), config)
     reports: list[EpochReport] = []
     stopped = False
     start = clock.now(device)

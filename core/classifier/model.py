@@ -12,6 +12,7 @@ it never allocates a (B, V) dense block.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -64,7 +65,7 @@ class ClassifierConfig:
     #   epoch: on rt-polarity, holding back 10% cost more accuracy (0.4 points in CV) than choosing the epoch gained
     # model
     hidden: int = 16  # units in the one hidden layer; 64 was no better in CV, only slower
-    # optimizer: torch.optim.SGD
+    # optimizer: torch.optim.SGD (fused where torch has the kernel: make_sgd)
     lr: float = 0.03  # learning rate: 0.01 was still climbing at epoch 10 in CV
     momentum: float = 0.9  # heavy-ball momentum
     weight_decay: float = 1e-3  # L2 penalty: the lecture's net has no dropout, so this is its regularizer
@@ -139,6 +140,29 @@ def build_model(vocab_size: int, hidden: int, seed: int) -> nn.Sequential:
         torch.manual_seed(seed)
         return nn.Sequential(nn.Linear(vocab_size, hidden), nn.ReLU(), nn.Linear(hidden, 1), nn.Sigmoid())
 
+
+
+def make_sgd(params: Iterable[nn.Parameter], config: ClassifierConfig) -> torch.optim.Optimizer:
+    """torch's SGD with the config's momentum and weight decay, fused into one kernel where torch has one.
+
+    Unfused, every step walks the whole first-layer weight (105k x 16 on rt-polarity) once per term
+    (weight decay, momentum, update); the fused kernel walks it once: 1.05 -> 0.71 s per epoch on a
+    2-core CPU, with bit-identical losses. torch 2.3 (inside our range) has no CPU kernel, and torch
+    checks only at the first step, so a one-element step on the parameters' device decides.
+    """
+    params = list(params)
+    return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay,
+                           fused=True if params and _fused_sgd_runs(params[0].device) else None)
+
+
+def _fused_sgd_runs(device: torch.device) -> bool:
+    probe = nn.Parameter(torch.zeros(1, device=device))
+    probe.grad = torch.zeros_like(probe)
+    try:
+        torch.optim.SGD([probe], lr=0.1, momentum=0.9, weight_decay=0.1, fused=True).step()
+    except RuntimeError:
+        return False
+    return True
 
 
 def model_bytes(vocab_size: int, hidden: int) -> int:

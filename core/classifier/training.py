@@ -24,7 +24,7 @@ from torch import nn
 from core.platform import clock
 from core.classifier.baseline import BaselineResult, logistic_regression
 from core.classifier.model import (
-    ClassifierConfig, SparseBatch, build_model, check_model_fits, forward, make_batch, resolve_input_mode,
+    ClassifierConfig, SparseBatch, build_model, check_model_fits, forward, make_batch, make_sgd, resolve_input_mode,
 )
 from core.platform.devices import device_key, resolve_device
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
@@ -238,8 +238,7 @@ def _train_locked(features: Features, config: ClassifierConfig, device: torch.de
                   job: RunningJob) -> TrainResult:
     model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
     loss_fn = nn.BCELoss()
-    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
-                                weight_decay=config.weight_decay)
+    optimizer = make_sgd(model.parameters(), config)
     n = features.n_train
     n_batches = -(-n // config.batch_size)
     y_train = features.y_train.astype(np.float32)
