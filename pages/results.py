@@ -41,8 +41,7 @@ with st.expander("Import a result file", icon=":material/upload_file:",
                  expanded=not listing.runs or state.get("results_import_open", False)):
     chosen_file = st.file_uploader(board.UPLOAD_TEXT, type=["json"], key=f"results_upload_{state.results_upload_round}")
     st.text_input("Label for the imported runs (optional)", key="results_label", placeholder="e.g. Ana's laptop", max_chars=200)
-    st.button("Import", key="results_import", on_click=_import, icon=":material/upload:", disabled=chosen_file is None,
-              help=None if chosen_file else "Choose a JSON file first; Import waits until it has finished uploading.")
+    st.button("Import", key="results_import", on_click=_import, icon=":material/upload:", **board.import_button(chosen_file))
 st.caption(f"Stored in the {store.describe()}.")
 for bad in listing.unreadable:
     st.warning(board.unreadable_text(bad), icon=":material/broken_image:")

@@ -135,10 +135,11 @@ def test_import_a_bad_file(app, data, message):
 def test_import_waits_for_a_file(app):
     """A click before the upload has reached the server would import nothing: the button waits."""
     at = _open(app)
-    assert at.button(key="results_import").disabled
+    assert at.button(key="results_import").disabled and "waits until it has finished uploading" in at.button(
+        key="results_import").help
     at.get("file_uploader")[0].set_value(("laptop.json", json.dumps(matmul_payload(LAPTOP)).encode(), "application/json"))
     at.run()
-    assert not at.button(key="results_import").disabled
+    assert not at.button(key="results_import").disabled and not at.button(key="results_import").help
 
 
 def test_delete(app, saved):

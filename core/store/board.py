@@ -60,6 +60,14 @@ class Upload(Protocol):
     def getvalue(self) -> bytes: ...
 
 
+IMPORT_WAITS = "Choose a JSON file first; Import waits until it has finished uploading."
+
+
+def import_button(upload: Upload | None) -> dict[str, object]:
+    """The Import button's state: off until the server has the file (the uploader lists it before it has sent it)."""
+    return {"disabled": upload is None, "help": IMPORT_WAITS if upload is None else None}
+
+
 def import_upload(url: str | None, upload: Upload | None, label: str = "") -> Notice:
     """Import an uploaded file, all or nothing; the notice names the file."""
     if upload is None:
