@@ -171,6 +171,7 @@ def test_the_wake_cost_moves_the_predicted_crossover_where_a_second_thread_pays_
     text = crossover_sentence(run)
     assert "21 µs with 2 threads (1 µs for a product too small to split, plus 20 µs to wake the other threads)" in text
     assert "against 1 µs for cpu float32 1 thread" in text
+    assert "Below n ≈ 100, 2 threads pay more to start (waking the other threads) than their faster arithmetic" in text
 
 
 def test_a_whole_run_under_a_fake_clock(step_clock, monkeypatch):

@@ -69,6 +69,7 @@ def crossover_sentence(run: RooflineRun) -> str:
                  f"{slow.overhead_s * 1e6:.3g} µs for {run.baseline}; its roof is {fast.peak_gflops or 0:.3g} GFLOP/s "
                  f"against {slow.peak_gflops or 0:.3g}.")
     if run.predicted_crossover_n is not None and run.predicted_crossover_n > 1:
-        text += (f" Below n ≈ {run.predicted_crossover_n:,} {who} pays more {start} than its faster arithmetic saves; "
-                 "above it the work grows like n³ and the faster roof wins.")
+        pays, its = ("pays", "its") if gpu else ("pay", "their")
+        text += (f" Below n ≈ {run.predicted_crossover_n:,}, {who} {pays} more {start} than {its} faster arithmetic "
+                 "saves; above it the work grows like n³ and the faster roof wins.")
     return text[0].upper() + text[1:]
