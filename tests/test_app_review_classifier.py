@@ -244,10 +244,12 @@ def test_runs_wait_for_the_upload(app, no_gpu):
     app.radio(key="clf_source").set_value("upload").run()
     for key in ("clf_train", "clf_race", "clf_both"):
         assert app.button(key=key).disabled and "Waiting for a file to be uploaded" in app.button(key=key).help
+    assert "*Train* and *Both presets* wait for a file to be uploaded." in [c.value for c in app.caption]
     reviews = toy_reviews(20)
     data = csv_bytes([(t, str(int(y))) for t, y in zip(reviews.texts, reviews.labels)])
     app.get("file_uploader")[0].set_value([("tiny.csv", data, "text/csv")]).run()
     assert not app.button(key="clf_train").disabled and not app.button(key="clf_both").disabled
+    assert not [c for c in app.caption if "wait for a file" in c.value]
     assert app.button(key="clf_race").disabled  # no GPU here: the race stays off for its own reason
     app.button(key="clf_train").click().run()
     assert not app.exception and app.session_state["clf_bench"].runs[-1].status == "done"

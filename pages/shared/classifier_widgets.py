@@ -146,6 +146,8 @@ def settings_form(waiting_for: str = "") -> SettingsForm:
                           help="each preset's defaults from this seed on the CPU and the GPU (the CPU alone without "
                                "one): seconds per update and per epoch side by side" + wait)
     buttons.button("Stop", key="clf_stop", icon=":material/stop:", help="stops within a few batches; results so far stay")
+    if waiting_for:
+        st.caption(f"*Train* and *Both presets* wait for {waiting_for}.")
     if not has_gpu():
         st.caption(f"*Race CPU vs GPU* is off: it {NEEDS_GPU}.")
     return SettingsForm({**{f: getattr(d, f) for f in ("batch_size", "input_mode")}, **v}, train, race, both)
