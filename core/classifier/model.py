@@ -141,7 +141,6 @@ def build_model(vocab_size: int, hidden: int, seed: int) -> nn.Sequential:
         return nn.Sequential(nn.Linear(vocab_size, hidden), nn.ReLU(), nn.Linear(hidden, 1), nn.Sigmoid())
 
 
-
 def make_sgd(params: Iterable[nn.Parameter], config: ClassifierConfig) -> torch.optim.Optimizer:
     """torch's SGD with the config's momentum and weight decay, fused into one kernel where torch has one.
 
