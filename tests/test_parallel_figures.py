@@ -1,12 +1,12 @@
-"""Figures of the 'why parallel' page, built from hand-made results."""
+"""Figures of the 'why parallel' page, built from hand-made results: each section draws its own, beside it."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.charts import parallel as charts
-from core.parallel import registry
+from core.parallel import chain, first_call, location, marbles as marbles_section, processes, registry, timing_bug
 from core.parallel.chain import ChainConfig, ChainPoint, ChainResult
+from core.parallel.figures import wide_span
 from core.parallel.first_call import FirstCallPoint, FirstCallResult
 from core.parallel.location import LocationResult
 from core.parallel.marbles import MarblesPoint, MarblesResult
@@ -27,7 +27,7 @@ def marbles(gpu: bool) -> MarblesResult:
 
 
 def test_marbles_figure_draws_the_ideal_line_and_one_line_per_size():
-    fig = charts.marbles_figure(marbles(gpu=False))
+    fig = marbles_section.marbles_figure(marbles(gpu=False))
     names = [t.name for t in fig.data]
     assert names == ["ideal: k workers, k× as fast", "n = 64", "n = 1024"]
     assert list(fig.data[0].y) == [1, 2, 4] and list(fig.data[1].y) == pytest.approx([1, 2, 4])
@@ -37,7 +37,7 @@ def test_marbles_figure_draws_the_ideal_line_and_one_line_per_size():
 
 
 def test_marbles_figure_puts_the_gpu_after_the_threads():
-    fig = charts.marbles_figure(marbles(gpu=True))
+    fig = marbles_section.marbles_figure(marbles(gpu=True))
     stars = [t for t in fig.data if t.name.endswith("on the GPU")]
     assert len(stars) == 2 and stars[0].x == ("GPU (cuda:0)",)
     assert stars[1].y[0] == pytest.approx(0.01 * 1024 / 1e-4)
@@ -49,7 +49,7 @@ def test_marbles_figure_puts_the_gpu_after_the_threads():
 def test_chain_figure_groups_the_two_shapes_per_device():
     points = (ChainPoint("cpu", "one op", m(0.005)), ChainPoint("cpu", "chain", m(0.008)),
               ChainPoint("cuda:0", "one op", m(5e-5)), ChainPoint("cuda:0", "chain", m(0.016)))
-    fig = charts.chain_figure(ChainResult(ChainConfig(), points, "cuda:0"))
+    fig = chain.chain_figure(ChainResult(ChainConfig(), points, "cuda:0"))
     assert [t.name for t in fig.data] == ["one big operation", "chain of 1000 tiny steps"]
     assert fig.data[1].x == ("CPU", "GPU (cuda:0)") and fig.data[1].y == pytest.approx((8, 16))  # ms
     assert_log_axis(fig.layout.yaxis, "ms")  # 50 µs to 16 ms
@@ -59,14 +59,14 @@ def test_chain_figure_groups_the_two_shapes_per_device():
 
 
 def test_chain_figure_of_a_partial_result_leaves_gaps():
-    fig = charts.chain_figure(ChainResult(ChainConfig(), (ChainPoint("cpu", "one op", m(0.005)),), None))
+    fig = chain.chain_figure(ChainResult(ChainConfig(), (ChainPoint("cpu", "one op", m(0.005)),), None))
     assert fig.data[1].y == (None,)
 
 
 def test_timing_bug_figure():
     r = TimingBugResult((SyncPoint("cpu", 1024, m(0.02), m(0.02)), SyncPoint("cuda:0", 8192, m(2e-5), m(0.02))),
                         "cuda:0")
-    fig = charts.timing_bug_figure(r)
+    fig = timing_bug.timing_bug_figure(r)
     assert [t.name for t in fig.data] == ["without synchronize (wrong on a GPU)", "with synchronize (the real time)"]
     assert fig.data[0].x == ("CPU, n = 1024", "GPU (cuda:0), n = 8192")
     assert fig.data[0].y == pytest.approx((20, 0.02))
@@ -77,7 +77,7 @@ def test_timing_bug_figure():
 
 def test_first_call_figure_has_three_bars_per_size():
     p = FirstCallPoint("cpu", 64, Measurement((1e-5,), 100, 5e-4), Measurement((1e-5,), 100, 2e-5))
-    fig = charts.first_call_figure(FirstCallResult((p,), None))
+    fig = first_call.first_call_figure(FirstCallResult((p,), None))
     assert len(fig.data) == 3
     assert [t.y[0] for t in fig.data] == pytest.approx([500, 20, 10])  # all below 1 ms: in µs
     assert_log_axis(fig.layout.yaxis, "µs")
@@ -90,7 +90,7 @@ def test_first_call_figure_has_three_bars_per_size():
     (LocationResult("cuda:0", "msg", "RuntimeError", "cuda:0"), "a_cpu @ a_gpu → RuntimeError", {"a_cpu", "a_gpu"}),
 ])
 def test_location_figure(result, verdict, tensors):
-    fig = charts.location_figure(result)
+    fig = location.location_figure(result)
     texts = [a.text for a in fig.layout.annotations]
     assert all(0 <= a.x <= 1 and 0 <= a.y <= 1 for a in fig.layout.annotations)  # axes fixed to [0, 1]
     assert fig.layout.showlegend is False
@@ -100,16 +100,16 @@ def test_location_figure(result, verdict, tensors):
 
 def test_the_y_axis_is_linear_for_a_narrow_span_and_log_for_a_wide_one():
     cpu_only = TimingBugResult((SyncPoint("cpu", 1024, m(0.0208), m(0.0209)),), None)
-    linear = charts.timing_bug_figure(cpu_only).layout.yaxis
+    linear = timing_bug.timing_bug_figure(cpu_only).layout.yaxis
     assert linear.type == "linear" and linear.range[0] == 0  # 20.8 vs 20.9 ms must look alike
     assert linear.title.text == "median time (ms)"
     with_gpu = TimingBugResult(cpu_only.points + (SyncPoint("cuda:0", 8192, m(2e-5), m(0.02)),), "cuda:0")
-    assert charts.timing_bug_figure(with_gpu).layout.yaxis.type == "log"
-    assert not charts.wide_span([None, 0.0, 1.0, 30.0]) and charts.wide_span([1.0, 31.0])
+    assert timing_bug.timing_bug_figure(with_gpu).layout.yaxis.type == "log"
+    assert not wide_span([None, 0.0, 1.0, 30.0]) and wide_span([1.0, 31.0])
 
 
-def test_every_section_draws_with_its_chart_builder():
-    assert [s.figure for s in registry.SECTIONS] == [charts.marbles_figure, charts.processes_figure,
-                                                     charts.chain_figure,
-                                                     charts.timing_bug_figure, charts.first_call_figure,
-                                                     charts.location_figure]
+def test_every_section_draws_with_the_builder_beside_it():
+    """A section's figure lives in the section's own module: no chart module imports the sections back."""
+    assert [s.figure for s in registry.SECTIONS] == [marbles_section.marbles_figure, processes.processes_figure,
+                                                     chain.chain_figure, timing_bug.timing_bug_figure,
+                                                     first_call.first_call_figure, location.location_figure]

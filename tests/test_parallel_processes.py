@@ -10,7 +10,6 @@ import torch
 import torch.distributed as dist
 
 from core.errors import DashboardError
-from core.charts.parallel import processes_figure
 from core.parallel import processes
 from core.parallel.process_worker import MAX_ROUNDS, block_rows, my_block, rounds_for, run_ladder
 from core.parallel.processes import (
@@ -18,6 +17,7 @@ from core.parallel.processes import (
     ProcessesResult,
     ProcessStep,
     measurement,
+    processes_figure,
     run_processes,
     summarize_processes,
 )

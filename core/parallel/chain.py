@@ -7,9 +7,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import plotly.graph_objects as go
 import torch
 
-from core.charts.parallel import chain_figure
+from core.charts.axis_style import time_unit, trace_values
+from core.parallel.figures import PALETTE, bar_seconds, finish, gpu_label, wide_span
 from core.parallel.machine import CPU, LIVE_COPIES, check_threads, pick_gpu, require_memory
 from core.parallel.section import (
     BUDGET,
@@ -163,6 +165,21 @@ WIDTH = Knob("width", "Chain: width of W", ChainConfig.width, 1, 4096)
 
 def _configure(v: Values) -> ChainConfig:
     return ChainConfig(int(v[STEPS.name]), int(v[ROWS.name]), int(v[WIDTH.name]), budget_s=float(v[BUDGET.name]))
+
+
+def chain_figure(result: ChainResult) -> go.Figure:
+    """Median time of the one big operation and of the chain, side by side per device."""
+    devices = [CPU] + ([result.gpu] if result.gpu else [])
+    labels = ["CPU" if d == CPU else gpu_label(d) for d in devices]
+    fig = go.Figure()
+    series: tuple[tuple[Shape, str, str], ...] = (("one op", PALETTE[0], "one big operation"),
+                                                  ("chain", PALETTE[1], f"chain of {result.config.steps} tiny steps"))
+    unit = time_unit([result.time_s(d, shape) for d in devices for shape, _, _ in series])
+    for shape, color, name in series:
+        bar_seconds(fig, name, color, labels, [result.time_s(d, shape) for d in devices], unit)
+    fig.update_layout(barmode="group")
+    return finish(fig, f"Same arithmetic ({result.config.flops / 1e6:.0f} MFLOP), two shapes",
+                   f"median time ({unit.name})", log_y=wide_span(trace_values(fig)))
 
 
 SECTION: Section[ChainConfig, ChainResult] = Section(

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import plotly.graph_objects as go
 import torch
 
-from core.charts.parallel import first_call_figure
+from core.charts.axis_style import time_unit, trace_values
 from core.errors import DashboardError
 from core.parallel.cold_start import FreshRunner, run_in_fresh_process
+from core.parallel.figures import PALETTE, RIGHT_COLOR, WRONG_COLOR, bar_seconds, finish, gpu_label, wide_span
 from core.parallel.machine import CPU, LIVE_COPIES, check_threads, pick_gpu, require_memory
 from core.parallel.section import (
     BUDGET,
@@ -134,6 +136,23 @@ def summarize_first_call(result: FirstCallResult) -> str:
 
 def _configure(v: Values) -> FirstCallConfig:
     return FirstCallConfig((int(v[SMALL_N.name]), int(v[LARGE_N.name])), budget_s=float(v[BUDGET.name]))
+
+
+def first_call_figure(result: FirstCallResult) -> go.Figure:
+    """Per size: the cold first call, the first call in this server, and the warmed median."""
+    labels = [f"n = {p.size}" + ("" if p.device == CPU else f", {gpu_label(p.device)}") for p in result.points]
+    series = (
+        ("first call, fresh Python process", WRONG_COLOR, lambda p: p.fresh.first_call_s),
+        ("first call in this running server", PALETTE[1], lambda p: p.here.first_call_s),
+        ("median after warm-up", RIGHT_COLOR, lambda p: p.fresh.median_s),
+    )
+    fig = go.Figure()
+    unit = time_unit([pick(p) for _, _, pick in series for p in result.points])
+    for name, color, pick in series:
+        bar_seconds(fig, name, color, labels, [pick(p) for p in result.points], unit)
+    fig.update_layout(barmode="group")
+    return finish(fig, "The first a @ a against the warmed-up ones", f"time of one call ({unit.name})",
+                   log_y=wide_span(trace_values(fig)))
 
 
 SECTION: Section[FirstCallConfig, FirstCallResult] = Section(

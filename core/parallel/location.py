@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import plotly.graph_objects as go
 import torch
 
-from core.charts.parallel import location_figure
+from core.charts.axis_style import style
+from core.parallel.figures import RIGHT_COLOR, WRONG_COLOR
 from core.parallel.machine import CPU, pick_gpu
 from core.parallel.section import Section, Snippet, TensorMaker, Values, check_sizes, random_tensor
 from core.platform.devices import device_key
@@ -112,6 +114,39 @@ def torch_error(result: LocationResult) -> str | None:
 
 def _configure(v: Values) -> LocationConfig:
     return LocationConfig()
+
+
+def location_figure(result: LocationResult) -> go.Figure:
+    """Where a_cpu and a_gpu live, the copy that joins them, and the product that is refused."""
+    fig = go.Figure()
+    has_gpu = result.gpu is not None
+    boxes = (
+        (0.02, 0.42, "CPU memory (RAM)", "a_cpu", "#dbe9f6"),
+        (0.58, 0.98, f"GPU memory ({result.gpu})" if has_gpu else "GPU memory (no GPU here)",
+         "a_gpu" if has_gpu else "", "#e3f3df" if has_gpu else "#eeeeee"),
+    )
+    for x0, x1, title, tensor, fill in boxes:
+        fig.add_shape(type="rect", x0=x0, x1=x1, y0=0.1, y1=0.9, fillcolor=fill, line=dict(color="#555"),
+                      layer="below")
+        fig.add_annotation(x=(x0 + x1) / 2, y=0.82, text=f"<b>{title}</b>", showarrow=False)
+        if tensor:
+            fig.add_annotation(x=(x0 + x1) / 2, y=0.5, text=f"<b>{tensor}</b>", showarrow=False,
+                               font=dict(size=20, family="monospace"))
+    if has_gpu:
+        fig.add_annotation(x=0.66, y=0.35, ax=0.34, ay=0.35, xref="x", yref="y", axref="x", ayref="y",
+                           text="", showarrow=True, arrowhead=3, arrowwidth=2, arrowcolor=RIGHT_COLOR)
+        copy = '<span style="font-family:monospace">a_cpu.to(a_gpu.device)</span>: copy, then multiply'
+        fig.add_annotation(x=0.5, y=0.28, showarrow=False, font=dict(color=RIGHT_COLOR), text=copy)
+    verdict = (f"a_cpu @ a_gpu → {result.error_type}" if result.refused
+               else "a_cpu @ a_gpu → no error here" if has_gpu
+               else "a_cpu @ a_gpu would raise an error on a machine with a GPU")
+    fig.add_annotation(x=0.5, y=0.97, text=verdict, showarrow=False,
+                       font=dict(color=WRONG_COLOR if result.refused or not has_gpu else "#333", family="monospace"))
+    fig.update_xaxes(visible=False, range=[0, 1])
+    fig.update_yaxes(visible=False, range=[0, 1])
+    style(fig, title=None, height=260, legend=False)
+    fig.update_layout(margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="white")
+    return fig
 
 
 SECTION: Section[LocationConfig, LocationResult] = Section(

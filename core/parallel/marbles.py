@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import plotly.graph_objects as go
 import torch
 
-from core.charts.parallel import marbles_figure
+from core.charts.axis_style import trace_values
+from core.parallel.figures import PALETTE, finish, gpu_label, threads_label, wide_span
 from core.parallel.machine import (
     CPU,
     LIVE_COPIES,
@@ -162,6 +164,34 @@ def summarize_marbles(result: MarblesResult) -> str:
 
 def _configure(v: Values) -> MarblesConfig:
     return MarblesConfig((int(v[SMALL_N.name]), int(v[LARGE_N.name])), budget_s=float(v[BUDGET.name]))
+
+
+def marbles_figure(result: MarblesResult) -> go.Figure:
+    """Speed-up over one CPU thread against workers, one line per size, the ideal k-times line dashed."""
+    categories = [threads_label(t) for t in result.threads] + ([gpu_label(result.gpu)] if result.gpu else [])
+    fig = go.Figure()
+    fig.add_scatter(x=[threads_label(t) for t in result.threads], y=list(result.threads),
+                    name="ideal: k workers, k× as fast", mode="lines", line=dict(dash="dash", color="grey"))
+    for i, size in enumerate(result.sizes):
+        color = PALETTE[i % len(PALETTE)]
+        cpu = [p for p in result.cpu_points(size) if result.speedup(p) is not None]
+        fig.add_scatter(
+            x=[threads_label(p.threads or 1) for p in cpu], y=[result.speedup(p) for p in cpu],
+            name=f"n = {size}", mode="lines+markers", line=dict(color=color), legendgroup=str(size),
+            customdata=[p.measurement.median_s * 1e3 for p in cpu],
+            hovertemplate="%{x}: %{y:.2f}× (median %{customdata:.3g} ms)<extra>n = " + str(size) + "</extra>",
+        )
+        gpu = result.gpu_point(size)
+        if gpu is not None and result.speedup(gpu) is not None:
+            fig.add_scatter(
+                x=[gpu_label(gpu.device)], y=[result.speedup(gpu)], name=f"n = {size} on the GPU",
+                mode="markers", marker=dict(color=color, size=14, symbol="star"), legendgroup=str(size),
+                customdata=[gpu.measurement.median_s * 1e3],
+                hovertemplate="%{x}: %{y:.3g}× (median %{customdata:.3g} ms)<extra>n = " + str(size) + "</extra>",
+            )
+    fig.update_xaxes(categoryorder="array", categoryarray=categories, title="workers")
+    return finish(fig, "Speed-up over one worker (same a @ a)", "times as fast as 1 CPU thread",
+                   log_y=wide_span(trace_values(fig)))
 
 
 SECTION: Section[MarblesConfig, MarblesResult] = Section(

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import plotly.graph_objects as go
 import torch
 
-from core.charts.parallel import processes_figure
+from core.charts.split_work import split_work_chart
 from core.errors import DashboardError
 from core.parallel.machine import CPU, require_memory, thread_ladder, usable_cores
 from core.parallel.section import (
@@ -233,6 +234,15 @@ def _snippets(gpu: str | None) -> tuple[Snippet, ...]:
 
 def _configure(v: Values) -> ProcessesConfig:
     return ProcessesConfig(int(v[LARGE_N.name]), int(v[PROCESSES.name]), float(v[BUDGET.name]))
+
+
+def processes_figure(result: ProcessesResult) -> go.Figure:
+    """Milliseconds per product against worker processes: the slowest product and the gather stacked, the ideal dashed."""
+    steps = result.steps
+    ideal = [result.ideal(s.workers) for s in steps]
+    return split_work_chart([s.workers for s in steps], [s.compute.median_s * 1e3 for s in steps],
+                            [s.gather_s * 1e3 for s in steps], [None if i is None else i * 1e3 for i in ideal],
+                            communication_name="all_gather (and waiting)", y_title="ms per product (median round)")
 
 
 SECTION: Section[ProcessesConfig, ProcessesResult] = Section(

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import plotly.graph_objects as go
 import torch
 
-from core.charts.parallel import timing_bug_figure
+from core.charts.axis_style import time_unit, trace_values
 from core.lecture import LECTURE_GPU_S
+from core.parallel.figures import RIGHT_COLOR, WRONG_COLOR, bar_seconds, finish, gpu_label, wide_span
 from core.parallel.machine import CPU, LIVE_COPIES, check_threads, pick_gpu, require_memory
 from core.parallel.section import (
     BUDGET,
@@ -175,6 +177,19 @@ GPU_N = Knob("bug_gpu_n", "Timing bug: GPU n", TimingBugConfig.gpu_size, 1, MAX_
 
 def _configure(v: Values) -> TimingBugConfig:
     return TimingBugConfig(int(v[CPU_N.name]), int(v[GPU_N.name]), budget_s=float(v[BUDGET.name]))
+
+
+def timing_bug_figure(result: TimingBugResult) -> go.Figure:
+    """Per device: the clock read without waiting, beside the clock read after synchronizing."""
+    labels = [("CPU" if p.device == CPU else gpu_label(p.device)) + f", n = {p.size}" for p in result.points]
+    fig = go.Figure()
+    unit = time_unit([m.median_s for p in result.points for m in (p.unsynced, p.synced)])
+    for name, color, pick in (("without synchronize (wrong on a GPU)", WRONG_COLOR, lambda p: p.unsynced),
+                              ("with synchronize (the real time)", RIGHT_COLOR, lambda p: p.synced)):
+        bar_seconds(fig, name, color, labels, [pick(p).median_s for p in result.points], unit)
+    fig.update_layout(barmode="group")
+    return finish(fig, "What the clock says after c = a @ a", f"median time ({unit.name})",
+                   log_y=wide_span(trace_values(fig)))
 
 
 SECTION: Section[TimingBugConfig, TimingBugResult] = Section(
