@@ -1,10 +1,10 @@
 import io
 import threading
-import time
 
 from core.cli.waiting import cli_hooks
 from core.platform.device_lock import hold_devices
 from core.platform.jobs import run_job
+from tests.lock_helpers import tickets, wait_until
 
 
 def test_prints_a_line_when_waiting_and_when_the_line_moves():
@@ -22,12 +22,19 @@ def test_prints_a_line_when_waiting_and_when_the_line_moves():
     started[0].wait(5)
     second = threading.Thread(target=job, args=(1,))
     second.start()
-    time.sleep(0.3)  # the second job is in line now
-    threading.Timer(0.5, release[0].set).start()
-    threading.Timer(1.2, release[1].set).start()
+    wait_until(lambda: len(tickets("cpu")) == 1)  # the second job is in line now
+
+    def let_go_as_lines_appear():
+        """Each job ahead lets go once the CLI has printed the line that names it."""
+        for i in range(2):
+            wait_until(lambda: len(out.getvalue().splitlines()) > i)
+            release[i].set()
+
+    releaser = threading.Thread(target=let_go_as_lines_appear)
+    releaser.start()
     with run_job(["cpu"], cli_hooks(stream=out), label="cli test"):
         pass
-    for t in (first, second):
+    for t in (first, second, releaser):
         t.join(10)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("waiting for cpu: 2 ahead") and "now running: job 0" in lines[0]

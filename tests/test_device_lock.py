@@ -23,6 +23,7 @@ from core.platform.device_lock import (
 )
 from core.errors import DashboardError
 from core.platform.paths import lock_dir
+from tests.lock_helpers import tickets, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,11 +35,6 @@ def _is_free(device: str) -> bool:
             return True
     except JobCancelled:
         return False
-
-
-def _tickets(device: str) -> list[Path]:
-    queue = lock_dir() / f"{device.replace(':', '-')}.queue"
-    return list(queue.iterdir()) if queue.exists() else []
 
 
 @contextmanager
@@ -80,7 +76,7 @@ def test_two_jobs_on_one_device_never_overlap():
     assert len(spans) == 2, "both jobs finish"
     assert spans[0][1] <= spans[1][0], f"timed regions overlap: {spans}"
     assert waited and min(waited) >= 1, "the second job saw it was waiting"
-    assert _is_free("cpu") and not _tickets("cpu")
+    assert _is_free("cpu") and not tickets("cpu")
 
 
 def test_jobs_on_two_devices_run_together():
@@ -100,10 +96,11 @@ def test_jobs_on_two_devices_run_together():
 
 def test_waiters_are_served_first_come_first_served():
     order: list[int] = []
-    release = threading.Event()
+    holding, release = threading.Event(), threading.Event()
 
     def holder():
         with hold_devices(["cpu"]):
+            holding.set()
             release.wait(10)
 
     def waiter(i):
@@ -112,14 +109,13 @@ def test_waiters_are_served_first_come_first_served():
 
     first = threading.Thread(target=holder)
     first.start()
-    time.sleep(0.2)
+    assert holding.wait(10)
     waiters = []
-    for i in range(4):  # each joins the line after the previous one
+    for i in range(4):  # each joins the line once the previous one's ticket is in it
         t = threading.Thread(target=waiter, args=(i,))
         t.start()
         waiters.append(t)
-        time.sleep(0.05)
-    time.sleep(0.3)
+        wait_until(lambda: len(tickets("cpu")) == i + 1)
     release.set()
     for t in [first, *waiters]:
         t.join(10)
@@ -142,16 +138,19 @@ def test_wait_status_counts_jobs_ahead_and_names_the_holder():
 
     threads = [threading.Thread(target=holder)]
     threads[0].start()
-    holding.wait(5)
+    assert holding.wait(10)
     threads.append(threading.Thread(target=second_in_line))
     threads[1].start()
-    time.sleep(0.3)
+    wait_until(lambda: len(tickets("cuda:0")) == 1)  # the second job is in line
 
-    status = WaitStatus(on_change=lambda s: seen.append(s.message))
-    threading.Timer(0.6, release.set).start()
+    def on_change(s: WaitStatus) -> None:
+        seen.append(s.message)
+        release.set()  # the holder lets go once this job has said it waits behind two
+
+    status = WaitStatus(on_change=on_change)
     with hold_devices(["cuda:0"], on_wait=status.on_wait, should_cancel=status.should_cancel) as job:
         assert isinstance(job, Job) and job.devices == ("cuda:0",)
-        assert job.waited_s >= 0.3
+        assert job.waited_s >= 0.4, "it waited at least for the second job's 0.4 s"
     for t in threads:
         t.join(10)
     assert seen[0].startswith("waiting for cuda:0: 2 ahead")
@@ -165,7 +164,7 @@ def test_cancelled_waiter_leaves_the_lock_free():
         with pytest.raises(JobCancelled):
             with hold_devices(["cuda:0"], should_cancel=lambda: True):
                 pass
-    assert not _tickets("cuda:0"), "the cancelled waiter's ticket is gone"
+    assert not tickets("cuda:0"), "the cancelled waiter's ticket is gone"
     done = threading.Event()
 
     def later():
@@ -187,7 +186,7 @@ def test_wait_status_cancel_from_another_thread():
             with hold_devices(["cpu"], on_wait=status.on_wait, should_cancel=status.should_cancel):
                 pass
         assert time.monotonic() - start < 3
-    assert _is_free("cpu") and not _tickets("cpu")
+    assert _is_free("cpu") and not tickets("cpu")
 
 
 def test_released_after_an_exception():
@@ -217,7 +216,7 @@ def test_released_when_streamlit_stops_a_waiting_script():
         with pytest.raises(StopException):
             with hold_devices(["cuda:0", "cpu"], on_wait=redraw):
                 pass
-        assert not _tickets("cpu")
+        assert not tickets("cpu")
     assert _is_free("cpu") and _is_free("cuda:0"), "cuda:0, taken before waiting for cpu, is released"
 
 
