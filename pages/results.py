@@ -8,6 +8,7 @@ from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.results import KIND_TITLES, KINDS
 from core.store import board, listing_frame, matmul_frame, pick_runs, train_frame
+from pages.shared import board_widgets as widgets
 from pages.shared.entry import through_app
 from pages.shared.result_store import store_url
 
@@ -33,22 +34,24 @@ except DashboardError as exc:
 if notice := state.pop("results_notice", None):
     getattr(st, notice.level)(notice.text)
 if state.get("results_confirm") is not None:  # the board is shared: ask before deleting for everyone
-    st.warning(board.confirm_text(state.results_confirm, listing), icon=":material/delete:")
+    st.warning(widgets.confirm_text(board.run_title(state.results_confirm, listing)), icon=":material/delete:")
     st.button("Yes, delete it", key="results_delete_yes", type="primary", on_click=lambda: state.update(
         results_notice=board.delete_run(store_url(), state.pop("results_confirm", None))))
     st.button("Cancel", key="results_delete_no", on_click=state.pop, args=("results_confirm", None))
 with st.expander("Import a result file", icon=":material/upload_file:",
                  expanded=not listing.runs or state.get("results_import_open", False)):
-    chosen_file = st.file_uploader(board.UPLOAD_TEXT, type=["json"], key=f"results_upload_{state.results_upload_round}")
+    chosen_file = st.file_uploader(widgets.UPLOAD_LABEL, type=["json"],
+                                   key=f"results_upload_{state.results_upload_round}")
     st.text_input("Label for the imported runs (optional)", key="results_label", placeholder="e.g. Ana's laptop", max_chars=200)
-    st.button("Import", key="results_import", on_click=_import, icon=":material/upload:", **board.import_button(chosen_file))
+    st.button("Import", key="results_import", on_click=_import, icon=":material/upload:",
+              **widgets.import_button(chosen_file))
 st.caption(f"Stored in the {store.describe()}.")
 for bad in listing.unreadable:
-    st.warning(board.unreadable_text(bad), icon=":material/broken_image:")
+    st.warning(widgets.unreadable_text(bad), icon=":material/broken_image:")
     st.button(f"Delete run #{bad.run_id}", key=f"results_delete_bad_{bad.run_id}", on_click=state.update,
               args=({"results_confirm": bad.run_id},))
 if not listing.runs:
-    st.info(board.EMPTY_TEXT, icon=":material/inventory_2:")
+    st.info(widgets.EMPTY_TEXT, icon=":material/inventory_2:")
     st.stop()
 
 options, (c1, c2, c3) = board.choices(listing.runs), st.columns(3)
@@ -61,7 +64,7 @@ if not (shown := pick_runs(listing.runs, machines=machines, devices=devices, kin
 st.dataframe(listing_frame(shown), hide_index=True, key="results_table")
 ids, by_id = [r.run_id for r in shown], {r.run_id: r for r in shown}
 chosen = [by_id[i] for i in st.multiselect("Runs to compare", ids, default=ids[:board.DEFAULT_COMPARE],
-                                           format_func=lambda i: by_id[i].title, key=board.compare_key(ids))]
+                                           format_func=lambda i: by_id[i].title, key=widgets.compare_key(ids))]
 if not (sweeps := matmul_frame(chosen)).empty:
     st.subheader("Matmul sweeps")
     a, b = st.columns([2, 1])
@@ -79,9 +82,10 @@ if not (trainings := train_frame(chosen)).empty:
 if (rooflines := roofline_overlay(chosen)) is not None:  # the figure carries its own "Rooflines" title
     st.plotly_chart(rooflines, key="results_roofline_chart")
 st.subheader("Export and delete")
-files, problem = board.downloads(store, ids)
-for column, d in zip(st.columns(2), files):
-    column.download_button(d.label, d.data, file_name=d.file_name, mime=d.mime, key=d.key, icon=":material/download:")
+files, problem = board.exports(store, ids)
+for column, b in zip(st.columns(2), widgets.download_buttons(files, len(ids))):
+    column.download_button(b.label, b.export.data, file_name=b.export.file_name, mime=b.export.mime, key=b.key,
+                           icon=":material/download:")
 if problem:
     st.error(problem, icon=":material/error:")
 with st.expander("Delete a run", icon=":material/delete:"):

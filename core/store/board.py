@@ -2,36 +2,29 @@
 
 Import, delete (after the page has asked for confirmation: the board is shared by a class),
 the filter choices and the export files; each user action returns a `Notice` the page shows,
-so a failure is a message, never a traceback.
+so a failure is a message, never a traceback. Data and actions only: the page's wording and
+widget settings (labels, keys, button states) live in pages/shared/board_widgets.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from core.errors import DashboardError
 from core.plain_text import for_markdown
 from core.store.database import Store, open_store
-from core.store.records import RunListing, StoredRun, UnreadableRun
+from core.store.records import RunListing, StoredRun
 
 DEFAULT_COMPARE = 6  # newest runs drawn by default; more make an unreadable legend
-EMPTY_TEXT = (
-    "**No saved runs yet.** Finished runs on the **Matmul race** and **Review classifier** pages are saved here; "
-    "so are `python -m core matmul --json --save` and `python -m core train --json --save` on any machine "
-    "that shares this store. A JSON file from another machine can be imported above."
-)
+ExportFormat = Literal["json", "csv"]  # re-importable, or one row per point
 
 
 @dataclass(frozen=True)
 class Notice:
-    level: str  # "success", "warning" or "error": the st.* call that shows it
+    level: str  # "success", "warning" or "error": how the action went
     text: str
-
-
-UPLOAD_TEXT = "A file from `python -m core matmul --json`, `python -m core train --json`, or an export from this page"
 
 
 @dataclass(frozen=True)
@@ -60,14 +53,6 @@ class Upload(Protocol):
     def getvalue(self) -> bytes: ...
 
 
-IMPORT_WAITS = "Choose a JSON file first; Import waits until it has finished uploading."
-
-
-def import_button(upload: Upload | None) -> dict[str, object]:
-    """The Import button's state: off until the server has the file (the uploader lists it before it has sent it)."""
-    return {"disabled": upload is None, "help": IMPORT_WAITS if upload is None else None}
-
-
 def import_upload(url: str | None, upload: Upload | None, label: str = "") -> Notice:
     """Import an uploaded file, all or nothing; the notice names the file."""
     if upload is None:
@@ -81,11 +66,10 @@ def import_upload(url: str | None, upload: Upload | None, label: str = "") -> No
     return Notice("success", f"{for_markdown(name)}: imported {len(result.run_ids)} run(s){skipped}.")
 
 
-def confirm_text(run_id: int, listing: RunListing) -> str:
-    """The question the page asks before a delete, naming the run."""
+def run_title(run_id: int, listing: RunListing) -> str:
+    """The title of a listed run, readable or not ('#7' for one no longer listed): what a delete names."""
     titles = {r.run_id: r.title for r in listing.runs} | {r.run_id: r.title for r in listing.unreadable}
-    return (f"Delete run {for_markdown(titles.get(run_id, f'#{run_id}'))}? It is removed for everyone who shares this store, "
-            "and cannot be undone.")
+    return titles.get(run_id, f"#{run_id}")
 
 
 def delete_run(url: str | None, run_id: int | None) -> Notice:
@@ -99,37 +83,20 @@ def delete_run(url: str | None, run_id: int | None) -> Notice:
     return Notice("success", f"Deleted run #{run_id}.")
 
 
-def unreadable_text(run: UnreadableRun) -> str:
-    return f"Stored run {for_markdown(run.title)}. It cannot be drawn; delete it, or update the dashboard if it is newer."
-
-
-def compare_key(run_ids: Sequence[int]) -> str:
-    """A widget key that changes with the runs offered, so a new set of runs gets a fresh default."""
-    return "results_compare_" + hashlib.sha1(",".join(map(str, run_ids)).encode()).hexdigest()[:10]
-
-
 @dataclass(frozen=True)
-class Download:
-    """One download button's content."""
+class Export:
+    """One export file of the runs shown."""
 
-    label: str
+    fmt: ExportFormat
     data: bytes
     file_name: str
     mime: str
-    key: str
 
 
-def downloads(store: Store, run_ids: Sequence[int]) -> tuple[list[Download], str | None]:
+def exports(store: Store, run_ids: Sequence[int]) -> tuple[list[Export], str | None]:
     """The JSON export (re-importable) and the CSV table of the given runs, or why they cannot be made now."""
-    these = f"the {len(run_ids)} runs shown" if len(run_ids) > 1 else "the run shown"
     try:
-        return _downloads(store, run_ids, these), None
+        return [Export("json", store.export_json(run_ids), "gpu-vs-cpu-results.json", "application/json"),
+                Export("csv", store.export_csv(run_ids), "gpu-vs-cpu-results.csv", "text/csv")], None
     except DashboardError as exc:
         return [], str(exc)
-
-
-def _downloads(store: Store, run_ids: Sequence[int], these: str) -> list[Download]:
-    return [Download(f"Download {these} (JSON, re-importable)", store.export_json(run_ids),
-                     "gpu-vs-cpu-results.json", "application/json", "results_export_json"),
-            Download(f"Download {these} (CSV, one row per point)", store.export_csv(run_ids),
-                     "gpu-vs-cpu-results.csv", "text/csv", "results_export_csv")]

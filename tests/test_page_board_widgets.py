@@ -1,0 +1,54 @@
+"""The Results page's wording and widget settings (pages/shared/board_widgets.py), without a page."""
+
+from __future__ import annotations
+
+from core.store import open_store
+from core.store.board import Export, exports, run_title
+from core.store.records import RunListing
+from pages.shared import board_widgets as widgets
+from tests.result_samples import LAPTOP, matmul_payload
+
+
+class _Upload:
+    name = "runs.json"
+
+    def getvalue(self) -> bytes:
+        return b"{}"
+
+
+def test_import_waits_for_the_upload_and_says_why():
+    assert widgets.import_button(None) == {"disabled": True, "help": widgets.IMPORT_WAITS}
+    assert widgets.import_button(_Upload()) == {"disabled": False, "help": None}
+
+
+def test_the_delete_question_names_the_run_escaped():
+    question = widgets.confirm_text("Ana's *laptop*")
+    assert question.startswith("Delete run Ana's \\*laptop\\*?") and "everyone who shares this store" in question
+
+
+def test_a_run_no_longer_listed_is_named_by_its_number():
+    assert run_title(7, RunListing([], [])) == "#7"
+
+
+def test_the_compare_key_changes_with_the_runs_offered():
+    assert widgets.compare_key([3, 2, 1]) == widgets.compare_key([3, 2, 1])
+    assert widgets.compare_key([3, 2, 1]) != widgets.compare_key([4, 3, 2, 1])
+    assert widgets.compare_key([1]).startswith("results_compare_")
+
+
+def test_download_labels_count_the_runs_and_keys_name_the_format():
+    files = [Export("json", b"{}", "a.json", "application/json"), Export("csv", b"", "a.csv", "text/csv")]
+    one, many = widgets.download_buttons(files, 1), widgets.download_buttons(files, 3)
+    assert [b.label for b in one] == ["Download the run shown (JSON, re-importable)",
+                                      "Download the run shown (CSV, one row per point)"]
+    assert many[0].label == "Download the 3 runs shown (JSON, re-importable)"
+    assert [b.key for b in many] == ["results_export_json", "results_export_csv"] and many[1].export is files[1]
+
+
+def test_core_exports_are_data_only(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'board.sqlite3'}")
+    run_id = store.save("matmul", matmul_payload(LAPTOP), {"sizes": "256"})
+    files, problem = exports(store, [run_id])
+    assert problem is None and [(f.fmt, f.file_name, f.mime) for f in files] == [
+        ("json", "gpu-vs-cpu-results.json", "application/json"), ("csv", "gpu-vs-cpu-results.csv", "text/csv")]
+    assert files[0].data.startswith(b"{") and files[1].data
