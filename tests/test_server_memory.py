@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import urllib.request
 
 import pytest
 
@@ -25,7 +26,19 @@ def _round(url: str) -> None:
         tab.open(PAGES[page])
     for tab in tabs:
         tab.close()
-    time.sleep(2)  # the server drops closed sessions
+    deadline = time.monotonic() + 30
+    while _active_sessions(url):  # the server has dropped every closed session
+        assert time.monotonic() < deadline, "the server still holds sessions 30 s after their tabs closed"
+        time.sleep(0.1)
+
+
+def _active_sessions(url: str) -> int:
+    """Sessions the server still counts as connected, from its own metrics endpoint."""
+    base = url.replace("ws://", "http://").split("/_stcore")[0]
+    with urllib.request.urlopen(f"{base}/_stcore/metrics?families=active_sessions", timeout=10) as reply:
+        lines = reply.read().decode().splitlines()
+    [line] = [line for line in lines if line.startswith("active_sessions ")]
+    return int(line.split()[1])
 
 
 def test_rss_after_repeated_sessions_stays_near_its_level_after_the_first(server):
