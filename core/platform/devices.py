@@ -17,7 +17,6 @@ GET_A_GPU = (
     "Change runtime type > GPU, save, and check that a 'GPU RAM' line appears in the resources "
     "panel. If Colab says too many sessions are active, close your other Colab sessions and try again."
 )
-NO_GPU_BADGE = "No GPU here. How to get one free: Hardware check"  # the short form; GET_A_GPU in full once
 NEEDS_GPU = "needs a GPU, and PyTorch sees none on this machine"  # why a GPU-only control is disabled
 
 

@@ -1,17 +1,18 @@
 """One-line notices several pages show: the busy-machine warning beside a timed figure, and the no-GPU badge.
 
-Not a page (app.py does not list it). The texts come from core (`MachineLoad.notice`,
-`core.platform.devices.NO_GPU_BADGE`); the full no-GPU advice lives on the Hardware check page only.
+Not a page (app.py does not list it). The busy text comes from core (`MachineLoad.notice`, which the CLI
+prints too); the badge is page wording, a link to the Hardware check page, where the full no-GPU advice
+(`core.platform.devices.GET_A_GPU`) is shown.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from core.platform.devices import NO_GPU_BADGE
 from core.results.load import MachineLoad
 
 HARDWARE_PAGE = "pages/hardware.py"
+NO_GPU_BADGE = "No GPU here. How to get one free: Hardware check"  # the short form of GET_A_GPU
 
 
 def load_notice(load: MachineLoad | None) -> None:
