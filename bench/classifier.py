@@ -45,7 +45,8 @@ import scipy.sparse as sp  # noqa: E402
 from core.classifier.baseline import BaselineResult, reference_baselines  # noqa: E402
 from core.classifier.crossval import PUBLISHED, cross_validate, default_scorers  # noqa: E402
 from core.classifier.model import ClassifierConfig, preset_config  # noqa: E402
-from core.classifier.training import EpochReport, TrainResult  # noqa: E402
+from core.classifier.reports import TrainResult  # noqa: E402
+from core.results.train import TrainEpoch  # noqa: E402
 from core.platform.jobs import JobHooks, Progress  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
 from core.classifier.loaders import load_path  # noqa: E402
@@ -94,7 +95,7 @@ def first_epoch_after(path: Path, config: ClassifierConfig) -> FirstEpoch:
     features_s = time.perf_counter() - start - baseline.fit_seconds
     first: list[float] = []
 
-    def heard(step: Progress[EpochReport]) -> None:
+    def heard(step: Progress[TrainEpoch]) -> None:
         if step.item is not None and not first:
             first.append(time.perf_counter() - start)
 
@@ -121,7 +122,7 @@ def rt_polarity(path: Path, epochs: int | None) -> dict:
         "vocab_size": features.vocab_size, "nnz_per_row": features.nnz_per_row,
         "features_seconds": cold.features_s, "baseline_fit_seconds": lr_same.fit_seconds,
         "first_epoch_latency_s": cold.latency_s, "first_epoch_latency_warm_s": warm.latency_s,
-        "epochs": [{**e.to_dict(), "val_loss": e.val and e.val.loss, "val_accuracy": e.val and e.val.accuracy}
+        "epochs": [{**e.to_json(), "val_loss": e.val_loss, "val_accuracy": e.val_accuracy}
                    for e in result.epochs],
         "kept_epoch": result.best_epoch,
         "kept_by": "lowest validation loss" if features.n_val else "last epoch (no validation rows)",

@@ -18,7 +18,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,7 +27,8 @@ import pandas as pd
 
 from core.classifier.datasets import load_source
 from core.classifier.model import ClassifierConfig
-from core.classifier.training import TrainResult, prepare, train
+from core.classifier.reports import TrainResult
+from core.classifier.training import prepare, train
 from core.errors import DashboardError
 from core.matmul.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
 from core.platform.device_lock import WaitStatus
@@ -190,7 +191,7 @@ class ClassifierRace:
                              for r in self.runs])
 
     def payloads(self) -> list[dict[str, Any]]:
-        return [r.to_json(self.baseline_accuracy) for r in self.runs]
+        return [jsonio.to_jsonable(replace(r.run, baseline_accuracy=self.baseline_accuracy)) for r in self.runs]
 
 
 def classifier_race(data: str, plan: Plan, *, seed: int = 0, hooks: JobHooks | None = None) -> ClassifierRace:

@@ -5,14 +5,14 @@ import pytest
 from core.charts.classifier import accuracy_curve, loss_curves, lowest_test_loss, overlay
 from core.classifier.model import ClassifierConfig
 from core.classifier.runs import RunRecord
-from core.classifier.training import EpochReport, Evaluation
+from core.results.train import TrainEpoch
 from tests.chart_checks import assert_annotations_inside, assert_legend_right
 
 
 def _report(epoch, batches_done=4, loss=0.5, seconds=1.0, elapsed=None, test_loss=None):
-    test = Evaluation(loss + 0.1 if test_loss is None else test_loss, 0.7 + epoch / 100)
-    return EpochReport(epoch, batches_done, 4, loss, None, test, seconds,
-                       elapsed if elapsed is not None else epoch * seconds)
+    return TrainEpoch(epoch, loss, loss + 0.1 if test_loss is None else test_loss, 0.7 + epoch / 100, seconds,
+                      batches_done=batches_done, n_batches=4,
+                      elapsed_s=elapsed if elapsed is not None else epoch * seconds)
 
 
 def test_loss_curves_with_baseline_line_and_fixed_range():

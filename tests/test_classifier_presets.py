@@ -47,7 +47,7 @@ def test_lecture_preset_takes_ten_full_batch_updates_on_the_cpu_and_its_loss_fal
     assert result.dense_mb == pytest.approx(rows * lecture_features.vocab_size * 4 / 1e6)
     assert seen[0].item is None and f"{result.dense_mb:,.0f} MB" in seen[0].message  # size told before it is built
     assert predict(result, ["great w1", "awful w2"]).tolist()[0] > 0.5
-    out = result.to_json(0.5)
+    out = result.run.to_json()
     assert out["preset"] == "lecture" and out["dense_matrix_mb"] == result.dense_mb
     assert TrainRun.from_json(json.loads(json.dumps(out)), "run").preset == "lecture"
 
@@ -57,7 +57,7 @@ def test_minibatch_preset_on_the_cpu_reports_no_dense_matrix():
                            batch_size=16)
     result = train(features_for(toy_reviews(40), config), config)
     assert len(result.epochs) == 2 and result.input_mode == "sparse" and result.dense_mb is None
-    assert result.to_json(None)["preset"] == "minibatch"
+    assert result.run.to_json()["preset"] == "minibatch"
 
 
 def test_the_memory_guard_refuses_the_dense_matrix_and_names_a_cap_that_fits(lecture_features, monkeypatch):
@@ -81,7 +81,7 @@ def test_a_device_too_small_for_any_cap_is_sent_to_the_minibatch_preset(lecture_
 
 
 def test_old_files_without_a_preset_read_and_a_bad_preset_is_refused(lecture_features):
-    out = train(lecture_features, preset_config("lecture", device="cpu", epochs=2, **SMALL)).to_json(None)
+    out = train(lecture_features, preset_config("lecture", device="cpu", epochs=2, **SMALL)).run.to_json()
     old = {k: v for k, v in out.items() if k not in ("preset", "dense_matrix_mb")}
     assert TrainRun.from_json(old, "run").preset is None
     with pytest.raises(DashboardError, match="run.preset"):

@@ -7,11 +7,11 @@ from core.classifier.runs import (
     DONE, RUNNING, STOPPED, RunRecord, interrupted, lowest_test_loss_epoch, overfitting_note, table_rows,
 )
 from core.results.load import MachineLoad
-from core.classifier.training import EpochReport, Evaluation
+from core.results.train import TrainEpoch
 
 
 def _report(epoch, batches_done=4, seconds=1.0, acc=0.7):
-    return EpochReport(epoch, batches_done, 4, 0.5, None, Evaluation(0.6, acc), seconds, epoch * seconds)
+    return TrainEpoch(epoch, 0.5, 0.6, acc, seconds, batches_done=batches_done, n_batches=4, elapsed_s=epoch * seconds)
 
 
 def test_record_grows_and_keeps_partial_reports_apart():
@@ -42,7 +42,7 @@ def test_table_rows():
 
 
 def _epoch(epoch, train_loss, test_loss):
-    return EpochReport(epoch, 4, 4, train_loss, None, Evaluation(test_loss, 0.7), 1.0, float(epoch))
+    return TrainEpoch(epoch, train_loss, test_loss, 0.7, 1.0, batches_done=4, n_batches=4, elapsed_s=float(epoch))
 
 
 def test_overfitting_is_named_when_test_loss_rises_while_train_loss_falls():

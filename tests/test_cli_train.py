@@ -39,7 +39,8 @@ def test_train_json(toy_csv, tmp_path, capsys):
     assert out["stopped"] is False and out["settings"]["device"] == "cpu"
     assert out["device"] == "cpu" and (out["n_train"], out["n_test"]) == (64, 16)
     assert [e["epoch"] for e in out["epochs"]] == [1, 2]
-    assert set(out["epochs"][0]) == {"epoch", "train_loss", "test_loss", "test_accuracy", "seconds"}
+    # the old keys, and only more: when the run ended, its figures' seconds since the start
+    assert set(out["epochs"][0]) == {"epoch", "train_loss", "test_loss", "test_accuracy", "seconds", "elapsed_s"}
     assert 0.5 <= out["test_accuracy"] <= 1 and 0 <= out["baseline_accuracy"] <= 1 and out["train_seconds"] > 0
     assert [p["text"] for p in out["predictions"]] == ["great w1 w2", "awful w3"]
     assert out["predictions"][0]["p_positive"] > out["predictions"][1]["p_positive"]

@@ -115,7 +115,7 @@ def test_training_defaults_to_the_free_cores_and_a_forced_count_is_kept(monkeypa
     config = ClassifierConfig(epochs=1, hidden=4, batch_size=16, lr=0.3, ngrams=1, device="cpu")
     features, _ = prepare(toy_reviews(20), config)
     result = train(features, config)
-    assert result.threads == 1 and result.load == BUSY and result.to_json(None)["load"]["busy"] is True
+    assert result.threads == 1 and result.load == BUSY and result.run.to_json()["load"]["busy"] is True
     forced = train(features, ClassifierConfig(**{**config.to_dict(), "threads": 2}))
     assert forced.threads == 2
 

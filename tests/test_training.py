@@ -12,14 +12,16 @@ import torch
 from core.platform.device_lock import current_holder
 from core.platform import clock
 
-from core.classifier import training
+from core.classifier import fit, training
 from core.classifier.model import ClassifierConfig, SparseBatch
 from core.errors import DashboardError
 from core.platform.jobs import JobHooks
 from core.classifier.training import (
-    LOSS_TOLERANCE, batch_order, compare_devices_same_seed, features_for, predict, train,
+    LOSS_TOLERANCE, compare_devices_same_seed, features_for, predict, train,
 )
+from core.classifier.fit import batch_order
 from core.classifier.features import synthetic_features
+from core.results.train import TrainRun
 from tests.review_fixtures import keep_cuda_on_cpu, toy_reviews
 
 FAST = dict(hidden=8, lr=0.3, batch_size=16, epochs=6, weighting="binary", ngrams=1, val_fraction=0.1)
@@ -34,7 +36,7 @@ def test_loss_falls_on_a_separable_toy_set(toy_features):
     result = train(toy_features, ClassifierConfig(**FAST))
     losses = [e.train_loss for e in result.epochs]
     assert len(losses) == 6 and losses[-1] < losses[0] / 3
-    assert result.epochs[-1].test.accuracy == 1.0 and result.test_accuracy == 1.0
+    assert result.epochs[-1].test_accuracy == 1.0 and result.test_accuracy == 1.0
     assert not result.stopped and result.device == "cpu" and result.input_mode == "sparse"
     p = predict(result, ["great w1 w2", "awful w1 w2"])
     assert p[0] > 0.8 > 0.2 > p[1]
@@ -44,7 +46,7 @@ def test_same_seed_identical_first_epoch_losses(toy_features):
     cfg = ClassifierConfig(**{**FAST, "epochs": 1})
     a, b = train(toy_features, cfg), train(toy_features, cfg)
     assert a.epochs[0].train_loss == b.epochs[0].train_loss
-    assert a.epochs[0].test.loss == b.epochs[0].test.loss
+    assert a.epochs[0].test_loss == b.epochs[0].test_loss
     c = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 1, "seed": 1}))
     assert c.epochs[0].train_loss != a.epochs[0].train_loss
 
@@ -75,7 +77,7 @@ def test_full_matrix_is_never_densified(toy_features, monkeypatch, mode):
         monkeypatch.setattr(cls, "toarray", spy)
     monkeypatch.setattr(cls, "todense", lambda self, *a, **k: pytest.fail("todense called"))
     monkeypatch.setattr(torch.Tensor, "to_dense", lambda self, *a, **k: pytest.fail("to_dense called"))
-    monkeypatch.setattr(training, "EVAL_BATCH", 10)
+    monkeypatch.setattr(fit, "EVAL_BATCH", 10)
     cfg = ClassifierConfig(**{**FAST, "epochs": 1, "input_mode": mode})
     train(toy_features, cfg)
     if mode == "sparse":
@@ -120,7 +122,7 @@ def test_progress_reports_every_n_batches(toy_features):
     n_batches = reports[0].n_batches
     assert sum(r.partial for r in reports) == 2 * ((n_batches - 1) // 2)  # batches 2, 4, ... but not the last
     assert [r.epoch for r in reports if not r.partial] == [1, 2] and len(result.epochs) == 2
-    assert all(0 <= r.test.accuracy <= 1 and r.seconds >= 0 for r in reports)
+    assert all(0 <= r.test_accuracy <= 1 and r.seconds >= 0 for r in reports)
     assert [r.progress for r in reports] == sorted(r.progress for r in reports)
     assert steps[-1].done == steps[-1].total == 2 * n_batches and steps[-1].message.startswith("epoch 2/2: train loss")
 
@@ -150,7 +152,7 @@ def test_training_holds_the_device_lock(toy_features):
 
 
 def test_the_per_job_cap_stops_training_and_keeps_finished_epochs(toy_features, monkeypatch):
-    real_step = training._sgd_step
+    real_step = fit._sgd_step
     steps = []
 
     def slow_step(*args):
@@ -160,7 +162,7 @@ def test_the_per_job_cap_stops_training_and_keeps_finished_epochs(toy_features, 
         return real_step(*args)
 
     n_batches = -(-toy_features.n_train // FAST["batch_size"])
-    monkeypatch.setattr(training, "_sgd_step", slow_step)
+    monkeypatch.setattr(fit, "_sgd_step", slow_step)
     # the first epoch takes milliseconds; epochs 2 to 5 would take 4 * n_batches * 0.05 s = 1.2 s, past the cap
     result = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 5}), JobHooks(max_job_s=0.5))
     assert result.stopped and 1 <= len(result.epochs) < 5 and result.best_epoch is not None
@@ -168,7 +170,7 @@ def test_the_per_job_cap_stops_training_and_keeps_finished_epochs(toy_features, 
 
 def test_kept_epoch_is_the_lowest_validation_loss(toy_features):
     result = train(toy_features, ClassifierConfig(**{**FAST, "epochs": 4, "lr": 1.0}))
-    val_losses = [e.val.loss for e in result.epochs]
+    val_losses = [e.val_loss for e in result.epochs]
     assert result.best_epoch == int(np.argmin(val_losses)) + 1
     probs = predict(result, [toy_reviews(60).texts[i] for i in range(3)])
     assert probs.shape == (3,) and ((0 <= probs) & (probs <= 1)).all()
@@ -194,7 +196,12 @@ def test_result_statistics(toy_features):
     assert result.train_seconds == pytest.approx(sum(e.seconds for e in result.epochs))
     assert result.samples_per_s == pytest.approx(2 * result.n_train / result.train_seconds)
     assert result.vocab_size == toy_features.vocab_size
-    assert set(result.epochs[0].to_dict()) == {"epoch", "train_loss", "test_loss", "test_accuracy", "seconds"}
+    saved = result.run.to_json()["epochs"][0]  # the report is the saved epoch: the old keys, and only more
+    assert set(saved) == {"epoch", "train_loss", "test_loss", "test_accuracy", "seconds", "val_loss", "val_accuracy",
+                          "elapsed_s"}  # a finished epoch: no batch counts
+    assert saved["val_loss"] == result.epochs[0].val_loss
+    back = TrainRun.from_json(result.run.to_json(), "run").epochs[0]
+    assert not back.partial and back.progress == 1.0 and back.val_accuracy == result.epochs[0].val_accuracy
 
 
 def test_compare_devices_same_seed_cpu_vs_cpu(toy_features):

@@ -12,7 +12,7 @@ from core.charts.split_work import split_work_chart
 from core.classifier.runs import lowest_test_loss_epoch
 from core.classifier.preset_race import PresetRace
 from core.classifier.scaling import Scaling
-from core.classifier.training import EpochReport
+from core.results.train import TrainEpoch
 from core.plain_text import for_plotly
 
 TRAIN_COLOR = "#1f77b4"
@@ -28,17 +28,17 @@ METRICS = {  # what an overlay can show: label, how to read it off a report
 }
 
 
-def _metric(report: EpochReport, metric: str) -> float:
+def _metric(report: TrainEpoch, metric: str) -> float | None:
     if metric == "train_loss":
         return report.train_loss
     if metric == "test_loss":
-        return report.test.loss
+        return report.test_loss
     if metric == "test_accuracy":
-        return report.test.accuracy
+        return report.test_accuracy
     raise ValueError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
 
 
-def lowest_test_loss(reports: Sequence[EpochReport]) -> EpochReport | None:
+def lowest_test_loss(reports: Sequence[TrainEpoch]) -> TrainEpoch | None:
     """The end-of-epoch report to mark as the lowest test loss (core.classifier.runs decides which)."""
     epoch = lowest_test_loss_epoch(reports)
     return next((r for r in reports if not r.partial and r.epoch == epoch), None)
@@ -60,7 +60,7 @@ def _baseline(fig: go.Figure, y: float, text: str) -> None:
                        showarrow=False, font=dict(color=BASELINE_COLOR))
 
 
-def loss_curves(reports: Sequence[EpochReport], *, baseline_loss: float | None = None,
+def loss_curves(reports: Sequence[TrainEpoch], *, baseline_loss: float | None = None,
                 baseline_name: str = "LogisticRegression", epochs: int | None = None,
                 kept_epoch: int | None = None) -> go.Figure:
     """Train and test loss by epoch (fractional for mid-epoch reports), with the baseline's test loss.
@@ -74,14 +74,14 @@ def loss_curves(reports: Sequence[EpochReport], *, baseline_loss: float | None =
     fig = go.Figure()
     fig.add_scatter(x=x, y=[r.train_loss for r in reports], name="train loss", mode="lines+markers",
                     line=dict(color=TRAIN_COLOR))
-    fig.add_scatter(x=x, y=[r.test.loss for r in reports], name="test loss", mode="lines+markers",
+    fig.add_scatter(x=x, y=[r.test_loss for r in reports], name="test loss", mode="lines+markers",
                     line=dict(color=TEST_COLOR),
-                    customdata=[[r.test.accuracy, r.seconds] for r in reports],
+                    customdata=[[r.test_accuracy, r.seconds] for r in reports],
                     hovertemplate="epoch %{x:.2f}<br>test loss %{y:.4f}<br>test accuracy %{customdata[0]:.3f}"
                                   "<br>%{customdata[1]:.2f} s this epoch<extra></extra>")
     lowest = lowest_test_loss(reports)
     if lowest is not None:
-        fig.add_scatter(x=[lowest.progress], y=[lowest.test.loss], mode="markers",
+        fig.add_scatter(x=[lowest.progress], y=[lowest.test_loss], mode="markers",
                         name=f"lowest test loss: epoch {lowest.epoch}",
                         marker=dict(symbol="star", size=16, color=LOWEST_COLOR, line=dict(width=1, color="black")))
     if kept_epoch is not None:
@@ -98,11 +98,11 @@ def loss_curves(reports: Sequence[EpochReport], *, baseline_loss: float | None =
     return fig
 
 
-def accuracy_curve(reports: Sequence[EpochReport], *, baseline_accuracy: float | None = None,
+def accuracy_curve(reports: Sequence[TrainEpoch], *, baseline_accuracy: float | None = None,
                    baseline_name: str = "LogisticRegression", best_epoch: int | None = None) -> go.Figure:
     """Test accuracy by epoch against the baseline's; the kept epoch is a line named in the legend."""
     fig = go.Figure()
-    fig.add_scatter(x=[r.progress for r in reports], y=[r.test.accuracy for r in reports], name="test accuracy",
+    fig.add_scatter(x=[r.progress for r in reports], y=[r.test_accuracy for r in reports], name="test accuracy",
                     mode="lines+markers", line=dict(color=TEST_COLOR))
     if best_epoch is not None:
         _epoch_line(fig, best_epoch, f"kept epoch ({best_epoch})", KEPT_COLOR, "dot")
@@ -130,7 +130,7 @@ class Run(Protocol):
     def label(self) -> str: ...  # e.g. "run 2 · cuda:0"
 
     @property
-    def reports(self) -> Sequence[EpochReport]: ...
+    def reports(self) -> Sequence[TrainEpoch]: ...
 
 
 def overlay(runs: Sequence[Run], *, by: str = "epoch", metric: str = "test_loss") -> go.Figure:

@@ -1,13 +1,13 @@
 """One data-parallel worker of the mini-batch classifier, as `torchrun` starts it: the marbles split among friends.
 
 Every worker builds the same features and the same initial weights from the seed, walks the same
-shuffled order (`training.batch_order`), and takes its strided share of each global batch, the way
+shuffled order (`fit.batch_order`), and takes its strided share of each global batch, the way
 `DistributedSampler` splits rows (a short last batch is padded from the epoch's start, as that sampler
 pads). `DistributedDataParallel` averages the gradients after every backward, so every worker takes
 the same step and ends with the same weights; a global batch of B rows over K workers is the
-one-process run's batch of B up to the order in which floats are summed. The all-reduce is timed in a
-DDP communication hook, which is the communication cost the scaling chart shows. Metrics are summed
-across workers; only rank 0 prints (one `EVENT_PREFIX` JSON line per event, which the launching job
+one-process run's batch of B up to the order in which floats are summed. The loop is core.classifier.
+fit's, with this module's batch plan (`Shard`). The all-reduce is timed in a DDP communication hook,
+which is the communication cost the scaling chart shows. Metrics are summed across workers; only rank 0 prints (one `EVENT_PREFIX` JSON line per event, which the launching job
 reads through core.platform.torchrun) and saves.
 
 Run as `python -m core.classifier.distributed --data ... --config JSON` under torchrun, which sets
@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import time
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -32,16 +30,16 @@ from torch.nn.parallel import DistributedDataParallel
 
 from core.classifier.datasets import load_source
 from core.classifier.features import Features
-from core.classifier.model import (
-    ClassifierConfig, SparseBatch, build_model, forward, make_batch, make_sgd, resolve_input_mode,
-)
-from core.classifier.training import DIVERGED, EVAL_BATCH, batch_order, features_for
+from core.classifier.fit import EVAL_BATCH, MiniBatches, Step, cpu_copy, fit
+from core.classifier.model import ClassifierConfig, SparseBatch, build_model, forward, resolve_input_mode
+from core.classifier.reports import run_record
+from core.classifier.training import features_for
 from core.errors import DashboardError
 from core.platform import clock
 from core.platform.devices import device_key
+from core.platform.jobs import Progress
 from core.platform.timing import torch_threads
 from core.platform.torchrun import DEFAULT_TIMEOUT_S, Emit, WorkerEnv, exit_now, process_group, worker_main
-from core.results.jsonio import to_jsonable
 from core.results.train import TrainEpoch, TrainRun
 
 
@@ -93,38 +91,68 @@ class AllReduceTimer:
     def average(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
         """Average one bucket, synchronously so its time is its own (no overlap with backward to blur it)."""
         tensor = bucket.buffer()
-        t0 = time.perf_counter()
+        t0 = clock.now(self.device)  # after the backward kernels queued so far: they are not communication
         dist.all_reduce(tensor)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
-        self.seconds += time.perf_counter() - t0
+        self.seconds += clock.now(self.device) - t0
         tensor.div_(dist.get_world_size())
         done: torch.futures.Future[torch.Tensor] = torch.futures.Future()
         done.set_result(tensor)
         return done
 
 
-def _sum(values: list[float], device: torch.device) -> list[float]:
-    t = torch.tensor(values, dtype=torch.float64, device=device)
-    dist.all_reduce(t)
-    return [float(v) for v in t.cpu()]
+class Shard(MiniBatches):
+    """The batch plan of one worker: its strided share of every global batch, every sum added over the workers.
 
+    Each worker also scores every world_size-th row of a split; its share of the sums is all-reduced.
+    """
 
-def _evaluate(model: nn.Sequential, x: sp.csr_matrix, y: np.ndarray, mode: str, device: torch.device,
-              env: WorkerEnv) -> tuple[float, float]:
-    """(mean loss, accuracy) over all rows: each worker scores every world_size-th row, the sums are added."""
-    mine = np.arange(env.rank, x.shape[0], env.world_size)
-    loss_sum, correct = 0.0, 0.0
-    with torch.no_grad():
+    def __init__(self, features: Features, config: ClassifierConfig, device: torch.device, mode: str,
+                 env: WorkerEnv, timer: AllReduceTimer) -> None:
+        super().__init__(features, config, device, mode)
+        self.env = env
+        self.timer = timer
+
+    def rows(self, order: np.ndarray, batch: int) -> np.ndarray:
+        return shard_rows(order, batch, self.batch_size, self.env.rank, self.env.world_size)
+
+    def epoch(self) -> Iterator[Step]:
+        self.timer.seconds = 0.0
+        yield from super().epoch()
+
+    def eval_steps(self, split: str) -> Iterator[Step]:
+        x, y = self.split(split)
+        mine = np.arange(self.env.rank, x.shape[0], self.env.world_size)
         for start in range(0, len(mine), EVAL_BATCH):
             rows = mine[start:start + EVAL_BATCH]
-            p = forward(model, make_batch(x[rows], mode).to(device))
-            target = torch.from_numpy(y[rows].astype(np.float32)).to(device)
-            loss_sum += float(nn.functional.binary_cross_entropy(p, target, reduction="sum"))
-            correct += float(((p > 0.5).float() == target).sum())
-    loss_sum, correct = _sum([loss_sum, correct], device)
-    n = x.shape[0]
-    return (loss_sum / n, correct / n) if n else (math.nan, math.nan)
+            yield self.move(x[rows], y[rows])
+
+    def total(self, sums: torch.Tensor) -> list[float]:
+        both = sums.double()
+        dist.all_reduce(both)
+        return [float(v) for v in both.tolist()]
+
+    def timing(self, seconds: float) -> tuple[float, float | None]:
+        """The slowest worker's seconds (the epoch ends when its does) and the mean all-reduce seconds."""
+        slowest = torch.tensor([seconds], dtype=torch.float64, device=self.device)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        (allreduce,) = self.total(torch.tensor([self.timer.seconds], dtype=torch.float64, device=self.device))
+        return float(slowest.item()), allreduce / self.env.world_size
+
+
+class _Worker:
+    """The loop's job in a worker: never stopped from inside (the launcher ends the processes), epochs emitted by rank 0."""
+
+    def __init__(self, emit: Emit, epochs: int) -> None:
+        self.emit = emit
+        self.epochs = epochs
+
+    def stop_requested(self) -> bool:
+        return False
+
+    def report(self, progress: Progress[TrainEpoch]) -> None:
+        record = progress.item
+        if record is not None and not record.partial:
+            self.emit({"event": "epoch", "epoch": record.to_json(), "val_loss": record.val_loss, "of": self.epochs})
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,70 +163,18 @@ class WorkerResult:
 
 def train_data_parallel(features: Features, config: ClassifierConfig, device: torch.device, env: WorkerEnv,
                         emit: Emit) -> WorkerResult:
-    """Train this worker's share under DDP; keeps the last epoch (or the lowest validation loss, as training.py)."""
+    """Train this worker's share under DDP in the one loop; keeps the lowest validation loss, else the last epoch."""
     mode = resolve_input_mode(config.input_mode, device)
     model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
     ddp = DistributedDataParallel(_Net(model), device_ids=[device.index] if device.type == "cuda" else None)
     timer = AllReduceTimer(device)
     # a lambda: DDP inspects the hook's annotations, which `from __future__ import annotations` turns into strings
     ddp.register_comm_hook(None, lambda _state, bucket: timer.average(bucket))
-    optimizer = make_sgd(ddp.parameters(), config)
-    loss_fn = nn.BCELoss()
-    y_train = features.y_train.astype(np.float32)
-    n_batches = -(-features.n_train // config.batch_size)
-    epochs: list[TrainEpoch] = []
-    best: tuple[float, int, dict[str, torch.Tensor]] | None = None
-    for epoch, order in enumerate(batch_order(features.n_train, config.seed, config.epochs), start=1):
-        timer.seconds = 0.0
-        loss_sum, seen = 0.0, 0
-        t0 = clock.now(device)
-        for b in range(n_batches):
-            rows = shard_rows(order, b, config.batch_size, env.rank, env.world_size)
-            batch = make_batch(features.x_train[rows], mode).to(device)
-            target = torch.from_numpy(y_train[rows]).to(device)
-            try:
-                loss = loss_fn(ddp(batch), target)
-            except RuntimeError as exc:  # BCELoss refuses NaN outputs: the weights overflowed
-                if "between 0 and 1" not in str(exc):
-                    raise
-                raise DashboardError(DIVERGED.format(lr=config.lr)) from None
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            loss_sum += float(loss.detach()) * len(rows)
-            seen += len(rows)
-        seconds = clock.now(device) - t0
-        loss_total, seen_total, allreduce_total = _sum([loss_sum, float(seen), timer.seconds], device)
-        slowest = torch.tensor([seconds], dtype=torch.float64, device=device)
-        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)  # the epoch ends when the slowest worker's does
-        train_loss = loss_total / seen_total
-        if not math.isfinite(train_loss):
-            raise DashboardError(DIVERGED.format(lr=config.lr))
-        model.eval()
-        val_loss = (_evaluate(model, features.x_val, features.y_val, mode, device, env)[0]
-                    if features.n_val else None)
-        test_loss, test_acc = _evaluate(model, features.x_test, features.y_test, mode, device, env)
-        model.train()
-        record = TrainEpoch(epoch, train_loss, test_loss, test_acc, float(slowest.item()),
-                            allreduce_seconds=allreduce_total / env.world_size)
-        epochs.append(record)
-        emit({"event": "epoch", "epoch": record.to_json(), "val_loss": val_loss, "of": config.epochs})
-        score = val_loss if val_loss is not None else -epoch
-        if best is None or score < best[0]:
-            best = (score, epoch, {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()})
-    kept = build_model(features.vocab_size, config.hidden, config.seed)
-    best_epoch = None
-    if best is not None:
-        kept.load_state_dict(best[2])
-        best_epoch = best[1]
-    run = TrainRun(device=device_key(device), n_train=features.n_train, n_test=features.n_test,
-                   vocab_size=features.vocab_size, epochs=tuple(epochs),
-                   test_accuracy=epochs[best_epoch - 1].test_accuracy if best_epoch else None,
-                   train_seconds=sum(e.seconds or 0.0 for e in epochs), settings=to_jsonable(asdict(config)),
-                   preset=config.preset, workers=env.world_size, backend=backend_for(device))
-    final = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+    fitted = fit(ddp, model, Shard(features, config, device, mode, env, timer), _Worker(emit, config.epochs), config)
+    run = run_record(features, config, device_key(device), fitted.epochs, fitted.best_epoch,
+                     workers=env.world_size, backend=backend_for(device))
     last = build_model(features.vocab_size, config.hidden, config.seed)
-    last.load_state_dict(final)
+    last.load_state_dict(cpu_copy(model))
     return WorkerResult(run, last)
 
 

@@ -3,8 +3,9 @@
 The lecture moved its dense (reviews x terms) float32 matrix, the network and the loss to CUDA once
 and took ten full-batch gradient steps. Each step is one (n x V) @ (V x hidden) product forward and
 two of the same size backward: a few big array operations, exactly the work a GPU splits well, so
-the GPU's speed-up grows with the matrix. The mini-batch trainer (core.classifier.training) does the
-same arithmetic as ~130 tiny steps per epoch instead, where per-step overhead dominates.
+the GPU's speed-up grows with the matrix. The mini-batch plan (core.classifier.fit) does the same
+arithmetic as ~130 tiny steps per epoch instead, where per-step overhead dominates. Both run in the
+one loop, `fit.fit`; this module is the lecture's batch plan and the size check before it.
 
 The dense matrix is the cost: n x V x 4 bytes. Its size is known from the sparse features before
 anything dense exists, so `check_dense_fits` refuses it (with the largest vocabulary cap that would
@@ -14,26 +15,21 @@ device).to_dense()`), so a GPU run never holds a dense copy in RAM.
 
 from __future__ import annotations
 
-import math
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 import torch
-from torch import nn
 
 from core.classifier.features import Features
-from core.classifier.model import FLOAT32_BYTES, ClassifierConfig, build_model, make_sgd, model_bytes
+from core.classifier.fit import Job, OneProcess, Step
+from core.classifier.model import FLOAT32_BYTES, ClassifierConfig, model_bytes
 from core.errors import DashboardError
-from core.platform import clock
 from core.platform.devices import device_key
-from core.platform.jobs import Progress, RunningJob
+from core.platform.jobs import Progress
 from core.platform.memory import free_device_bytes
-
-if TYPE_CHECKING:
-    from core.classifier.training import TrainResult
 
 MB = 1_000_000
 HEADROOM = 0.8  # use at most this share of the free memory: activations, the allocator's slack, the OS
@@ -119,60 +115,35 @@ def move_dense(features: Features, device: torch.device) -> DenseData:
                      labels(features.y_val), to_dense(features.x_test, device), labels(features.y_test))
 
 
-def _evaluate(model: nn.Sequential, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """(mean BCE, accuracy) over all rows in one product; NaN for no rows."""
-    if x.shape[0] == 0:
-        return float("nan"), float("nan")
-    with torch.no_grad():
-        p = model(x).squeeze(1)
-        loss = nn.functional.binary_cross_entropy(p, y)
-        accuracy = ((p > 0.5).float() == y).float().mean()
-    return loss.item(), accuracy.item()
+class FullBatch(OneProcess):
+    """The batch plan of the lecture: every epoch is one step on the whole dense training matrix.
 
-
-def train_full_batch_locked(features: Features, config: ClassifierConfig, device: torch.device, job: RunningJob) -> TrainResult:
-    """`config.epochs` full-batch gradient steps on the dense matrix, holding `device` (the caller holds it).
-
-    Each update reports like an epoch of the mini-batch trainer (one batch per epoch): the loss
-    before the step, test loss and accuracy after it, and its synchronized seconds (evaluation
-    excluded). Returns core.classifier.training.TrainResult (imported late: training imports us).
+    Each split is scored in one product too; `fit` reports every update like an epoch of the
+    mini-batch plan (one batch per epoch): the loss before the step, the test figures after it.
     """
-    from core.classifier.training import DIVERGED, EpochReport, Evaluation, TrainResult
 
+    n_batches = 1
+
+    def __init__(self, data: DenseData, device: torch.device) -> None:
+        self.data = data
+        self.device = device
+
+    def epoch(self) -> Iterator[Step]:
+        yield self.data.x_train, self.data.y_train
+
+    def split(self, split: str) -> tuple[torch.Tensor, torch.Tensor]:
+        d = self.data
+        return (d.x_val, d.y_val) if split == "val" else (d.x_test, d.y_test)
+
+    def eval_steps(self, split: str) -> Iterator[Step]:
+        yield self.split(split)
+
+    def eval_rows(self, split: str) -> int:
+        return int(self.split(split)[0].shape[0])
+
+
+def full_batch_plan(features: Features, config: ClassifierConfig, device: torch.device, job: Job) -> FullBatch:
+    """Move the dense matrices to `device` (the caller holds it), saying so first: on a big vocabulary it takes a while."""
     size = dense_size(features, config.hidden)
     job.report(Progress(0, config.epochs, f"moving the dense matrix to {device_key(device)}: {size.matrix_mb:,.0f} MB"))
-    data = move_dense(features, device)
-    model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
-    loss_fn = nn.BCELoss()
-    optimizer = make_sgd(model.parameters(), config)
-    reports: list[EpochReport] = []
-    stopped = False
-    start = clock.now(device)
-    for update in range(1, config.epochs + 1):
-        if job.stop_requested():
-            stopped = True
-            break
-        t0 = clock.now(device)
-        loss = loss_fn(model(data.x_train).squeeze(1), data.y_train)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        seconds = clock.now(device) - t0
-        train_loss = loss.item()
-        if not math.isfinite(train_loss):
-            raise DashboardError(DIVERGED.format(lr=config.lr))
-        model.eval()
-        val = Evaluation(*_evaluate(model, data.x_val, data.y_val)) if features.n_val else None
-        test = Evaluation(*_evaluate(model, data.x_test, data.y_test))
-        model.train()
-        reports.append(EpochReport(update, 1, 1, train_loss, val, test, seconds, clock.now(device) - start))
-        job.report(Progress(update, config.epochs, f"update {update}/{config.epochs}: train loss {train_loss:.4f}, "
-                                                   f"test accuracy {test.accuracy:.3f}, {seconds:.3f} s",
-                            item=reports[-1]))
-    kept = build_model(features.vocab_size, config.hidden, config.seed)
-    if reports:
-        kept.load_state_dict({k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()})
-    kept.eval()
-    return TrainResult(config, device_key(device), "dense", tuple(reports), len(reports) or None, stopped, kept,
-                       features.vectorizer, features.n_train, features.n_val, features.n_test,
-                       dense_mb=size.matrix_mb)
+    return FullBatch(move_dense(features, device), device)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.classifier.model import ClassifierConfig, preset_config
-from core.classifier.training import TrainResult
+from core.classifier.reports import TrainResult
 from core.parallel.chain import TITLE as CHAIN_TITLE
 
 PRESET_ORDER = ("lecture", "minibatch")

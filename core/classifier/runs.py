@@ -13,9 +13,10 @@ from dataclasses import dataclass, replace
 
 from core.classifier.baseline import BaselineResult
 from core.classifier.model import ClassifierConfig
-from core.classifier.training import EpochReport, TrainResult
+from core.classifier.reports import TrainResult, figure
 from core.platform.units import percent
 from core.results.load import MachineLoad
+from core.results.train import TrainEpoch
 
 RUNNING, DONE, STOPPED = "running", "done", "stopped"
 RISE = 1.02  # test loss 2% above its lowest counts as rising, not as noise
@@ -27,7 +28,7 @@ class RunRecord:
     data: str  # where the reviews came from
     config: ClassifierConfig
     device: str  # the device key once known ('cpu', 'cuda:0'), else the requested name
-    reports: tuple[EpochReport, ...] = ()  # every report so far, partial ones included
+    reports: tuple[TrainEpoch, ...] = ()  # every report so far, partial ones included
     baseline: BaselineResult | None = None
     status: str = RUNNING
     best_epoch: int | None = None
@@ -39,12 +40,12 @@ class RunRecord:
         return f"run {self.number} · {self.device}{preset}"
 
     @property
-    def epochs(self) -> tuple[EpochReport, ...]:
+    def epochs(self) -> tuple[TrainEpoch, ...]:
         """Completed epochs only."""
         return tuple(r for r in self.reports if not r.partial)
 
     @property
-    def kept(self) -> EpochReport | None:
+    def kept(self) -> TrainEpoch | None:
         done = self.epochs
         if self.best_epoch is not None and self.best_epoch <= len(done):
             return done[self.best_epoch - 1]
@@ -52,9 +53,9 @@ class RunRecord:
 
     @property
     def seconds_per_epoch(self) -> float | None:
-        return statistics.median(r.seconds for r in self.epochs) if self.epochs else None
+        return statistics.median(r.seconds or 0.0 for r in self.epochs) if self.epochs else None
 
-    def with_report(self, report: EpochReport) -> "RunRecord":
+    def with_report(self, report: TrainEpoch) -> "RunRecord":
         return replace(self, reports=self.reports + (report,))
 
     def finished(self, result: TrainResult) -> "RunRecord":
@@ -70,27 +71,29 @@ class RunRecord:
         return overfitting_note(self.epochs)
 
 
-def lowest_test_loss_epoch(epochs: Sequence[EpochReport]) -> int | None:
+def lowest_test_loss_epoch(epochs: Sequence[TrainEpoch]) -> int | None:
     """The completed epoch whose test loss was lowest, for the chart's marker only.
 
     It is never the kept epoch: choosing by test data would make the test accuracy a flattering
     guess. The kept epoch is the last, or the one with the lowest validation loss.
     """
     done = [e for e in epochs if not e.partial]
-    return min(done, key=lambda e: (e.test.loss, e.epoch)).epoch if done else None
+    return min(done, key=lambda e: (figure(e.test_loss), e.epoch)).epoch if done else None
 
 
-def overfitting_note(epochs: Sequence[EpochReport]) -> str | None:
+def overfitting_note(epochs: Sequence[TrainEpoch]) -> str | None:
     """One sentence when test loss rose after its lowest epoch while train loss kept falling, else None."""
     done = [e for e in epochs if not e.partial]
     best = lowest_test_loss_epoch(done)
     if best is None or best == done[-1].epoch:
         return None
     low, last = done[best - 1], done[-1]
-    if last.test.loss < low.test.loss * RISE or last.train_loss >= low.train_loss:
+    low_test, last_test, low_train, last_train = (figure(low.test_loss), figure(last.test_loss),
+                                                  figure(low.train_loss), figure(last.train_loss))
+    if not last_test >= low_test * RISE or not last_train < low_train:  # NaN: no note
         return None
-    return (f"Overfitting: after epoch {low.epoch} the test loss rose from {low.test.loss:.2f} to "
-            f"{last.test.loss:.2f} while the train loss kept falling to {last.train_loss:.2f}, because the network "
+    return (f"Overfitting: after epoch {low.epoch} the test loss rose from {low_test:.2f} to "
+            f"{last_test:.2f} while the train loss kept falling to {last_train:.2f}, because the network "
             "is learning the training reviews by heart rather than what makes a review positive.")
 
 
@@ -117,7 +120,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict]:
             "batch": None if r.config.preset == "lecture" else r.config.batch_size,  # lecture: every review
             "epochs done": len(r.epochs),
             "kept epoch": r.best_epoch,
-            "test accuracy": percent(None if kept is None else kept.test.accuracy),
+            "test accuracy": percent(None if kept is None else kept.test_accuracy),
             "baseline accuracy": percent(None if r.baseline is None else r.baseline.accuracy),
             "s / epoch": None if r.seconds_per_epoch is None else round(r.seconds_per_epoch, 3),
             "machine": "busy" if r.load is not None and r.load.busy else "",

@@ -24,10 +24,12 @@ from core.classifier.model import ClassifierConfig
 from core.classifier.preset_race import PresetRace, preset_race, race_configs
 from core.classifier.runs import RunRecord, interrupted
 from core.classifier.shared_builds import SharedBuilds, reviews_digest
-from core.classifier.training import EpochReport, TrainResult, prepare, train
+from core.classifier.reports import TrainResult
+from core.classifier.training import prepare, train
 from core.errors import DashboardError
 from core.platform.devices import available_devices, has_gpu
 from core.platform.jobs import JobHooks, Progress
+from core.results.train import TrainEpoch
 
 UPLOAD, PATH = "upload", "path"  # the data sources besides BUILTIN_DATASETS' names
 
@@ -172,7 +174,7 @@ class Workbench:
         """Train one run (or a CPU-then-GPU race) on the prepared features, recording every report.
 
         `hooks.on_progress` hears a start line per run (item None) and every report (item: an
-        EpochReport), with the run's label in the message; `on_done` gets each run that finished
+        TrainEpoch), with the run's label in the message; `on_done` gets each run that finished
         all its epochs (with the baseline it is compared with), at once, so a page can save it.
         """
         results = []
@@ -191,7 +193,7 @@ class Workbench:
         self.runs.append(RunRecord(len(self.runs) + 1, data, config, config.device, baseline=baseline))
         slot = len(self.runs) - 1
 
-        def on_progress(step: Progress[EpochReport]) -> None:
+        def on_progress(step: Progress[TrainEpoch]) -> None:
             if step.item is not None:
                 self.runs[slot] = self.runs[slot].with_report(step.item)
             self._tell(hooks, replace(step, message=f"{self.runs[slot].label}, {step.message}"))
@@ -204,7 +206,7 @@ class Workbench:
         self.model = (self.runs[slot].label, result)
         return result
 
-    def _tell(self, hooks: JobHooks, step: Progress[EpochReport]) -> None:
+    def _tell(self, hooks: JobHooks, step: Progress[TrainEpoch]) -> None:
         self.status = step.message
         if hooks.on_progress is not None:
             hooks.on_progress(step)

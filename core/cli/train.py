@@ -17,11 +17,12 @@ from core.classifier.datasets import BUILTIN_DATASETS, load_source
 from core.platform.devices import resolve_device
 from core.errors import DashboardError
 from core.classifier.loaders import decode_text
-from core.classifier.training import EpochReport, TrainResult, predict, prepare, train
+from core.classifier.reports import TrainResult
+from core.classifier.training import predict, prepare, train
 from core.classifier.workers import check_workers, train_with_workers
 from core.platform.jobs import Progress
 from core.results.jsonio import to_jsonable
-from core.results.train import TrainEpoch, TrainRun
+from core.results.train import Prediction, TrainEpoch, TrainRun
 
 DEFAULTS = ClassifierConfig()
 
@@ -114,20 +115,22 @@ def run(args: argparse.Namespace) -> int:
 
     step_word = "update" if config.preset == "lecture" else "epoch"
 
-    def progress(step: Progress[EpochReport]) -> None:
+    def progress(step: Progress[TrainEpoch]) -> None:
         report = step.item
         if report is None:  # the lecture preset's "moving the dense matrix ...: N MB" line
             print(step.message, file=sys.stderr, flush=True)
             return
-        val = f"  val loss {report.val.loss:.4f}" if report.val else ""
-        print(f"{step_word} {report.epoch:3d}  train loss {report.train_loss:.4f}  test loss {report.test.loss:.4f}  "
-              f"test accuracy {report.test.accuracy:.4f}{val}  {report.seconds:.3f} s", file=out, flush=True)
+        val = f"  val loss {report.val_loss:.4f}" if report.val_loss is not None else ""
+        print(f"{step_word} {report.epoch:3d}  train loss {report.train_loss or 0:.4f}  "
+              f"test loss {report.test_loss or 0:.4f}  test accuracy {report.test_accuracy or 0:.4f}{val}  "
+              f"{report.seconds or 0:.3f} s", file=out, flush=True)
 
     if args.workers is not None:
         return run_workers(args, config, reviews.source, baseline.accuracy, out)
     result = train(features, config, cli_hooks(on_progress=progress))
     probabilities = predict(result, texts).tolist()  # empty for no texts
-    summary = result.to_json(baseline.accuracy, texts, probabilities)
+    predictions = tuple(Prediction(t, float(p)) for t, p in zip(texts, probabilities))
+    summary = to_jsonable(replace(result.run, baseline_accuracy=baseline.accuracy, predictions=predictions))
     if args.json:  # the notice is in the object's `load` field
         print_json(summary)
     else:

@@ -3,7 +3,11 @@
 Version 2 adds `"kind": "train"` and `"schema_version": 2` to the object; version 1 had neither
 and reads the same otherwise. A data-parallel run (`--workers K`, core.classifier.distributed) adds
 the optional `"workers"`, `"backend"` and each epoch's `"allreduce_seconds"`; they are written only
-when set, so a one-process run's object is unchanged and older files read as before.
+when set, so a one-process run's object is unchanged and older files read as before. Each epoch's
+`"val_loss"`, `"val_accuracy"` (runs with a validation split) and `"elapsed_s"` are optional in the
+same way. A TrainEpoch is also the report a run sends while it trains, every `report_every` batches
+a partial one: its `"batches_done"` and `"n_batches"` are written only then, so a saved (finished)
+epoch has neither.
 """
 
 from __future__ import annotations
@@ -28,11 +32,31 @@ class TrainEpoch:
     test_accuracy: float | None
     seconds: float | None  # synchronized seconds of this epoch's training steps
     allreduce_seconds: float | None = None  # data-parallel runs: mean over workers of the gradient all-reduce time
+    val_loss: float | None = None  # on the held-back training rows; None without a validation split
+    val_accuracy: float | None = None
+    batches_done: int | None = None  # batches of this epoch done when it was reported; None in older files
+    n_batches: int | None = None  # batches in a whole epoch
+    elapsed_s: float | None = None  # synchronized seconds since training started, evaluation included
+
+    @property
+    def partial(self) -> bool:
+        """A report from within an epoch (every `report_every` batches), not a finished epoch."""
+        return self.batches_done is not None and self.n_batches is not None and self.batches_done < self.n_batches
+
+    @property
+    def progress(self) -> float:
+        """Epochs done as a fraction, e.g. 2.5 halfway through the third."""
+        if self.batches_done is None or not self.n_batches:
+            return float(self.epoch)
+        return self.epoch - 1 + self.batches_done / self.n_batches
 
     def to_json(self) -> dict[str, Any]:
+        optional = {"allreduce_seconds": self.allreduce_seconds, "val_loss": self.val_loss,
+                    "val_accuracy": self.val_accuracy, "elapsed_s": self.elapsed_s,
+                    **({"batches_done": self.batches_done, "n_batches": self.n_batches} if self.partial else {})}
         return {"epoch": self.epoch, "train_loss": self.train_loss, "test_loss": self.test_loss,
                 "test_accuracy": self.test_accuracy, "seconds": self.seconds,
-                **({"allreduce_seconds": self.allreduce_seconds} if self.allreduce_seconds is not None else {})}
+                **{k: v for k, v in optional.items() if v is not None}}
 
     @classmethod
     def from_json(cls, value: Any, path: str) -> TrainEpoch:
@@ -43,7 +67,12 @@ class TrainEpoch:
                    test_loss=f.number(e["test_loss"], f"{path}.test_loss"),
                    test_accuracy=f.probability(e["test_accuracy"], f"{path}.test_accuracy"),
                    seconds=f.number(e["seconds"], f"{path}.seconds"),
-                   allreduce_seconds=f.number(e.get("allreduce_seconds"), f"{path}.allreduce_seconds"))
+                   allreduce_seconds=f.number(e.get("allreduce_seconds"), f"{path}.allreduce_seconds"),
+                   val_loss=f.number(e.get("val_loss"), f"{path}.val_loss"),
+                   val_accuracy=f.probability(e.get("val_accuracy"), f"{path}.val_accuracy"),
+                   batches_done=f.optional_count(e.get("batches_done"), f"{path}.batches_done", 1),
+                   n_batches=f.optional_count(e.get("n_batches"), f"{path}.n_batches", 1),
+                   elapsed_s=f.number(e.get("elapsed_s"), f"{path}.elapsed_s"))
 
 
 @dataclass(frozen=True)

@@ -166,8 +166,9 @@ def run_metrics(run: RunRecord) -> None:
     """Four numbers for a run: kept epoch's test accuracy (against the baseline), baseline, s/epoch, epochs done."""
     kept, base = run.kept, run.baseline
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Test accuracy (kept epoch)", percent(None if kept is None else kept.test.accuracy),
-              None if kept is None or base is None else f"{kept.test.accuracy - base.accuracy:+.1%} vs baseline")
+    accuracy = None if kept is None else kept.test_accuracy
+    m1.metric("Test accuracy (kept epoch)", percent(accuracy),
+              None if accuracy is None or base is None else f"{accuracy - base.accuracy:+.1%} vs baseline")
     m2.metric("Baseline accuracy", percent(None if base is None else base.accuracy),
               help="scikit-learn LogisticRegression on the same features and the same split")
     m3.metric("Seconds per update" if run.config.preset == "lecture" else "Seconds per epoch", "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
