@@ -16,6 +16,7 @@ from core.classifier.features import Features
 from core.classifier.model import ClassifierConfig, preset_config
 from core.classifier.training import features_for, train
 from core.errors import DashboardError
+from core.platform import clock
 from core.platform.jobs import JobHooks
 from core.platform.torchrun import WorkerEnv
 from tests.review_fixtures import toy_reviews
@@ -172,3 +173,14 @@ def test_nan_guard_leaves_finite_outputs_and_gradients_alone():
     out.sum().backward()
     assert out[:2].tolist() == pytest.approx([0.2, 0.9]) and out[2].item() == 0.5
     assert p.grad is not None and p.grad.tolist() == [1.0, 1.0, 0.0]
+
+
+def test_the_allreduce_is_timed_on_the_synchronizing_clock(features, monkeypatch, one_worker):
+    """Each bucket's all-reduce reads core.platform.clock (which waits for the device) before and after:
+    with a clock that ticks once per reading, every step's all-reduce takes exactly one tick."""
+    ticks = iter(float(i) for i in range(1_000_000))
+    monkeypatch.setattr(clock, "read_clock", lambda: next(ticks))
+    config = ClassifierConfig(**{**SMALL, "epochs": 1})
+    result = train_data_parallel(features, config, torch.device("cpu"), one_worker, lambda event: None)
+    n_batches = -(-features.n_train // config.batch_size)
+    assert result.run.epochs[0].allreduce_seconds == n_batches  # one gradient bucket per step, one tick each
