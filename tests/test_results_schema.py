@@ -157,7 +157,7 @@ def test_a_machine_with_wrong_types(store, machine, match):
     (lambda p: p["results"][0].update(median_s=10**400), r"results\[0\].median_s: expected a number"),
     (lambda p: p["results"][0].update(n=10**30), r"results\[0\].n: expected a whole number"),
     (lambda p: p.update(stopped="no"), r"matmul.stopped: expected true or false"),
-    (lambda p: p.update(crossovers=[{"challenger": "cuda:0 float32"}]), r"crossovers\[0\]: missing 'time'"),
+    (lambda p: p.update(crossovers=[{"challenger": "cuda:0 float32"}]), r"crossovers\[0\]: missing 'baseline'"),
     (lambda p: p.update(notes=[3]), r"notes\[0\]: expected a non-empty string"),
     (lambda p: p["results"][0].update(times_s=[0.1, "x"]), r"times_s\[1\]: expected a number"),
     (lambda p: p.update(finished_at="0001-01-01T00:00:00+01:00"), r"finished_at: expected an ISO 8601 time"),

@@ -166,7 +166,7 @@ def test_the_wake_cost_moves_the_predicted_crossover_where_a_second_thread_pays_
     assert predict_crossover(fast, slow) == pytest.approx(100.0, rel=1e-6)
     without_wake = model_of(_roofs("cpu float32 2 threads", "cpu", 1e-6, 100.0, 20.0))
     assert without_wake is not None and predict_crossover(without_wake, slow) < 20  # the old model: where compute outgrows memory
-    run = RooflineRun((one, two), (), predicted_crossover_n=100, measured_crossover_n=96, challenger=two.series,
+    run = RooflineRun(devices_roofs=(one, two), points=(), predicted_crossover_n=100, measured_crossover_n=96, challenger=two.series,
                       baseline=one.series)
     text = crossover_sentence(run)
     assert "21 µs with 2 threads (1 µs for a product too small to split, plus 20 µs to wake the other threads)" in text
@@ -265,9 +265,10 @@ def _synthetic_run() -> RooflineRun:
         assert model is not None
         for n in (64, 256, 1024):
             t = model.time_s(n) * 1.1
-            points.append(RooflinePoint(roofs.device, "float32", n, 2 * n**3 / t / 1e9, intensity(n, "float32"),
-                                        roofs.series, t, model.time_s(n)))
-    return RooflineRun((cpu, gpu), tuple(points), predicted_crossover_n=49, measured_crossover_n=61,
+            points.append(RooflinePoint(device=roofs.device, dtype="float32", n=n, gflops=2 * n**3 / t / 1e9,
+                                        intensity=intensity(n, "float32"), series=roofs.series, median_s=t,
+                                        predicted_s=model.time_s(n)))
+    return RooflineRun(devices_roofs=(cpu, gpu), points=tuple(points), predicted_crossover_n=49, measured_crossover_n=61,
                        challenger=gpu.series, baseline=cpu.series, settings={"budget_s": 0.2},
                        finished_at="2026-12-01T05:00:00Z")
 

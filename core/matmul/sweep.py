@@ -214,7 +214,8 @@ class Skipped:
     message: str
 
     def to_record(self) -> SkippedSize:
-        return SkippedSize(self.series.device, self.n, self.series.dtype, self.series.label, self.reason, self.message)
+        return SkippedSize(device=self.series.device, n=self.n, dtype=self.series.dtype, series=self.series.label,
+                           reason=self.reason, message=self.message)
 
     def to_dict(self) -> dict[str, Any]:
         return self.to_record().to_json()

@@ -78,7 +78,7 @@ def _read_bare(obj: dict[str, Any]) -> RunRecord:
     jsonio.check_size(obj, kind, MAX_RUN_CHARS)
     result = read_result(kind, obj, kind)
     machine = read_machine(obj["machine"], f"{kind}.machine") if isinstance(obj.get("machine"), dict) else {}
-    return RunRecord(uid=content_uid(obj), created_at=utc_now(), label="", machine=machine, settings={},
+    return RunRecord(uid=content_uid(obj), kind=kind, created_at=utc_now(), label="", machine=machine, settings={},
                      versions={}, result=result)
 
 

@@ -1,46 +1,66 @@
 """The machine a run ran on, as `core.platform.hardware.inspect_machine().to_dict()` writes it.
 
-Read field by field on import, so `"gpus": 5` or a GPU without an index is refused with its
-path instead of failing later in a legend; keys this version does not know are kept.
+Checked on import, so `"gpus": 5` or a GPU without an index is refused with its path instead of
+failing later in a legend. A result keeps the machine as the plain object it came as: keys this
+version does not know are kept, and `Machine` only declares what must hold of the ones it does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import PlainValidator
+from pydantic.dataclasses import dataclass
 
 from core.results import fields as f
 
-CPU_COUNTS = ("physical_cores", "logical_cores", "torch_threads", "ram_total_bytes", "ram_available_bytes")
-GPU_COUNTS = ("total_memory_bytes", "free_memory_bytes", "multiprocessors")
+OptionalCount = Annotated[int | None, PlainValidator(lambda v: None if v is None else f.count_between(0)(v))]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cpu:
+    name: f.OptionalText = None
+    capability: f.OptionalText = None
+    physical_cores: OptionalCount = None
+    logical_cores: OptionalCount = None
+    torch_threads: OptionalCount = None
+    ram_total_bytes: OptionalCount = None
+    ram_available_bytes: OptionalCount = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gpu:
+    index: f.Count
+    name: f.OptionalText = None
+    compute_capability: f.OptionalText = None
+    total_memory_bytes: OptionalCount = None
+    free_memory_bytes: OptionalCount = None
+    multiprocessors: OptionalCount = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Machine:
+    cpu: Cpu | None = None
+    gpus: f.Items[Gpu] = ()
+    mps_available: f.OptionalFlag = None
+    tf32_matmul: f.OptionalFlag = None
+    torch_version: f.OptionalText = None
+    cuda_version: f.OptionalText = None
+    notes: f.Items[f.Note] = ()
 
 
 def read_machine(value: Any, path: str) -> dict[str, Any]:
-    """The machine object, checked; {} reads as an unknown machine."""
-    machine = f.obj(value, path)
-    cpu = machine.get("cpu")
-    if cpu is not None:
-        _read_cpu(cpu, f"{path}.cpu")
-    f.list_of(machine.get("gpus") or [], f"{path}.gpus", _read_gpu)
-    f.optional_flag(machine.get("mps_available"), f"{path}.mps_available")
-    f.optional_flag(machine.get("tf32_matmul"), f"{path}.tf32_matmul")
-    f.optional_text(machine.get("torch_version"), f"{path}.torch_version")
-    f.optional_text(machine.get("cuda_version"), f"{path}.cuda_version")
-    f.list_of(machine.get("notes") or [], f"{path}.notes", lambda v, p: f.text(v, p, max_chars=2000, empty=True))
-    return machine
+    """The machine object, checked and kept as it came; {} reads as an unknown machine."""
+    f.read(Machine, value, path)
+    result: dict[str, Any] = value
+    return result
 
 
-def _read_cpu(value: Any, path: str) -> None:
-    cpu = f.obj(value, path)
-    f.optional_text(cpu.get("name"), f"{path}.name")
-    f.optional_text(cpu.get("capability"), f"{path}.capability")
-    for key in CPU_COUNTS:
-        f.optional_count(cpu.get(key), f"{path}.{key}")
+def _checked(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise f.Expected("a JSON object")
+    f.check(Machine, value)
+    return value
 
 
-def _read_gpu(value: Any, path: str) -> None:
-    gpu = f.obj(value, path)
-    f.count(f.field(gpu, "index", path), f"{path}.index")
-    f.optional_text(gpu.get("name"), f"{path}.name")
-    f.optional_text(gpu.get("compute_capability"), f"{path}.compute_capability")
-    for key in GPU_COUNTS:
-        f.optional_count(gpu.get(key), f"{path}.{key}")
+MachineInfo = Annotated[dict[str, Any], PlainValidator(_checked)]  # a result's `machine` field

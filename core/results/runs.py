@@ -9,30 +9,73 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Annotated, Any
 
+from pydantic import PlainSerializer, PlainValidator, SerializerFunctionWrapHandler, ValidationInfo, model_serializer, model_validator
+from pydantic.dataclasses import dataclass
+
+from core.errors import DashboardError
 from core.results import fields as f
-from core.results.kinds import Result, kind_name, read_result
-from core.results.machine import read_machine
+from core.results.kinds import KINDS, SCHEMAS, Result, kind_name, read_result
+from core.results.machine import MachineInfo
+from core.results.schema import Declared
 
 MAX_LABEL_CHARS = 200
 MAX_VERSION_CHARS = 200
+SCHEMA_TYPES = tuple(SCHEMAS.values())
 
 
-@dataclass(frozen=True)
-class RunRecord:
-    uid: str  # stable across stores: an import of an export never duplicates a run
-    created_at: str  # ISO 8601, UTC, "2025-01-31T14:05:00Z"
-    label: str  # optional name given by the user, e.g. "Ana's laptop"
-    machine: dict[str, Any]  # inspect_machine().to_dict(), checked by read_machine; {} when unknown
-    settings: dict[str, Any]  # the options the run was started with
-    versions: dict[str, str | None]  # python, torch, ... at the time of the run
-    result: Result
+def _object(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise f.Expected("a JSON object")
+    return value
 
-    @property
-    def kind(self) -> str:
-        return self.result.kind
+
+def _kind(value: Any) -> str:
+    try:
+        return kind_name(value, "kind")
+    except DashboardError:
+        raise f.Expected(f"one of {', '.join(KINDS)}") from None
+
+
+def _result(value: Any) -> Result:
+    if not isinstance(value, SCHEMA_TYPES):
+        raise f.Expected("a JSON object")  # the payload was not an object, so it was not read
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord(Declared):
+    uid: f.Text  # stable across stores: an import of an export never duplicates a run
+    kind: Annotated[str, PlainValidator(_kind)]  # the result's kind ("matmul_race" files read as "matmul")
+    created_at: f.Timestamp  # ISO 8601, UTC, "2025-01-31T14:05:00Z"
+    label: f.AnyText  # optional name given by the user, e.g. "Ana's laptop"
+    machine: MachineInfo  # inspect_machine().to_dict(); {} when unknown
+    settings: Annotated[dict[str, Any], PlainValidator(_object)]  # the options the run was started with
+    versions: dict[str, f.OptionalText]  # python, torch, ... at the time of the run
+    result: Annotated[Result, PlainValidator(_result), PlainSerializer(lambda r: r.to_json())]  # "payload" in JSON
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_payload(cls, data: Any, info: ValidationInfo) -> Any:
+        """The payload, read by its kind's declaration, which names a bad field from the run's own path."""
+        if not isinstance(data, dict) or "result" in data:
+            return data  # not an object (the reader says so), or built here with result=
+        context = info.context if isinstance(info.context, dict) else {}
+        path = context.get(f.PATH, "run")
+        if "payload" not in data:
+            raise DashboardError(f"{path}: missing 'payload'")
+        data = {("result" if k == "payload" else k): v for k, v in data.items() if k != "result"}
+        if not isinstance(data["result"], dict) or "kind" not in data:
+            return data
+        kind = kind_name(data["kind"], f"{path}.kind")
+        return {**data, "result": read_result(kind, data["result"], f"{path}.payload")}
+
+    @model_serializer(mode="wrap")
+    def _payload_key(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {("payload" if k == "result" else k): v for k, v in data.items()}
 
     @property
     def devices(self) -> list[str]:
@@ -40,26 +83,6 @@ class RunRecord:
 
     def relabelled(self, label: str) -> RunRecord:
         return replace(self, label=label) if label else self
-
-    def to_json(self) -> dict[str, Any]:
-        return {"uid": self.uid, "kind": self.kind, "created_at": self.created_at, "label": self.label,
-                "machine": self.machine, "settings": self.settings, "versions": self.versions,
-                "payload": self.result.to_json()}
-
-    @classmethod
-    def from_json(cls, value: Any, path: str) -> RunRecord:
-        run = f.obj(value, path)
-        for key in ("uid", "kind", "created_at", "label", "machine", "settings", "versions", "payload"):
-            f.field(run, key, path)
-        kind = kind_name(run["kind"], f"{path}.kind")
-        versions = f.obj(run["versions"], f"{path}.versions")
-        for name, version in versions.items():
-            f.optional_text(version, f"{path}.versions.{name}", max_chars=MAX_VERSION_CHARS)
-        return cls(uid=f.text(run["uid"], f"{path}.uid"), created_at=f.timestamp(run["created_at"], f"{path}.created_at"),
-                   label=f.text(run["label"], f"{path}.label", max_chars=MAX_LABEL_CHARS, empty=True),
-                   machine=read_machine(run["machine"], f"{path}.machine"),
-                   settings=f.obj(run["settings"], f"{path}.settings"), versions=versions,
-                   result=read_result(kind, run["payload"], f"{path}.payload"))
 
 
 def content_uid(obj: Any) -> str:

@@ -265,7 +265,7 @@ class Store:
         extras: dict[str, Any] = {"machine": machine, "settings": settings or {}}
         jsonio.check_tree(extras, "run")
         extras = jsonio.loads(jsonio.dumps(extras), what="the run")
-        record = RunRecord(uid=uuid.uuid4().hex, created_at=files.utc_now(), label=files.check_label(label),
+        record = RunRecord(uid=uuid.uuid4().hex, kind=result.kind, created_at=files.utc_now(), label=files.check_label(label),
                            machine=read_machine(extras["machine"], "machine"), settings=extras["settings"],
                            versions=software_versions(), result=result)
         with self._transaction() as tx:
