@@ -50,7 +50,7 @@ from core.platform.device_lock import Job  # noqa: E402
 from core.platform.jobs import JobHooks  # noqa: E402
 from core.platform.devices import available_devices, has_gpu  # noqa: E402
 from core.platform.paths import LOCK_ENV  # noqa: E402
-from core.matmul.sweep import SweepConfig, run_sweep  # noqa: E402
+from core.matmul.sweep import SweepConfig, results_frame, run_sweep  # noqa: E402
 
 TARGET = 0.10  # each job's medians within 10 % of the same sweep alone
 MODES = ("threads", "processes", "processes-teardown", "unlocked")
@@ -59,15 +59,15 @@ START_TIMEOUT_S = 300.0  # spawned processes import torch before the barrier; a 
 
 def _medians(result) -> dict[str, float]:
     """{'cpu float32 1 thread @ 256': median seconds} for every timed point of a sweep."""
-    return {f"{r.series.label} @ {r.n}": r.median_s for r in result.results}
+    return {f"{r.label} @ {r.n}": r.median_s for r in result.results}
 
 
 def render_like_the_page(result) -> None:
     """What the Matmul race page does after the sweep has released the lock: the three figures and
     the table, serialized as Streamlit sends them, and the JSON it saves. This CPU work runs while
     the next student's sweep is timing, so the benchmark does it too."""
-    frame = result.frame()
-    for figure in (time_figure(frame), gflops_figure(frame), speedup_figure(frame, result.crossovers())):
+    frame = results_frame(result.results)
+    for figure in (time_figure(frame), gflops_figure(frame), speedup_figure(frame, result.crossovers)):
         figure.to_json()
     results_table(frame).to_json()
     json.dumps(result.to_json(), default=str)

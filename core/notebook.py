@@ -30,7 +30,8 @@ from core.classifier.model import ClassifierConfig
 from core.classifier.reports import TrainResult
 from core.classifier.training import prepare, train
 from core.errors import DashboardError
-from core.matmul.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
+from core.matmul.sweep import SweepConfig, log_sizes, run_sweep
+from core.results.matmul import MatmulSweep
 from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, Progress
 from core.platform.units import gib
@@ -174,7 +175,7 @@ def verdict(report: Report) -> str:
     return f"selfcheck: {head}: {counts[PASS]} passed, {counts[FAIL]} failed{skipped}{tail}"
 
 
-def matmul_race(plan: Plan, hooks: JobHooks | None = None) -> SweepResult:
+def matmul_race(plan: Plan, hooks: JobHooks | None = None) -> MatmulSweep:
     return run_sweep(plan.sweep, hooks)
 
 

@@ -28,7 +28,8 @@ from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, run_job
 from core.matmul.engine import DTYPES, cuda_event_seconds, make_operands, product, tf32_matmul
-from core.matmul.sweep import SweepConfig, SweepResult, log_sizes, run_sweep
+from core.matmul.sweep import SweepConfig, headline_crossover, log_sizes, run_sweep
+from core.results.matmul import MatmulSweep
 from core.classifier.features import synthetic_features
 from core.classifier.training import LOSS_TOLERANCE, compare_devices_same_seed
 from core.platform.units import gib
@@ -73,7 +74,7 @@ class Context:
             raise DashboardError("this check needs a CUDA GPU, and none is visible")
         return self.cuda
 
-    def gpu_sweep(self) -> SweepResult:
+    def gpu_sweep(self) -> MatmulSweep:
         """The issue's GPU sweep, run once however many checks read it."""
         if "gpu_sweep" not in self.cache:
             config = SweepConfig(sizes=GPU_SIZES, devices=("cpu", device_key(self.gpu())),
@@ -147,14 +148,14 @@ def check_cpu_sweep(ctx: Context) -> CheckResult:
     result = run_sweep(SweepConfig(sizes=CPU_SIZES, budget_s=CPU_BUDGET_S), ctx.hooks)
     problems = [f"n={s.n} skipped: {s.message}" for s in result.skipped]
     for r in result.results:
-        if not (r.median_s > 0 and r.samples >= 1):
+        if not (r.median_s is not None and r.median_s > 0 and r.samples >= 1):
             problems.append(f"n={r.n}: implausible median {r.median_s} s from {r.samples} samples")
         if r.rel_error is None or r.rel_error > FLOAT32_MAX_ERROR:
             problems.append(f"n={r.n}: relative error {r.rel_error} above {FLOAT32_MAX_ERROR:g}")
     top = result.results[-1] if result.results else None
-    detail = (f"{len(result.results)} sizes timed; n={top.n}: {top.median_s * 1e3:.3g} ms, {top.gflops:.0f} GFLOP/s, "
-              f"relative error {top.rel_error:.1e}" if top else "nothing was timed")
-    data = {"rows": [{k: v for k, v in r.to_row().items() if k != "times_s"} for r in result.results],
+    detail = (f"{len(result.results)} sizes timed; n={top.n}: {(top.median_s or 0) * 1e3:.3g} ms, "
+              f"{top.gflops or 0:.0f} GFLOP/s, relative error {top.rel_error or 0:.1e}" if top else "nothing was timed")
+    data = {"rows": [{k: v for k, v in r.to_json().items() if k != "times_s"} for r in result.results],
             "wall_s": result.wall_s, "timed_s": result.timed_s}
     return CheckResult(not problems and top is not None, "; ".join(problems) or detail, data)
 
@@ -206,15 +207,15 @@ def check_cpu_vs_torch_benchmark(ctx: Context) -> CheckResult:
 # ---------------------------------------------------------------- CUDA checks
 
 
-def judge_gpu_sweep(result: SweepResult, capability_major: int) -> CheckResult:
+def judge_gpu_sweep(result: MatmulSweep, capability_major: int) -> CheckResult:
     """Every GPU size timed to 8192; float32 exact; TF32 visibly less exact where the GPU has it."""
-    gpu_rows = [r for r in result.results if r.series.is_gpu]
-    problems = [f"{s.series.label} n={s.n} skipped: {s.message}" for s in result.skipped if s.series.is_gpu]
+    gpu_rows = [r for r in result.results if r.is_gpu]
+    problems = [f"{s.series} n={s.n} skipped: {s.message}" for s in result.skipped if s.device != "cpu"]
     top = max((r.n for r in gpu_rows), default=0)
-    at_top = {r.series.label: r for r in gpu_rows if r.n == top}
-    fp32 = next((r for r in at_top.values() if r.series.dtype == "float32" and r.tf32 is False), None)
-    tf32 = next((r for r in at_top.values() if r.series.dtype == "float32" and r.tf32 is True), None)
-    bf16 = next((r for r in at_top.values() if r.series.dtype == "bfloat16"), None)
+    at_top = {r.label: r for r in gpu_rows if r.n == top}
+    fp32 = next((r for r in at_top.values() if r.dtype == "float32" and r.tf32 is False), None)
+    tf32 = next((r for r in at_top.values() if r.dtype == "float32" and r.tf32 is True), None)
+    bf16 = next((r for r in at_top.values() if r.dtype == "bfloat16"), None)
     if top < max(GPU_SIZES):
         problems.append(f"the GPU sweep reached n={top}, not {max(GPU_SIZES)}")
     fp32_error, tf32_error, bf16_error = (None if r is None else r.rel_error for r in (fp32, tf32, bf16))
@@ -230,8 +231,8 @@ def judge_gpu_sweep(result: SweepResult, capability_major: int) -> CheckResult:
         if capability_major >= TF32_MIN_CAPABILITY and not tf32_error > 2 * fp32_error:
             problems.append(f"TF32 on changed nothing (error {tf32_error:.1e} vs {fp32_error:.1e}): "
                             "is torch.backends.cuda.matmul.allow_tf32 honoured?")
-    crossover = result.crossover()
-    speeds = ", ".join(f"{label} {r.gflops:,.0f} GFLOP/s" for label, r in at_top.items())
+    crossover = headline_crossover(result)
+    speeds = ", ".join(f"{label} {r.gflops or 0:,.0f} GFLOP/s" for label, r in at_top.items())
     detail = (f"n={top}: {speeds}; {crossover.describe() if crossover else 'no crossover computed'}")
     data = {"sweep": result.to_json()}
     return CheckResult(not problems, "; ".join(problems) or detail, data)
@@ -264,22 +265,21 @@ def check_cuda_events(ctx: Context) -> CheckResult:
 def check_unsynced_far_below(ctx: Context) -> CheckResult:
     """The 'forgot to synchronize' figure must be far below the truth at the largest size."""
     result = ctx.gpu_sweep()
-    rows = [r for r in result.results if r.series.is_gpu and r.unsynced_s is not None]
+    rows = [r for r in result.results if r.is_gpu and r.unsynced_s is not None and r.median_s]
     if not rows:
         return CheckResult(False, "no unsynchronized figure was measured on the GPU")
     top = max(r.n for r in rows)
     data: list[dict[str, Any]] = []
     problems: list[str] = []
     for r in (r for r in rows if r.n == top):
-        unsynced = r.unsynced_s
-        if unsynced is None:  # filtered above; says so to the type checker too
+        unsynced, median = r.unsynced_s, r.median_s
+        if unsynced is None or not median:  # filtered above; says so to the type checker too
             continue
-        ratio = unsynced / r.median_s
-        data.append({"series": r.series.label, "n": top, "median_s": r.median_s, "unsynced_s": unsynced,
+        ratio = unsynced / median
+        data.append({"series": r.label, "n": top, "median_s": median, "unsynced_s": unsynced,
                      "ratio": ratio})
         if ratio > UNSYNCED_FAR_BELOW:
-            problems.append(f"{r.series.label}: unsynced {unsynced * 1e3:.3g} ms is {ratio:.0%} of "
-                            f"{r.median_s * 1e3:.3g} ms")
+            problems.append(f"{r.label}: unsynced {unsynced * 1e3:.3g} ms is {ratio:.0%} of {median * 1e3:.3g} ms")
     text = ", ".join(f"{d['series']}: {d['unsynced_s'] * 1e3:.3g} ms vs {d['median_s'] * 1e3:.3g} ms" for d in data)
     return CheckResult(not problems, "; ".join(problems) or f"n={top}: {text}", {"rows": data})
 

@@ -6,7 +6,7 @@ from core.charts.matmul import gflops_figure, results_table, speedup_figure, syn
 from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.matmul.collector import SweepCollector
-from core.matmul.sweep import run_sweep, sweep_json_text
+from core.matmul.sweep import results_frame, run_sweep, sweep_json_text
 from core.platform.devices import has_gpu
 from core.results.csvio import csv_text
 from pages.shared.device_wait import page_job
@@ -23,7 +23,7 @@ state.setdefault("mm_sweep", None)  # a SweepCollector: every step so far, so St
 def save(sweep: SweepCollector) -> None:
     """Save a sweep for the Results page (a callback, so the page redraws already knowing it is saved)."""
     result = sweep.result()
-    sweep.saved_run = save_run("matmul", result.to_json(), result.config.to_dict(), label=state.mm_label.strip())
+    sweep.saved_run = save_run("matmul", result.to_json(), result.settings, label=state.mm_label.strip())
 
 
 st.title("Matmul race")
@@ -62,7 +62,7 @@ if sweep is not None and sweep.has_steps:
     st.caption(sweep.save_note())
     if sweep.can_save:
         st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save, args=(sweep,))
-    frame, crossovers = shown.frame(), shown.crossovers()
+    frame, crossovers = results_frame(shown.results), shown.crossovers
     for c in [c for c in crossovers if c.gpu_vs_cpu] or crossovers:
         (st.success if c.n is not None else st.info)(
             f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
@@ -77,7 +77,7 @@ if sweep is not None and sweep.has_steps:
     t3.plotly_chart(speedup_figure(frame, crossovers), key="mm_speedup_chart")
     st.caption(f"Black markers: {LECTURE_SENTENCE}. Bars: interquartile range of the samples.")
     for skip in shown.skipped:
-        st.warning(f"Skipped n = {skip.n:,} on {skip.series.label}: {skip.message}", icon=":material/skip_next:")
+        st.warning(f"Skipped n = {skip.n:,} on {skip.series}: {skip.message}", icon=":material/skip_next:")
     for note in shown.notes:
         st.info(note)
     table = results_table(frame)

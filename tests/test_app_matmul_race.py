@@ -207,4 +207,4 @@ def test_a_gpu_that_vanished_since_the_page_drew_is_a_message(app, fake_cuda, mo
     text = _text(app)
     assert "No GPU here" in text
     assert app.multiselect(key="mm_devices").value == ["cpu"], "the page offers what is there now"
-    assert {s.device for s in app.session_state["mm_sweep"].final.series} == {"cpu"}, "and times only that"
+    assert {r.device for r in app.session_state["mm_sweep"].final.results} == {"cpu"}, "and times only that"

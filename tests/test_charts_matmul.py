@@ -6,7 +6,7 @@ from core.matmul import sweep
 from core.charts.matmul import gflops_figure, speedup_figure, speedup_table, time_figure
 from core.lecture import LECTURE_N
 from tests.chart_checks import assert_annotations_inside, assert_legend_right, assert_log_axis, assert_points_inside
-from core.matmul.engine import MatmulResult, Series
+from core.matmul.engine import Series, measured_point
 from core.matmul.sweep import SweepConfig, run_sweep
 from core.platform.timing import Measurement
 
@@ -20,7 +20,7 @@ def result(monkeypatch, fake_cuda):
         m = Measurement((t * 0.9, t, t * 1.2), 1, t * 10)
         unsynced = Measurement((1e-6,), 1, 0.0, synchronized=False) if series.is_gpu else None
         copy = Measurement((2e-4,), 1, 0.0) if series.is_gpu else None
-        return MatmulResult(series, n, m, unsynced, copy, copy, 1e-7, series.threads, series.tf32)
+        return measured_point(series, n, m, unsynced, copy, copy, 1e-7, series.threads, series.tf32)
 
     monkeypatch.setattr(sweep, "time_matmul", time_matmul)
     config = SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), end_to_end=True)
@@ -32,7 +32,7 @@ def _names(fig):
 
 
 def test_time_figure_has_truth_bug_copies_and_lecture_points(result):
-    fig = time_figure(result.frame())
+    fig = time_figure(sweep.results_frame(result.results))
     names = _names(fig)
     assert "cpu float32 1 thread" in names and "cuda:0 float32 TF32 off" in names
     assert "cuda:0 float32 TF32 off, not synchronized (wrong)" in names
@@ -47,7 +47,7 @@ def test_time_figure_has_truth_bug_copies_and_lecture_points(result):
 
 
 def test_time_figure_axes(result):
-    fig = time_figure(result.frame())
+    fig = time_figure(sweep.results_frame(result.results))
     assert_log_axis(fig.layout.xaxis)
     assert_log_axis(fig.layout.yaxis, "ms")
     assert list(fig.layout.xaxis.tickvals) == [100.0, 1000.0, 10_000.0]  # 32 .. 10,000: decades only
@@ -62,11 +62,11 @@ def test_time_figure_axes(result):
 def test_time_figure_without_lecture_reads_in_microseconds_when_all_is_fast(monkeypatch, fake_cuda):
     def time_matmul(series, n, options):
         t = n / 1e7  # 3.2 .. 25.6 µs
-        return MatmulResult(series, n, Measurement((t * 0.01, t * 0.01, t, t, t * 1.2), 1, t), None, None, None, 1e-7,
-                            series.threads, series.tf32)
+        return measured_point(series, n, Measurement((t * 0.01, t * 0.01, t, t, t * 1.2), 1, t), None, None, None,
+                              1e-7, series.threads, series.tf32)
 
     monkeypatch.setattr(sweep, "time_matmul", time_matmul)
-    frame = run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu",), threads=(1,))).frame()
+    frame = sweep.results_frame(run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu",), threads=(1,))).results)
     fig = time_figure(frame, lecture=False)
     assert_log_axis(fig.layout.yaxis, "µs")
     assert fig.data[0].y[0] == pytest.approx(3.2)
@@ -75,7 +75,7 @@ def test_time_figure_without_lecture_reads_in_microseconds_when_all_is_fast(monk
 
 
 def test_gflops_figure(result):
-    fig = gflops_figure(result.frame())
+    fig = gflops_figure(sweep.results_frame(result.results))
     cpu = next(t for t in fig.data if t.name == "cpu float32 1 thread")
     assert cpu.y[0] == pytest.approx(2.0)  # 2n^3 / n^3 ns = 2 GFLOP/s
     assert any("lecture CPU ≈ 87 GFLOP/s" == t.name for t in fig.data)
@@ -89,8 +89,8 @@ def test_gflops_figure(result):
 
 
 def test_speedup_figure_marks_the_crossover(result):
-    crossovers = result.crossovers()
-    fig = speedup_figure(result.frame(), crossovers)
+    crossovers = result.crossovers
+    fig = speedup_figure(sweep.results_frame(result.results), crossovers)
     names = _names(fig)
     assert "cuda:0 float32 TF32 off vs cpu float32 1 thread" in names
     assert "cuda:0 float32 TF32 off vs cpu float32 1 thread (with copies)" in names
@@ -108,7 +108,7 @@ def test_speedup_figure_marks_the_crossover(result):
     assert_legend_right(fig)
     assert_annotations_inside(fig)
     assert_points_inside(fig)
-    table = speedup_table(result.frame(), "cuda:0 float32 TF32 off", "cpu float32 1 thread")
+    table = speedup_table(sweep.results_frame(result.results), "cuda:0 float32 TF32 off", "cpu float32 1 thread")
     assert table["speedup"].tolist() == pytest.approx([32**3 / 1e6, 64**3 / 1e6, 128**3 / 1e6, 256**3 / 1e6])
 
 
@@ -124,9 +124,9 @@ def test_cpu_only_speedup_has_no_lecture_gpu_point(monkeypatch):
     for s in series:
         for n in (64, 128):
             t = n**3 / 1e9 / s.threads
-            rows.append(MatmulResult(s, n, Measurement((t,), 1, t), None, None, None, None, s.threads, None))
-    result = sweep.SweepResult(SweepConfig(sizes=(64, 128)), tuple(series), tuple(rows), machine={})
-    fig = speedup_figure(result.frame(), result.crossovers())
+            rows.append(measured_point(s, n, Measurement((t,), 1, t), None, None, None, None, s.threads, None))
+    result = sweep.sweep_of(SweepConfig(sizes=(64, 128)), series, rows, machine={})
+    fig = speedup_figure(sweep.results_frame(result.results), result.crossovers)
     assert "cpu float32 2 threads vs cpu float32 1 thread" in _names(fig)
     assert not any(t.name.startswith("lecture") for t in fig.data)
     assert_legend_right(fig)  # shown with no crossover too: the line needs its name
@@ -137,7 +137,7 @@ def test_cpu_only_speedup_has_no_lecture_gpu_point(monkeypatch):
 
 
 def test_a_crossover_near_the_right_edge_grows_its_label_leftward(result):
-    fig = speedup_figure(result.frame(), result.crossovers(), lecture=False)  # sizes 32 .. 256 only
+    fig = speedup_figure(sweep.results_frame(result.results), result.crossovers, lecture=False)  # sizes 32 .. 256 only
     label = next(a for a in fig.layout.annotations if a.text == "crossover ≈ 112")
     assert label.xanchor == "right" and label.xshift < 0  # cut off at the right edge before
     assert_annotations_inside(fig)

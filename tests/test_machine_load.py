@@ -101,12 +101,12 @@ def test_a_real_probe_is_sane():
 def test_a_sweep_defaults_to_the_free_cores_and_keeps_the_load(monkeypatch):
     monkeypatch.setattr(jobs, "probe_load", lambda: BUSY)
     result = run_sweep(SweepConfig(sizes=(16,), budget_s=0.05))  # threads (None,): left to the probe
-    assert [s.threads for s in result.series] == [1] and result.load == BUSY
+    assert {r.threads for r in result.results} == {1} and result.load == BUSY
     assert any("Free cores: other programs left 1 of 2 cores idle" in n and "used 1 thread." in n for n in result.notes)
     assert result.to_json()["load"] == BUSY.to_json()
     monkeypatch.setattr(jobs, "probe_load", lambda: QUIET)  # two free cores, but the user asked for one
     forced = run_sweep(SweepConfig(sizes=(16,), threads=(1,), budget_s=0.05))
-    assert [s.threads for s in forced.series] == [1] and forced.load == QUIET
+    assert {r.threads for r in forced.results} == {1} and forced.load == QUIET
     assert not any("Free cores" in n for n in forced.notes)
 
 

@@ -9,9 +9,9 @@ import torch
 
 from core import selfcheck
 from core.errors import DashboardError
-from core.matmul.engine import MatmulResult, Series
+from core.matmul.engine import Series, measured_point
 from core.selfcheck import FAIL, PASS, SKIP, Check, CheckResult, Context, judge_gpu_sweep, run_checks, select
-from core.matmul.sweep import SweepConfig, SweepResult
+from core.matmul.sweep import SweepConfig, sweep_of
 from core.platform.timing import Measurement
 
 CPU = Series("cpu", "float32", threads=2)
@@ -28,7 +28,7 @@ def no_gpu(monkeypatch):
 def _result(series, n, seconds, rel_error, unsynced_s=None):
     m = Measurement((seconds,) * 3, 1, seconds)
     u = Measurement((unsynced_s,), 1, 0.0, synchronized=False) if unsynced_s is not None else None
-    return MatmulResult(series, n, m, u, None, None, rel_error, series.threads, series.tf32)
+    return measured_point(series, n, m, u, None, None, rel_error, series.threads, series.tf32)
 
 
 def _gpu_sweep(errors=None, unsynced=1e-5, sizes=selfcheck.GPU_SIZES, skipped=()):
@@ -39,8 +39,7 @@ def _gpu_sweep(errors=None, unsynced=1e-5, sizes=selfcheck.GPU_SIZES, skipped=()
         rows.append(_result(FP32, n, 1e-4 + n**3 / 5e13, errors["fp32"], unsynced))
         rows.append(_result(TF32, n, 1e-4 + n**3 / 2e14, errors["tf32"], unsynced))
         rows.append(_result(BF16, n, 1e-4 + n**3 / 5e14, errors["bf16"], unsynced))
-    return SweepResult(SweepConfig(sizes=tuple(sizes)), (CPU, FP32, TF32, BF16), tuple(rows), tuple(skipped),
-                       machine={})
+    return sweep_of(SweepConfig(sizes=tuple(sizes)), (CPU, FP32, TF32, BF16), rows, skipped, machine={})
 
 
 def test_outcomes_pass_fail_crash_and_skip_without_a_gpu(no_gpu):

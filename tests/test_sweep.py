@@ -16,10 +16,12 @@ from core.matmul import sweep
 from core.platform.device_lock import JobCancelled, hold_devices
 from core.platform.jobs import JobHooks, WaitCancelled
 from core.errors import DashboardError
-from core.matmul.engine import DoesNotFit, MatmulResult, Series
+from core.matmul.engine import DoesNotFit, Series, measured_point
 from core.matmul.sweep import (
-    SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, run_sweep, tf32_settings,
+    SweepConfig, TimeGuard, headline_crossover, log_sizes, plan_series, predict_seconds, results_frame, run_sweep,
+    tf32_settings,
 )
+from core.results.matmul import MatmulPoint
 from core.platform.timing import Measurement
 from core.platform.units import GIB
 
@@ -27,10 +29,10 @@ CPU1 = Series("cpu", "float32", threads=1)
 ISSUE_KEYS = {"device", "n", "dtype", "median_s", "iqr_s", "samples", "gflops", "unsynced_s", "rel_error"}
 
 
-def fake_result(series: Series, n: int, seconds: float) -> MatmulResult:
+def fake_result(series: Series, n: int, seconds: float) -> MatmulPoint:
     m = Measurement((seconds, seconds * 1.1, seconds * 0.9), 1, seconds * 5)
     unsynced = Measurement((seconds / 1000,), 1, 0.0, synchronized=False) if series.is_gpu else None
-    return MatmulResult(series, n, m, unsynced, None, None, 1e-7, series.threads, series.tf32)
+    return measured_point(series, n, m, unsynced, None, None, 1e-7, series.threads, series.tf32)
 
 
 @pytest.fixture
@@ -192,7 +194,7 @@ def test_sweep_order_events_frame_and_json(fake_timer, fake_cuda):
     assert [e.done for e in events if e.kind == "result"] == [1, 2, 3, 4, 5, 6]
     assert events[-1].total == 6 and "GFLOP/s" in events[-1].message
 
-    frame = result.frame()
+    frame = results_frame(result.results)
     assert list(frame.columns) == sweep.RESULT_COLUMNS and len(frame) == 6
     assert set(frame["series"]) == {"cpu float32 1 thread", "cuda:0 float32 TF32 off"}
     assert frame["unsynced_s"].isna().tolist() == [True, False] * 3
@@ -217,7 +219,7 @@ def test_crossover_is_interpolated_inside_the_range(monkeypatch, fake_cuda):
 
     monkeypatch.setattr(sweep, "time_matmul", time_matmul)
     result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), budget_s=5))
-    crossover = result.crossover()
+    crossover = headline_crossover(result)
     assert crossover.status == "interpolated" and crossover.n == pytest.approx(100, rel=1e-6)
     assert result.to_json()["crossover_n"] == 100
 
@@ -225,7 +227,7 @@ def test_crossover_is_interpolated_inside_the_range(monkeypatch, fake_cuda):
 def test_without_a_gpu_there_is_no_crossover_n_but_thread_comparisons(fake_timer):
     result = run_sweep(SweepConfig(sizes=(64, 128), threads=(1, 2) if (os.cpu_count() or 1) > 1 else (1,)))
     obj = result.to_json()
-    assert obj["crossover_n"] is None and result.crossover() is None
+    assert obj["crossover_n"] is None and headline_crossover(result) is None
     assert all(not c["gpu_vs_cpu"] for c in obj["crossovers"])
 
 
@@ -237,9 +239,9 @@ def test_time_guard_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
     events = []
     result = run_sweep(SweepConfig(sizes=(64, 128, 256, 512, 1024, 2048), dtypes=("float32", "float16"),
                                    threads=(1,), budget_s=1.0), JobHooks(on_progress=lambda p: events.append(p.item)))
-    timed = {(r.series.dtype, r.n) for r in result.results}
+    timed = {(r.dtype, r.n) for r in result.results}
     assert ("float32", 2048) in timed and ("float16", 512) in timed
-    skipped = {(s.series.dtype, s.n): s for s in result.skipped}
+    skipped = {(s.dtype, s.n): s for s in result.skipped}
     assert set(skipped) == {("float16", 1024), ("float16", 2048)}
     assert skipped[("float16", 1024)].reason == "time" and "budget" in skipped[("float16", 1024)].message
     assert any(e.kind == "skipped" and e.message.startswith("skipped n=1,024 on cpu float16") for e in events)
@@ -305,7 +307,7 @@ def test_the_device_is_held_while_the_sweep_runs(fake_timer):
 
 def test_a_real_tiny_sweep_on_the_cpu():
     result = run_sweep(SweepConfig(sizes=(16, 32), threads=(1,), budget_s=0.05))
-    frame = result.frame()
+    frame = results_frame(result.results)
     assert frame["n"].tolist() == [16, 32] and (frame["median_s"] > 0).all() and (frame["samples"] >= 1).all()
     assert result.timed_s <= result.wall_s
     obj = json.loads(json.dumps(result.to_json()))
@@ -363,6 +365,6 @@ def test_tf32_choices_are_one_mapping_for_the_page_and_the_cli():
 
 def test_a_gpu_only_sweep_needs_no_cpu_thread_count(fake_timer, fake_cuda):
     result = run_sweep(SweepConfig(sizes=(64,), devices=("cuda",), threads=()))
-    assert [r.series.device for r in result.results] == ["cuda:0"]
+    assert [r.device for r in result.results] == ["cuda:0"]
     with pytest.raises(DashboardError, match="at least one CPU thread count"):
         SweepConfig(sizes=(64,), devices=("cpu",), threads=())

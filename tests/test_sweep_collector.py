@@ -43,7 +43,7 @@ def test_an_interrupted_sweep_is_rebuilt_from_its_steps_and_marked_stopped(fake_
     with pytest.raises(Interrupted):
         run_sweep(CONFIG, JobHooks(on_progress=stop_after_two))
     shown = collector.result()
-    assert shown.stopped and [r.n for r in shown.results] == [16, 32] and shown.series == collector.series
+    assert shown.stopped and [r.n for r in shown.results] == [16, 32] and shown.series == [s.label for s in collector.series]
     assert collector.stop_summary() == "Stopped after 2 of 3 steps; what was measured is kept below."
     assert collector.save_note() == "Not saved to the Results page: an incomplete sweep is saved only on request."
 

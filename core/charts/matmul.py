@@ -138,7 +138,7 @@ def speedup_table(frame: pd.DataFrame, challenger: str, baseline: str, column: s
 def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[SweepCrossover], *, lecture: bool = True) -> go.Figure:
     """Speed-up of each challenger over its baseline, break-even at 1, each crossover marked.
 
-    `crossovers` is SweepResult.crossovers(): one per (challenger, baseline, time column). The
+    `crossovers` is MatmulSweep.crossovers: one per (challenger, baseline, time column). The
     labels are annotations placed once the axes are known: "break-even" on its line at the right
     edge, each crossover's text growing toward the middle of the plot, so neither is cut off.
     """

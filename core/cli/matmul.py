@@ -12,9 +12,10 @@ from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
 from core.matmul.engine import DTYPES
 from core.matmul.sweep import (
-    TF32_CHOICES, SweepConfig, SweepEvent, SweepResult, check_sizes_fit, plan_series, run_sweep, tf32_settings,
+    TF32_CHOICES, SweepConfig, SweepEvent, check_sizes_fit, plan_series, run_sweep, tf32_settings,
 )
 from core.platform.jobs import Progress
+from core.results.matmul import MatmulSweep
 
 EXAMPLE = "--sizes 256,512,1024"
 
@@ -98,21 +99,21 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1e3
 
 
-def render(result: SweepResult) -> str:
+def render(result: MatmulSweep) -> str:
     rows = [
-        [r.series.label, r.n, _ms(r.median_s), _ms(r.iqr_s), r.samples, r.gflops, _ms(r.unsynced_s),
-         _ms(r.end_to_end_s) if r.series.is_gpu else None, r.rel_error]
+        [r.label, r.n, _ms(r.median_s), _ms(r.iqr_s), r.samples, r.gflops, _ms(r.unsynced_s),
+         _ms(r.end_to_end_s) if r.is_gpu else None, r.rel_error]
         for r in result.results
     ]
     headers = ["series", "n", "median ms", "IQR ms", "samples", "GFLOP/s", "unsynced ms", "end-to-end ms", "rel error"]
     lines = [format_table(headers, rows), ""]
-    lines += [f"skipped n={s.n} on {s.series.label}: {s.message}" for s in result.skipped]
+    lines += [f"skipped n={s.n} on {s.series}: {s.message}" for s in result.skipped]
     lines += [f"note: {n}" for n in result.notes]
     lines += [f"{'crossover' if c.gpu_vs_cpu else 'comparison'}{' with copies' if c.with_copies else ''}: {c.text}"
-              for c in result.crossovers()]
-    if not any(r.series.is_gpu for r in result.results):
+              for c in result.crossovers]
+    if not any(r.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
-    lines.append(f"wall time {result.wall_s:.1f} s, of which timed {result.timed_s:.1f} s")
+    lines.append(f"wall time {result.wall_s or 0:.1f} s, of which timed {result.timed_s or 0:.1f} s")
     if result.load is not None and result.load.notice:
         lines.append(result.load.notice)
     return "\n".join(lines)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.matmul.engine import MatmulResult, Series
-from core.matmul.sweep import Skipped, SweepConfig, SweepEvent, SweepResult, plan_series
+from core.matmul.engine import Series
+from core.matmul.sweep import SweepConfig, SweepEvent, plan_series, sweep_of
 from core.platform.jobs import Progress
+from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize
 
 
 @dataclass
@@ -20,9 +21,9 @@ class SweepCollector:
 
     config: SweepConfig
     series: tuple[Series, ...]
-    results: list[MatmulResult] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    final: SweepResult | None = None  # what run_sweep returned; None while running or after an interruption
+    results: list[MatmulPoint] = field(default_factory=list)
+    skipped: list[SkippedSize] = field(default_factory=list)
+    final: MatmulSweep | None = None  # what run_sweep returned; None while running or after an interruption
     saved_run: int | None = None  # its run number on the Results page, once saved
 
     @classmethod
@@ -40,7 +41,7 @@ class SweepCollector:
         if event.skipped is not None:
             self.skipped.append(event.skipped)
 
-    def finish(self, result: SweepResult) -> SweepResult:
+    def finish(self, result: MatmulSweep) -> MatmulSweep:
         self.final = result
         return result
 
@@ -56,11 +57,11 @@ class SweepCollector:
     def has_steps(self) -> bool:
         return self.steps_done > 0
 
-    def result(self) -> SweepResult:
+    def result(self) -> MatmulSweep:
         """The returned result, or (interrupted) what arrived before the interruption, marked stopped."""
         if self.final is not None:
             return self.final
-        return SweepResult(self.config, self.series, tuple(self.results), tuple(self.skipped), stopped=True)
+        return sweep_of(self.config, self.series, self.results, self.skipped, stopped=True)
 
     def stop_summary(self) -> str | None:
         """'Stopped after 3 of 12 steps (why); ...' for a stopped sweep, None for a finished one."""

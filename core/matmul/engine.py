@@ -93,84 +93,28 @@ class MatmulOptions:
     seed: int = 0  # for the inputs and the sampled rows, so a rerun times the same matrices
 
 
-@dataclass(frozen=True)
-class MatmulResult:
-    """Raw measurements of one size of one series; every figure a table shows is derived."""
+def measured_point(series: Series, n: int, compute: Measurement, unsynced: Measurement | None,
+                   copy_in: Measurement | None, copy_out: Measurement | None, rel_error: float | None,
+                   threads: int | None, tf32: bool | None) -> MatmulPoint:
+    """One timed size as the result schema's row: the synchronized samples and what they give.
 
-    series: Series
-    n: int
-    compute: Measurement  # synchronized timing of C = A @ B
-    unsynced: Measurement | None  # the same product timed without waiting; None on the CPU
-    copy_in: Measurement | None  # host->device copy of A and B; None unless end to end on a GPU
-    copy_out: Measurement | None  # device->host copy of C
-    rel_error: float | None  # ||C - C64|| / ||C64|| on sampled rows; None when not checked
-    threads: int | None  # torch threads in effect during the CPU timing
-    tf32: bool | None  # TF32 setting in effect during CUDA float32 timing
-
-    @property
-    def flop(self) -> int:
-        """2n^3: n^2 outputs, each n multiplies and n adds."""
-        return 2 * self.n**3
-
-    @property
-    def median_s(self) -> float:
-        return self.compute.median_s
-
-    @property
-    def iqr_s(self) -> float:
-        return self.compute.iqr_s
-
-    @property
-    def samples(self) -> int:
-        return self.compute.samples
-
-    @property
-    def gflops(self) -> float:
-        return self.flop / self.compute.median_s / 1e9
-
-    @property
-    def unsynced_s(self) -> float | None:
-        return None if self.unsynced is None else self.unsynced.median_s
-
-    @property
-    def h2d_s(self) -> float | None:
-        if self.copy_in is not None:
-            return self.copy_in.median_s
-        return 0.0 if not self.series.is_gpu else None  # the CPU's inputs are already where they are used
-
-    @property
-    def d2h_s(self) -> float | None:
-        if self.copy_out is not None:
-            return self.copy_out.median_s
-        return 0.0 if not self.series.is_gpu else None
-
-    @property
-    def end_to_end_s(self) -> float | None:
-        """Copy in + product + copy out: what a user waits for when the data start on the host."""
-        if self.h2d_s is None or self.d2h_s is None:
-            return None
-        return self.h2d_s + self.compute.median_s + self.d2h_s
-
-    @property
-    def timed_s(self) -> float:
-        """Seconds spent inside timed blocks, for the sweep-overhead benchmark."""
-        parts = (self.compute, self.unsynced, self.copy_in, self.copy_out)
-        return sum(m.timed_s for m in parts if m is not None)
-
-    def to_point(self) -> MatmulPoint:
-        """This size as the result schema's row (core.results.matmul owns the field names)."""
-        m = self.compute
-        return MatmulPoint(
-            device=self.series.device, n=self.n, dtype=self.series.dtype, series=self.series.label, tf32=self.tf32,
-            threads=self.threads, median_s=m.median_s, iqr_s=m.iqr_s, q1_s=m.q1_s, q3_s=m.q3_s, min_s=m.min_s,
-            max_s=m.max_s, samples=m.samples, calls_per_block=m.calls_per_block, first_call_s=m.first_call_s,
-            gflops=self.gflops, unsynced_s=self.unsynced_s, h2d_s=self.h2d_s, d2h_s=self.d2h_s,
-            end_to_end_s=self.end_to_end_s, rel_error=self.rel_error, times_s=tuple(m.times_s),
-        )
-
-    def to_row(self) -> dict[str, object]:
-        """One row of the results table and of the JSON `results` list."""
-        return self.to_point().to_json()
+    The CPU's copies are 0 (its inputs are already where they are used); a GPU's are None unless
+    timed (end to end). A relative error that overflowed (inf/NaN in half precision) is None: not
+    measured, as the JSON writes it anyway.
+    """
+    h2d = copy_in.median_s if copy_in is not None else (None if series.is_gpu else 0.0)
+    d2h = copy_out.median_s if copy_out is not None else (None if series.is_gpu else 0.0)
+    timed = sum(m.timed_s for m in (compute, unsynced, copy_in, copy_out) if m is not None)
+    return MatmulPoint(
+        device=series.device, n=n, dtype=series.dtype, series=series.label, tf32=tf32, threads=threads,
+        median_s=compute.median_s, iqr_s=compute.iqr_s, q1_s=compute.q1_s, q3_s=compute.q3_s, min_s=compute.min_s,
+        max_s=compute.max_s, samples=compute.samples, calls_per_block=compute.calls_per_block,
+        first_call_s=compute.first_call_s, gflops=2 * n**3 / compute.median_s / 1e9,
+        unsynced_s=None if unsynced is None else unsynced.median_s, h2d_s=h2d, d2h_s=d2h,
+        end_to_end_s=None if h2d is None or d2h is None else h2d + compute.median_s + d2h,
+        rel_error=rel_error if rel_error is not None and math.isfinite(rel_error) else None,
+        times_s=compute.times_s, timed_s=timed,
+    )
 
 
 # ---------------------------------------------------------------- what a device can do
@@ -405,7 +349,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
-def time_matmul(series: Series, n: int, options: MatmulOptions = MatmulOptions()) -> MatmulResult:
+def time_matmul(series: Series, n: int, options: MatmulOptions = MatmulOptions()) -> MatmulPoint:
     """Measure C = A @ B for one size of one series.
 
     Raises DoesNotFit before allocating when the size would not fit, and RanOutOfMemory
@@ -434,7 +378,7 @@ def _releasing_on_oom(work: Callable[[], T], device: torch.device, what: str) ->
                          "the memory was released; choose a smaller size")
 
 
-def _time_matmul(series: Series, device: torch.device, n: int, options: MatmulOptions) -> MatmulResult:
+def _time_matmul(series: Series, device: torch.device, n: int, options: MatmulOptions) -> MatmulPoint:
     cpu_threads = series.threads if device.type == "cpu" else None
     tf32 = series.tf32 if device.type == "cuda" and series.dtype == "float32" else None
     with timing.torch_threads(cpu_threads) as threads, tf32_matmul(tf32) as tf32_in_effect:
@@ -445,17 +389,8 @@ def _time_matmul(series: Series, device: torch.device, n: int, options: MatmulOp
         if options.end_to_end and device.type != "cpu":
             copy_in, copy_out = measure_copies(ops, device, budget_s=COPY_BUDGET_FRACTION * options.budget_s)
     rel_error = relative_error(ops, seed=options.seed) if options.check_error else None
-    return MatmulResult(
-        series=series,
-        n=n,
-        compute=compute,
-        unsynced=unsynced,
-        copy_in=copy_in,
-        copy_out=copy_out,
-        rel_error=rel_error,
-        threads=threads if device.type == "cpu" else None,
-        tf32=tf32_in_effect,
-    )
+    return measured_point(series, n, compute, unsynced, copy_in, copy_out, rel_error,
+                          threads if device.type == "cpu" else None, tf32_in_effect)
 
 
 def probe_seconds(series: Series, n: int, *, seed: int = 0) -> float:

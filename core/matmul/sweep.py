@@ -25,10 +25,10 @@ from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, run_job
 from core.platform.machine_load import default_threads
 from core.results.load import MachineLoad
-from core.results.jsonio import dumps, to_jsonable
-from core.results.matmul import POINT_COLUMNS, MatmulSweep, SkippedSize, SweepCrossover
+from core.results.jsonio import dumps
+from core.results.matmul import POINT_COLUMNS, MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover
 from core.matmul.engine import (
-    DTYPES, DoesNotFit, MatmulOptions, MatmulResult, RanOutOfMemory, Series, check_dtype, check_memory,
+    DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_dtype, check_memory,
     largest_fitting_size, memory_need, probe_seconds, supported_dtypes, time_matmul,
 )
 
@@ -204,21 +204,11 @@ def check_sizes_fit(config: SweepConfig, plan: Plan) -> None:
 # ---------------------------------------------------------------- progress and results
 
 
-@dataclass(frozen=True)
-class Skipped:
-    """A size of a series that was not timed, and why."""
-
-    series: Series
-    n: int
-    reason: str  # "memory" (refused before allocating), "out_of_memory" (failed anyway), "time" (guard)
-    message: str
-
-    def to_record(self) -> SkippedSize:
-        return SkippedSize(device=self.series.device, n=self.n, dtype=self.series.dtype, series=self.series.label,
-                           reason=self.reason, message=self.message)
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.to_record().to_json()
+def skipped_size(series: Series, n: int, reason: str, message: str) -> SkippedSize:
+    """A size of a series not timed: reason "memory" (refused before allocating), "out_of_memory"
+    (failed anyway) or "time" (the guard)."""
+    return SkippedSize(device=series.device, n=n, dtype=series.dtype, series=series.label, reason=reason,
+                       message=message)
 
 
 @dataclass(frozen=True)
@@ -230,8 +220,8 @@ class SweepEvent:
     total: int
     series: Series
     n: int
-    result: MatmulResult | None = None
-    skipped: Skipped | None = None
+    result: MatmulPoint | None = None
+    skipped: SkippedSize | None = None
 
     @property
     def fraction(self) -> float:
@@ -243,18 +233,17 @@ class SweepEvent:
         if self.kind == "timing":
             return f"timing {where} ({self.done} of {self.total} done)"
         if self.result is not None:
-            return f"{where}: {self.result.median_s * 1e3:.3g} ms, {self.result.gflops:.3g} GFLOP/s"
-        assert self.skipped is not None, "a skipped event carries its Skipped"
+            return f"{where}: {(self.result.median_s or 0) * 1e3:.3g} ms, {self.result.gflops or 0:.3g} GFLOP/s"
+        assert self.skipped is not None, "a skipped event carries its SkippedSize"
         return f"skipped {where}: {self.skipped.message}"
-
 
     def as_progress(self) -> Progress[SweepEvent]:
         return Progress(self.done, self.total, self.message, item=self)
 
 
-def results_frame(results: Sequence[MatmulResult]) -> pd.DataFrame:
+def results_frame(results: Sequence[MatmulPoint]) -> pd.DataFrame:
     """One row per timed size of each series, columns RESULT_COLUMNS even when empty."""
-    return pd.DataFrame([r.to_row() for r in results], columns=RESULT_COLUMNS)
+    return pd.DataFrame([r.to_json() for r in results], columns=RESULT_COLUMNS)
 
 
 def comparisons(series: Sequence[Series]) -> list[tuple[Series, Series]]:
@@ -275,73 +264,52 @@ def comparisons(series: Sequence[Series]) -> list[tuple[Series, Series]]:
     return pairs
 
 
-@dataclass(frozen=True)
-class SweepResult:
-    """Everything a sweep measured, kept raw; tables, crossovers and the JSON are derived."""
-
-    config: SweepConfig
-    series: tuple[Series, ...]
-    results: tuple[MatmulResult, ...]
-    skipped: tuple[Skipped, ...] = ()
-    notes: tuple[str, ...] = ()
-    stopped: bool = False  # True when stopped (or interrupted) before the last step
-    wall_s: float | None = None  # from holding the devices to the end; None for a partial result
-    machine: dict[str, Any] | None = None  # inspect_machine().to_dict() when the sweep started
-    finished_at: str | None = None  # ISO 8601 UTC
-    stop_reason: str = ""  # why it stopped: the per-job cap's message, or "stopped by the user"; "" if unknown
-    load: MachineLoad | None = None  # how busy the machine was as the sweep started
-
-    def frame(self) -> pd.DataFrame:
-        return results_frame(self.results)
-
-    @property
-    def timed_s(self) -> float:
-        return sum(r.timed_s for r in self.results)
-
-    def crossovers(self) -> list[SweepCrossover]:
-        """Every comparison's crossover, for compute time and (if timed) end to end."""
-        frame = self.frame()
-        columns = ["median_s"] + (["end_to_end_s"] if self.config.end_to_end else [])
-        out = []
-        for challenger, baseline in comparisons(self.series):
-            for column in columns:
-                c = crossover_from_frame(frame, challenger.label, baseline.label, column)
-                out.append(SweepCrossover(
-                    challenger=challenger.label, baseline=baseline.label, time=column,
-                    gpu_vs_cpu=challenger.is_gpu and not baseline.is_gpu, status=c.status, n=c.n_int,
-                    lower_n=c.lower_n, upper_n=c.upper_n, text=c.describe(challenger.label, baseline.label)))
-        return out
-
-    def crossover(self, column: str = "median_s") -> Crossover | None:
-        """The headline crossover: the first GPU series against its CPU baseline; None without a GPU."""
-        pairs = [p for p in comparisons(self.series) if p[0].is_gpu]
-        if not pairs:
-            return None
-        challenger, baseline = pairs[0]
-        return crossover_from_frame(self.frame(), challenger.label, baseline.label, column)
-
-    def to_record(self) -> MatmulSweep:
-        """The sweep as the result schema describes it (core.results.matmul)."""
-        headline = self.crossover()
-        end_to_end = self.crossover("end_to_end_s") if self.config.end_to_end else None
-        return MatmulSweep(
-            results=tuple(r.to_point() for r in self.results),
-            crossover_n=None if headline is None else headline.n_int,
-            crossover_end_to_end_n=None if end_to_end is None else end_to_end.n_int,
-            crossovers=tuple(self.crossovers()), skipped=tuple(s.to_record() for s in self.skipped),
-            notes=self.notes, settings={**self.config.to_dict(), "series": [s.label for s in self.series]},
-            stopped=self.stopped, wall_s=self.wall_s, timed_s=self.timed_s, finished_at=self.finished_at,
-            machine=self.machine if self.machine is not None else inspect_machine().to_dict(), load=self.load,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The `python -m core matmul --json` object, also what the result store saves."""
-        return to_jsonable(self.to_record())
+def sweep_crossovers(config: SweepConfig, series: Sequence[Series],
+                     results: Sequence[MatmulPoint]) -> list[SweepCrossover]:
+    """Every comparison's crossover, for compute time and (if timed) end to end."""
+    frame = results_frame(results)
+    columns = ["median_s"] + (["end_to_end_s"] if config.end_to_end else [])
+    out = []
+    for challenger, baseline in comparisons(series):
+        for column in columns:
+            c = crossover_from_frame(frame, challenger.label, baseline.label, column)
+            out.append(SweepCrossover(
+                challenger=challenger.label, baseline=baseline.label, time=column,
+                gpu_vs_cpu=challenger.is_gpu and not baseline.is_gpu, status=c.status, n=c.n_int,
+                lower_n=c.lower_n, upper_n=c.upper_n, text=c.describe(challenger.label, baseline.label)))
+    return out
 
 
-def sweep_json_text(result: SweepResult) -> str:
+def headline_crossover(sweep: MatmulSweep, column: str = "median_s") -> Crossover | None:
+    """The first GPU series against its CPU baseline (compute, or with copies); None without a GPU."""
+    headline = next((c for c in sweep.crossovers if c.gpu_vs_cpu and c.time == column), None)
+    if headline is None:
+        return None
+    return crossover_from_frame(results_frame(sweep.results), headline.challenger, headline.baseline, column)
+
+
+def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[MatmulPoint],
+             skipped: Sequence[SkippedSize] = (), *, notes: Sequence[str] = (), stopped: bool = False,
+             wall_s: float | None = None, machine: dict[str, Any] | None = None, finished_at: str | None = None,
+             stop_reason: str = "", load: MachineLoad | None = None) -> MatmulSweep:
+    """The sweep as saved, from what was measured: its crossovers are found here, once."""
+    crossovers = sweep_crossovers(config, series, results)
+
+    def headline(column: str) -> int | None:
+        c = next((c for c in crossovers if c.gpu_vs_cpu and c.time == column), None)
+        return None if c is None else c.n
+
+    return MatmulSweep(
+        results=tuple(results), crossover_n=headline("median_s"),
+        crossover_end_to_end_n=headline("end_to_end_s"), crossovers=tuple(crossovers), skipped=tuple(skipped),
+        notes=tuple(notes), settings={**config.to_dict(), "series": [s.label for s in series]}, stopped=stopped,
+        wall_s=wall_s, timed_s=sum(r.timed_s or 0.0 for r in results), finished_at=finished_at, machine=machine,
+        stop_reason=stop_reason, load=load)
+
+
+def sweep_json_text(result: MatmulSweep) -> str:
     """The JSON download of a sweep: the same object as `python -m core matmul --json`, same writer."""
-    return dumps(result.to_record(), indent=2)
+    return dumps(result, indent=2)
 
 
 # ---------------------------------------------------------------- the time guard
@@ -402,7 +370,7 @@ class TimeGuard:
 # ---------------------------------------------------------------- the sweep
 
 
-def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> SweepResult:
+def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> MatmulSweep:
     """Time every size of every series, smallest size first, holding the devices throughout.
 
     A bad choice is refused before waiting in line. `hooks.should_stop` (and the per-job cap)
@@ -413,8 +381,8 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> SweepResult
     plan = plan_series(config)  # a bad choice is refused before waiting in line
     machine = inspect_machine().to_dict()
     guard = TimeGuard(config.budget_s, lambda s, n: probe_seconds(s, n, seed=config.seed))
-    results: list[MatmulResult] = []
-    skipped: list[Skipped] = []
+    results: list[MatmulPoint] = []
+    skipped: list[SkippedSize] = []
     stop_reason = ""
 
     with run_job(plan.devices, hooks, label="matmul sweep", measure_load=True) as job:
@@ -435,19 +403,20 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> SweepResult
                                          check_error=config.check_error))
                 refusal = guard.refuse(s, n)
                 if refusal is not None:
-                    skip = Skipped(s, n, "time", refusal)
+                    skip = skipped_size(s, n, "time", refusal)
                 else:
                     result = time_matmul(s, n, config.options)
-                    guard.record(s, n, result.median_s)
+                    guard.record(s, n, result.median_s or 0.0)
                     results.append(result)
                     emit("result", s, n, result=result)
                     continue
             except DoesNotFit as exc:
-                skip = Skipped(s, n, "memory", str(exc))
+                skip = skipped_size(s, n, "memory", str(exc))
             except RanOutOfMemory as exc:
-                skip = Skipped(s, n, "out_of_memory", str(exc))
+                skip = skipped_size(s, n, "out_of_memory", str(exc))
             skipped.append(skip)
             emit("skipped", s, n, skipped=skip)
         wall = time.perf_counter() - start
-    return SweepResult(config, plan.series, tuple(results), tuple(skipped), plan.notes, bool(stop_reason),
-                       wall, machine, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), stop_reason, job.load)
+    return sweep_of(config, plan.series, results, skipped, notes=plan.notes, stopped=bool(stop_reason), wall_s=wall,
+                    machine=machine, finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    stop_reason=stop_reason, load=job.load)

@@ -33,7 +33,7 @@ class Progress(Generic[T]):
     done: int  # steps finished
     total: int  # steps planned (0: unknown)
     message: str  # e.g. "timing n=1,024 on cpu float32 (3 of 12 done)"
-    item: T | None = None  # what this step produced: a MatmulResult, a TrainEpoch, a section's partial result
+    item: T | None = None  # what this step produced: a MatmulPoint, a TrainEpoch, a section's partial result
 
     @property
     def fraction(self) -> float:

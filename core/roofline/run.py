@@ -19,11 +19,12 @@ import torch
 
 from core.errors import DashboardError
 from core.matmul.crossover import find_crossover
-from core.matmul.engine import DTYPES, DoesNotFit, MatmulOptions, MatmulResult, RanOutOfMemory, Series, time_matmul
+from core.matmul.engine import DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, time_matmul
 from core.matmul.sweep import SweepConfig, comparisons, plan_series
 from core.platform import timing
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
+from core.results.matmul import MatmulPoint
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
 from core.roofline import probes, theory
 from core.roofline.model import RooflineModel, intensity, predict_crossover
@@ -105,18 +106,18 @@ def model_of(roofs: DeviceRoofs) -> RooflineModel | None:
                          roofs.d2h_gbs)
 
 
-def point_of(r: MatmulResult, model: RooflineModel | None) -> RooflinePoint:
+def point_of(r: MatmulPoint, model: RooflineModel | None) -> RooflinePoint:
     return RooflinePoint(
-        device=r.series.device, dtype=r.series.dtype, n=r.n, gflops=r.gflops, intensity=intensity(r.n, r.series.dtype),
-        series=r.series.label, median_s=r.median_s, predicted_s=None if model is None else model.time_s(r.n),
-        end_to_end_s=r.end_to_end_s if r.series.is_gpu else None,
-        predicted_end_to_end_s=None if model is None or not r.series.is_gpu else model.end_to_end_s(r.n))
+        device=r.device, dtype=r.dtype, n=r.n, gflops=r.gflops, intensity=intensity(r.n, r.dtype),
+        series=r.label, median_s=r.median_s, predicted_s=None if model is None else model.time_s(r.n),
+        end_to_end_s=r.end_to_end_s if r.is_gpu else None,
+        predicted_end_to_end_s=None if model is None or not r.is_gpu else model.end_to_end_s(r.n))
 
 
 def _sweep(job: RunningJob, series: Sequence[Series], config: RooflineConfig, notes: list[str],
-           done: int, total: int) -> tuple[list[MatmulResult], bool]:
+           done: int, total: int) -> tuple[list[MatmulPoint], bool]:
     """Every size of every series, smallest first; a size that would overrun the budget is skipped."""
-    results: list[MatmulResult] = []
+    results: list[MatmulPoint] = []
     best: dict[Series, float] = {}  # the best rate so far: one stalled size (a descheduled thread) must not skip the rest
     for n in config.sizes:
         for s in series:
@@ -136,7 +137,7 @@ def _sweep(job: RunningJob, series: Sequence[Series], config: RooflineConfig, no
             except (DoesNotFit, RanOutOfMemory) as exc:
                 notes.append(f"n={n:,} on {s.label} skipped: {exc}")
                 continue
-            best[s] = max(best.get(s, 0.0), result.flop / result.median_s)
+            best[s] = max(best.get(s, 0.0), (result.gflops or 0.0) * 1e9)  # FLOP/s
             results.append(result)
     return results, False
 
@@ -150,7 +151,7 @@ def run_roofline(config: RooflineConfig, hooks: JobHooks | None = None) -> Roofl
     notes: list[str] = []
     total = len(series) * (1 + len(config.sizes))
     roofs: list[DeviceRoofs] = []
-    stopped, results = False, list[MatmulResult]()
+    stopped, results = False, list[MatmulPoint]()
     with run_job(sorted({s.device for s in series}), hooks, label="roofline", measure_load=True) as job:
         start = time.perf_counter()
         for i, s in enumerate(series):
@@ -167,17 +168,17 @@ def run_roofline(config: RooflineConfig, hooks: JobHooks | None = None) -> Roofl
 
 
 def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Series, Series] | None,
-             roofs: Sequence[DeviceRoofs], results: Sequence[MatmulResult], *, notes: Sequence[str] = (),
+             roofs: Sequence[DeviceRoofs], results: Sequence[MatmulPoint], *, notes: Sequence[str] = (),
              stopped: bool = False, wall_s: float | None = None, machine: dict[str, Any] | None = None) -> RooflineRun:
     """The record from what was measured: each series' peak is its best product, then the model's predictions."""
     by_label = {r.series: r for r in roofs}
     fitted: dict[str, DeviceRoofs] = {}
     for s in series:
         if s.label in by_label:
-            rates = [r.gflops for r in results if r.series == s]
+            rates = [r.gflops for r in results if r.series == s.label and r.gflops is not None]
             fitted[s.label] = replace(by_label[s.label], peak_gflops=max(rates) if rates else None)
     models = {label: model_of(r) for label, r in fitted.items()}
-    points = tuple(point_of(r, models.get(r.series.label)) for r in results)
+    points = tuple(point_of(r, models.get(r.label)) for r in results)
     predicted = measured = None
     if pair is not None:
         challenger, baseline = (models.get(p.label) for p in pair)
@@ -193,9 +194,9 @@ def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Serie
         machine=machine if machine is not None else {})
 
 
-def measured_crossover(results: Sequence[MatmulResult], pair: tuple[Series, Series]) -> int | None:
+def measured_crossover(results: Sequence[MatmulPoint], pair: tuple[Series, Series]) -> int | None:
     """The Matmul race's crossover rule on the sweep's medians: from which size the challenger wins for good."""
-    times = {s: {r.n: r.median_s for r in results if r.series == s} for s in pair}
+    times = {s: {r.n: r.median_s for r in results if r.series == s.label and r.median_s is not None} for s in pair}
     common = sorted(set(times[pair[0]]) & set(times[pair[1]]))
     c = find_crossover(common, [times[pair[0]][n] for n in common], [times[pair[1]][n] for n in common])
     return c.n_int

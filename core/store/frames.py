@@ -13,11 +13,13 @@ from collections.abc import Sequence
 import pandas as pd
 
 from core.results import MatmulPoint, MatmulSweep, TrainRun
+from core.results.matmul import POINT_COLUMNS
 from core.store.records import StoredRun, device_title
 
 RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine"]
-MATMUL_FIELDS = ["device", "n", "dtype", "threads", "tf32", "median_s", "iqr_s", "samples", "gflops", "unsynced_s",
-                 "rel_error"]
+# Every column of the saved row except its raw samples (a list) and its own series name (the frame's
+# `series` names the run too); a field added to MatmulPoint appears here by itself.
+MATMUL_FIELDS = [c for c in POINT_COLUMNS if c not in ("series", "times_s")]
 EPOCH_FIELDS = ["epoch", "train_loss", "test_loss", "test_accuracy", "seconds"]
 MATMUL_COLUMNS = [*RUN_COLUMNS, "series", "device_title", *MATMUL_FIELDS]
 TRAIN_COLUMNS = [*RUN_COLUMNS, "series", "device", "device_title", *EPOCH_FIELDS, "elapsed_s"]
