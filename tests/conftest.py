@@ -13,7 +13,10 @@ import torch
 import torch._dynamo  # noqa: F401
 from streamlit.testing.v1 import AppTest
 
-pytest_plugins = ["tests.postgres"]  # fixtures postgres_admin_url, postgres_url
+pytest_plugins = [
+    "tests.postgres",  # fixtures postgres_admin_url, postgres_url
+    "tests.tiers",  # a bare run is the fast tier: slow tests left out
+]
 
 GIB = 2**30
 ROOT = Path(__file__).resolve().parents[1]
