@@ -58,6 +58,7 @@ def with_run(monkeypatch, key: str, run) -> None:
     monkeypatch.setattr(registry, "SECTIONS", sections)
 
 
+@pytest.mark.slow
 def test_every_section_runs_with_tiny_sizes(app, no_gpu):
     _open_tiny(app)
     assert "No GPU here" in _text(app) and _charts(app) == 0

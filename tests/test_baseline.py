@@ -18,6 +18,7 @@ def test_logistic_regression_on_the_networks_features():
     assert result.accuracy == 1.0 and 0 < result.test_loss < 0.7 and result.fit_seconds >= 0
 
 
+@pytest.mark.slow
 def test_reference_baselines_reproduce_the_issues_figures(rt_polarity_dir):
     """Fixed 80/20 stratified split, random_state=0: MultinomialNB 0.781, LogisticRegression about 0.77."""
     reviews = load_path(rt_polarity_dir)

@@ -42,6 +42,7 @@ def test_workers_read_only_allowed_paths(tmp_path, monkeypatch):
         worker_data(DataChoice(UPLOAD))
 
 
+@pytest.mark.slow
 def test_page_measures_one_and_two_workers(app, tmp_path, monkeypatch):
     monkeypatch.setenv("GPU_VS_CPU_DATA_ROOTS", str(tmp_path))
     reviews = toy_reviews(40)

@@ -2,6 +2,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from core.cli import main
 
 KEYS_CPU = {"name", "physical_cores", "logical_cores", "torch_threads", "capability", "ram_total_bytes", "ram_available_bytes"}
@@ -35,6 +37,7 @@ def test_devices_table_mentions_cpu_and_how_to_get_a_gpu(monkeypatch, capsys):
     assert out.startswith("CPU ") and "Change runtime type > GPU" in out
 
 
+@pytest.mark.slow
 def test_bad_flag_is_one_line_and_status_2():
     proc = subprocess.run([sys.executable, "-m", "core", "devices", "--nope"], capture_output=True, text=True)
     assert proc.returncode == 2
@@ -42,6 +45,7 @@ def test_bad_flag_is_one_line_and_status_2():
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_json_is_exactly_one_object_from_a_real_process():
     proc = subprocess.run([sys.executable, "-m", "core", "devices", "--json"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

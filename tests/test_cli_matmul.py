@@ -29,6 +29,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["--devices", "cuda:99"], "is not available"),
     (["--devices", "tpu"], "unknown device 'tpu'"),
 ])
+@pytest.mark.slow
 def test_bad_input_exits_2_with_one_line_from_a_real_process(args, message):
     proc = _run(*args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -52,6 +53,7 @@ def test_more_bad_input_in_process(args, message, capsys):
     assert err.count("\n") == 1 and message in err
 
 
+@pytest.mark.slow
 def test_json_from_a_real_process_has_the_issue_shape():
     proc = _run("--sizes", "16,32", "--budget", "0.05", "--threads", "1", "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr

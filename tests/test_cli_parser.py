@@ -27,6 +27,7 @@ def _modules_after(argv: list[str]) -> set[str]:
     return set(out.stdout.split())
 
 
+@pytest.mark.slow
 def test_devices_imports_neither_other_subcommands_nor_heavy_libraries():
     loaded = _modules_after(["devices", "--json"])
     assert "core.cli.devices" in loaded
@@ -34,6 +35,7 @@ def test_devices_imports_neither_other_subcommands_nor_heavy_libraries():
     assert not {f"core.cli.{m}" for m in SUBCOMMANDS.values() if m != "devices"} & loaded
 
 
+@pytest.mark.slow
 def test_no_subcommand_module_imports_torch_cpp_extension():
     """Every subcommand's module together (what --help loads): still no cpp_extension warning source."""
     code = "import sys\nfrom core.cli import build_parser\nbuild_parser()\nprint('\\n'.join(sys.modules))"

@@ -140,6 +140,7 @@ def test_unwritable_output(saved, tmp_path, capsys):
     assert "cannot write" in _error(capsys, ["results", "export", "-o", str(tmp_path / "no" / "dir" / "x.json")])
 
 
+@pytest.mark.slow
 def test_one_line_error_from_a_real_process(tmp_path):
     path = tmp_path / "bad.json"
     path.write_bytes(b"\x89PNG\r\n")

@@ -19,6 +19,7 @@ DEVICE_KEYS = {"device", "dtype", "peak_gflops", "theoretical_gflops", "bandwidt
 POINT_KEYS = {"device", "dtype", "n", "gflops", "intensity"}
 
 
+@pytest.mark.slow
 def test_json_from_a_real_process_has_the_issue_shape():
     proc = subprocess.run([sys.executable, "-m", "core", *FAST, "--json", "--quiet"], capture_output=True, text=True,
                           cwd=ROOT, timeout=180)

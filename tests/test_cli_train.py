@@ -94,6 +94,7 @@ def test_bad_input_exits_2_with_one_line(case, tmp_path, capsys, monkeypatch):
     assert captured.out == ""
 
 
+@pytest.mark.slow
 def test_module_entry_point_exits_2(tmp_path):
     """The real `python -m core train` process: exit status 2 and one line on stderr, no traceback."""
     proc = subprocess.run([sys.executable, "-m", "core", "train", "--data", str(tmp_path / "nope")],

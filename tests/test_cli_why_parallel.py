@@ -67,11 +67,15 @@ def test_a_budget_out_of_range_is_refused_like_matmul_does(budget, capsys):
     assert "time budget must be between" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_every_page_setting_is_a_flag_within_the_pages_bounds(capsys):
     assert main(["why-parallel", "--section", "processes", "--large-n", "32", "--processes", "2", "--budget", "0.1",
                  "--json"]) == 0
     result = json.loads(capsys.readouterr().out)["sections"]["processes"]["result"]
     assert result["n"] == 32 and [s["workers"] for s in result["steps"]] == [1, 2]
+
+
+def test_more_processes_than_the_page_allows_is_one_line(capsys):
     assert main(["why-parallel", "--section", "processes", "--processes", "99"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: argument --processes: most worker processes must be between 1 and 16") and err.count("\n") == 1

@@ -54,6 +54,7 @@ def test_nbsvm_interpolates_towards_the_mean_weight(monkeypatch):
     assert crossval.nbsvm_bi(reviews, train, test) > 0.8
 
 
+@pytest.mark.slow
 def test_the_baselines_reproduce_the_published_figures_on_rt_polarity(rt_polarity_dir):
     cv = cross_validate(load_source(str(rt_polarity_dir)), default_scorers(network=False), folds=10)
     mnb, nbsvm = cv.models

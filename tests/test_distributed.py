@@ -96,6 +96,7 @@ def test_schema_reads_old_and_new_train_objects():
         TrainRun.from_json({**run.to_json(), "backend": "mpi"}, "run")
 
 
+@pytest.mark.slow
 def test_two_workers_match_each_other_and_one_worker(toy_folder, tmp_path, capsys):
     weights = tmp_path / "weights"
     progress: list = []
@@ -121,6 +122,7 @@ def test_two_workers_match_each_other_and_one_worker(toy_folder, tmp_path, capsy
     assert _worker_pids() == [] and current_holder("cpu") is None
 
 
+@pytest.mark.slow
 def test_killed_worker_is_one_clear_error_and_frees_the_lock(toy_folder):
     seen: list[int] = []
 
@@ -140,6 +142,7 @@ def test_killed_worker_is_one_clear_error_and_frees_the_lock(toy_folder):
     assert _alive(seen) == []
 
 
+@pytest.mark.slow
 def test_a_hung_worker_fails_the_run_at_the_process_group_timeout(toy_folder):
     """A worker frozen mid-run (SIGSTOP): the other's collective times out, torchrun ends both, one message."""
     seen: list[int] = []
@@ -161,6 +164,7 @@ def test_a_hung_worker_fails_the_run_at_the_process_group_timeout(toy_folder):
     assert _alive(seen) == []
 
 
+@pytest.mark.slow
 def test_stop_ends_every_worker_and_keeps_finished_epochs(toy_folder):
     seen: list[int] = []
 
@@ -182,6 +186,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_agents_on_loopback_rendezvous_and_train(toy_folder):
     """Two torchrun agents as two "nodes" (--nnodes 2, c10d rendezvous on a loopback port): the README's command."""
     port = _free_port()

@@ -33,6 +33,7 @@ with hold_devices(["cpu"], max_job_s={CAP_S}, label="a job that will be suspende
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="SIGSTOP is POSIX-only")
 
 
+@pytest.mark.slow
 def test_a_suspended_holder_loses_its_turn_and_stops_when_it_wakes(monkeypatch):
     monkeypatch.setenv(device_lock.GRACE_ENV, str(GRACE_S))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -4,6 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test starts `python -m core`, which imports torch
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -65,6 +65,7 @@ def test_device_table_lists_the_cpu_and_each_gpu_with_its_memory():
     assert nb.DeviceCheck(info, table).has_gpu and not nb.DeviceCheck(LAPTOP, table).has_gpu
 
 
+@pytest.mark.slow
 def test_check_devices_reads_the_clis_json_and_a_failure_says_what_to_do(tmp_path):
     check = nb.check_devices()
     assert check.table.loc[0, "device"] == "cpu" and "torch_version" in check.info

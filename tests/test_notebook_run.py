@@ -12,6 +12,8 @@ import pytest
 from core.store import open_store
 from tests.notebook_runner import EXPORT, ROOT, nbclient_or_skip, run_notebook, text_of
 
+pytestmark = pytest.mark.slow  # a kernel runs the notebook: tens of seconds each
+
 
 def test_notebook_runs_the_cpu_parts_skips_the_gpu_parts_and_its_export_imports(tmp_path, monkeypatch):
     nb = run_notebook(tmp_path, monkeypatch, LABEL="Colab notebook")

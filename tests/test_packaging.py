@@ -11,6 +11,8 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests.notebook_runner import ROOT
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -41,6 +43,7 @@ def _build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_core_package_and_the_console_script(tmp_path):
     wheel = _build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:

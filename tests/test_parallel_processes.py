@@ -134,6 +134,7 @@ def _workers_alive() -> list[str]:
     return [line for line in out.splitlines() if "core.parallel.process_worker" in line and "ps -eo" not in line]
 
 
+@pytest.mark.slow
 def test_real_workers_measure_then_a_stop_ends_every_process():
     """Two real gloo processes under torchrun: both worker counts measured, the same C; then Stop mid-run."""
     result = run_processes(TINY)

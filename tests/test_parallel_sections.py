@@ -213,6 +213,7 @@ def test_timing_bug_on_the_cpu_only():
 # 4. first call ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_first_call_runs_a_fresh_process():
     rec = Recorder()
     r = run_first_call(FirstCallConfig((8, 16), budget_s=TINY), devices=["cpu"], hooks=rec.hooks)
@@ -244,6 +245,7 @@ def test_first_call_says_when_the_fresh_process_missed_a_size():
                              fresh=lambda sizes, devices, budget, threads: {})
 
 
+@pytest.mark.slow
 def test_cold_start_failure_is_a_one_line_dashboard_error():
     with pytest.raises(DashboardError, match="fresh Python process failed"):
         cold_start.run_in_fresh_process([4], ["nonsense"], 0.05)
@@ -313,7 +315,11 @@ TINY_VALUES = {"small_n": 8, "large_n": 16, "budget_s": 0.1, "steps": 5, "rows":
                "bug_gpu_n": 16}
 
 
-@pytest.mark.parametrize("key", [s.key for s in SECTIONS])
+SPAWNING = {"processes", "first_call"}  # these start fresh Python processes that import torch: the slow tier
+
+
+@pytest.mark.parametrize("key", [pytest.param(s.key, marks=pytest.mark.slow) if s.key in SPAWNING else s.key
+                                 for s in SECTIONS])
 def test_a_section_holds_its_devices_itself_and_only_while_it_runs(key):
     section = registry.section(key)
     started = []

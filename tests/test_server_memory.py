@@ -9,6 +9,8 @@ import pytest
 
 from bench.classroom_server import PAGES, Student, running_server
 
+pytestmark = pytest.mark.slow  # a real `streamlit run` server
+
 ROUNDS = 4  # rounds of STUDENTS sessions each
 STUDENTS = 8
 CREEP = 1.10  # the target: within 10 % of the level after the first round

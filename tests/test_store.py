@@ -26,7 +26,7 @@ from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_pa
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # a real server: slow tier
 def store_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'runs.sqlite3'}"
@@ -230,6 +230,7 @@ def _assert_consistent(store: Store) -> None:
             assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+@pytest.mark.slow
 def test_a_process_killed_while_saving_in_a_loop_loses_nothing_saved(store_url):
     open_store(store_url)
     proc = _writer(store_url, "loop")
@@ -245,6 +246,7 @@ def test_a_process_killed_while_saving_in_a_loop_loses_nothing_saved(store_url):
     store.save("train", train_payload(), machine=LAPTOP)  # and the store takes new writes
 
 
+@pytest.mark.slow
 def test_a_process_killed_inside_a_transaction_leaves_no_trace(store_url):
     open_store(store_url)
     proc = _writer(store_url, "mid")

@@ -12,6 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # mypy: about 30 s on a cold cache
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
