@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from core import selfcheck
@@ -14,6 +15,7 @@ from core.selfcheck import Check, CheckResult
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_gpu_checks_are_skipped_not_passed_from_a_real_process(tmp_path):
     out = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, "-m", "core", "selfcheck", "--only", "devices,cuda-events", "--out", str(out)],
@@ -28,6 +30,7 @@ def test_gpu_checks_are_skipped_not_passed_from_a_real_process(tmp_path):
     assert f"report written to {out}" in proc.stdout
 
 
+@pytest.mark.slow
 def test_unknown_check_exits_2_with_one_line():
     proc = subprocess.run([sys.executable, "-m", "core", "selfcheck", "--only", "nope"], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
