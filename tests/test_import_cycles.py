@@ -24,21 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 Graph = dict[str, set[str]]
 
-# Circles that other work is removing now, each as the set of modules of one strongly connected
-# component today. The test fails on a circle not listed here, and on a listed one that is gone (so the
-# entry leaves with its fix). THIS LIST MUST STAY EMPTY; an entry is a debt with an owner, e.g.
-#     frozenset({"core.classifier.fullbatch", "core.classifier.training"}),  # classifier loop: one fit loop
-KNOWN_CIRCLES: tuple[frozenset[str], ...] = ()
-
 # core.results is the schema every layer reads (docs/architecture.md: "depends on nothing above it"), so it
 # imports nothing of core but itself and core.errors: otherwise the package circle results <-> platform
 # (platform's jobs and load probe build results' MachineLoad) is back, hidden between modules.
 SCHEMA = "core.results"
 SCHEMA_MAY_IMPORT = ("core.results", "core.errors")
-# Edges out of the schema being removed now. THIS LIST MUST BECOME EMPTY.
-KNOWN_SCHEMA_EDGES: frozenset[tuple[str, str]] = frozenset({
-    ("core.results.train", "core.platform.units"),  # percent() in TrainRun's summary line: the results owner moves it
-})
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -146,11 +136,8 @@ def test_core_has_no_import_circles() -> None:
     graph = import_graph(ROOT, "core")
     assert len(graph) > 50 and "core.parallel.registry" in graph  # the walk really saw the package
     found = circles(graph)
-    new = [c for c in found if frozenset(c) not in KNOWN_CIRCLES]
-    gone = [sorted(c) for c in KNOWN_CIRCLES if list(sorted(c)) not in found]
-    assert not new, "import circles in core (imports inside functions and under TYPE_CHECKING count):\n" + \
-        _describe(graph, new)
-    assert not gone, f"these circles are gone or changed: update KNOWN_CIRCLES in {Path(__file__).name}: {gone}"
+    assert not found, "import circles in core (imports inside functions and under TYPE_CHECKING count):\n" + \
+        _describe(graph, found)
 
 
 def _inside(module: str, package: str) -> bool:
@@ -162,8 +149,7 @@ def test_the_result_schema_imports_nothing_above_it() -> None:
     edges = {(a, b) for a, targets in graph.items() if _inside(a, SCHEMA) for b in targets
              if not any(_inside(b, allowed) for allowed in SCHEMA_MAY_IMPORT)}
     assert any(_inside(a, SCHEMA) for a in graph)
-    assert not edges - KNOWN_SCHEMA_EDGES, f"{SCHEMA} imports above itself: {sorted(edges - KNOWN_SCHEMA_EDGES)}"
-    assert not KNOWN_SCHEMA_EDGES - edges, f"gone: remove from KNOWN_SCHEMA_EDGES: {sorted(KNOWN_SCHEMA_EDGES - edges)}"
+    assert not edges, f"{SCHEMA} imports above itself: {sorted(edges)}"
 
 
 def _write(root: Path, files: Mapping[str, str]) -> None:

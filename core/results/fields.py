@@ -98,6 +98,22 @@ def number_between(minimum: float = 0.0, maximum: float = math.inf) -> Callable[
     return check
 
 
+def _not_measured_in_memory(check: Callable[[Any], float | None]) -> Callable[[Any, ValidationInfo], float | None]:
+    """NaN (or an infinity) handed over by core means "not measured": null, as the JSON writer writes it.
+
+    A file cannot hold NaN (the parser reads it as null) but can hold 1e999, which is refused there.
+    """
+    def check_number(value: Any, info: ValidationInfo) -> float | None:
+        if isinstance(value, float) and not math.isfinite(value) and not _from_file(info):
+            return None
+        return check(value)
+    return check_number
+
+
+def _from_file(info: ValidationInfo) -> bool:
+    return isinstance(info.context, dict) and bool(info.context.get(FROM_FILE))
+
+
 def _flag(value: Any) -> bool:
     if not isinstance(value, bool):
         raise Expected("true or false")
@@ -144,7 +160,7 @@ def _none_as_empty(value: Any) -> Any:
 
 
 def _one_at_least_in_a_file(value: tuple[Any, ...], info: ValidationInfo) -> tuple[Any, ...]:
-    if isinstance(info.context, dict) and info.context.get(FROM_FILE) and not value:
+    if _from_file(info) and not value:
         raise Expected("a list of at least 1 item(s)")
     return value
 
@@ -172,8 +188,8 @@ OptionalText = Annotated[str | None, PlainValidator(_optional(_text(MAX_TEXT_CHA
 Count = Annotated[int, PlainValidator(count_between(0))]  # samples, test rows: 0 allowed
 Size = Annotated[int, PlainValidator(count_between(1))]  # n, a thread count, an epoch
 OptionalSize = Annotated[int | None, PlainValidator(_optional(count_between(1)))]
-Number = Annotated[float | None, PlainValidator(number_between())]  # seconds, GFLOP/s, GB/s: >= 0 or null
-Probability = Annotated[float | None, PlainValidator(number_between(0.0, 1.0))]
+Number = Annotated[float | None, PlainValidator(_not_measured_in_memory(number_between()))]  # seconds, GFLOP/s: >= 0
+Probability = Annotated[float | None, PlainValidator(_not_measured_in_memory(number_between(0.0, 1.0)))]
 Flag = Annotated[bool, PlainValidator(_flag)]
 OptionalFlag = Annotated[bool | None, PlainValidator(_optional(_flag))]
 Device = Annotated[str, PlainValidator(_device)]
@@ -243,65 +259,19 @@ def _message(exc: ValidationError, path: str, json_names: dict[str, str] | None 
     return DashboardError(f"{where}: {error['msg']}, got {shown(value)}")
 
 
-# ---------------------------------------------------------------- field-by-field readers (train.py's, until it is declared)
-
-
-def _at(check: Callable[[Any], T], value: Any, path: str) -> T:
-    try:
-        return check(value)
-    except Expected as exc:
-        raise fail(path, str(exc), value) from None
+# ---------------------------------------------------------------- checks outside a declaration
 
 
 def obj(value: Any, path: str) -> dict[str, Any]:
+    """A parsed JSON value that must be an object (before its kind is known)."""
     if not isinstance(value, dict):
         raise fail(path, "a JSON object", value)
     return value
 
 
-def field(value: dict[str, Any], key: str, path: str) -> Any:
-    if key not in value:
-        raise DashboardError(f"{path}: missing {key!r}")
-    return value[key]
-
-
 def text(value: Any, path: str, *, max_chars: int = MAX_TEXT_CHARS, empty: bool = False) -> str:
-    return _at(_text(max_chars, empty), value, path)
-
-
-def optional_text(value: Any, path: str, *, max_chars: int = MAX_TEXT_CHARS) -> str | None:
-    return None if value is None else text(value, path, max_chars=max_chars, empty=True)
-
-
-def count(value: Any, path: str, minimum: int = 0) -> int:
-    return _at(count_between(minimum), value, path)
-
-
-def optional_count(value: Any, path: str, minimum: int = 0) -> int | None:
-    return None if value is None else count(value, path, minimum)
-
-
-def number(value: Any, path: str, minimum: float = 0.0, maximum: float = math.inf) -> float | None:
-    return _at(number_between(minimum, maximum), value, path)
-
-
-def probability(value: Any, path: str) -> float | None:
-    return number(value, path, 0.0, 1.0)
-
-
-def flag(value: Any, path: str) -> bool:
-    return _at(_flag, value, path)
-
-
-def device(value: Any, path: str) -> str:
-    return _at(_device, value, path)
-
-
-def list_of(value: Any, path: str, reader: Callable[[Any, str], T], *, minimum: int = 0) -> tuple[T, ...]:
-    if not isinstance(value, list) or len(value) < minimum:
-        raise fail(path, f"a list of at least {minimum} item(s)", value)
-    return tuple(reader(item, f"{path}[{i}]") for i, item in enumerate(value))
-
-
-def optional_object(value: Any, path: str) -> dict[str, Any]:
-    return _at(_object, value, path)
+    """A string a user typed (a label), checked before any run is read."""
+    try:
+        return _text(max_chars, empty)(value)
+    except Expected as exc:
+        raise fail(path, str(exc), value) from None

@@ -46,7 +46,3 @@ class MachineLoad(Declared):
             parts.append(f"load average {self.load_average:.1f}")
         return f"Machine busy: figures may be noisy ({', '.join(parts)} just before this run)."
 
-
-def read_load(value: object, path: str) -> MachineLoad | None:
-    """The optional field read on its own: absent or null (older files) reads as None."""
-    return None if value is None else f.read(MachineLoad, value, path)

@@ -54,7 +54,7 @@ class Kind(Declared):
     kind: ClassVar[str]
     schema_version: ClassVar[int]
     json_names: ClassVar[dict[str, str]] = {}  # a field whose JSON key differs: {field name: key}
-    extra: dict[str, Any] = Field(default_factory=dict)  # keys a newer version added, kept as they came
+    extra: dict[str, Any] = Field(default_factory=dict, kw_only=True)  # keys a newer version added, kept as they came
 
     @model_validator(mode="before")
     @classmethod
