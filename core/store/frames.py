@@ -12,15 +12,18 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from core.results import MatmulPoint, MatmulSweep, TrainRun
+from core.results import MatmulPoint, MatmulSweep, TrainEpoch, TrainRun
 from core.results.matmul import POINT_COLUMNS
+from core.results.schema import field_names
 from core.store.records import StoredRun, device_title
 
 RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine"]
 # Every column of the saved row except its raw samples (a list) and its own series name (the frame's
 # `series` names the run too); a field added to MatmulPoint appears here by itself.
 MATMUL_FIELDS = [c for c in POINT_COLUMNS if c not in ("series", "times_s")]
-EPOCH_FIELDS = ["epoch", "train_loss", "test_loss", "test_accuracy", "seconds"]
+# Every column of a saved epoch but a partial report's batch counts; `elapsed_s` is the frame's own
+# (training seconds summed, for a race by wall time), not the report's (evaluation included).
+EPOCH_FIELDS = [c for c in field_names(TrainEpoch) if c not in ("batches_done", "n_batches", "elapsed_s")]
 MATMUL_COLUMNS = [*RUN_COLUMNS, "series", "device_title", *MATMUL_FIELDS]
 TRAIN_COLUMNS = [*RUN_COLUMNS, "series", "device", "device_title", *EPOCH_FIELDS, "elapsed_s"]
 LISTING_COLUMNS = ["run", "saved (UTC)", "kind", "machine", "label", "devices", "result", "load"]
