@@ -19,7 +19,7 @@ from pydantic.dataclasses import dataclass
 from core.results import fields as f
 from core.results.load import MachineLoad
 from core.results.machine import MachineInfo
-from core.results.schema import Declared, Kind, field_names
+from core.results.schema import Declared, Kind, columns
 
 KIND = "matmul"
 VERSION = 2
@@ -70,7 +70,7 @@ class MatmulPoint(Declared):
         return self.series or f"{self.device} {self.dtype}"
 
 
-POINT_COLUMNS = tuple(field_names(MatmulPoint))  # the results table's columns, in the declaration's order
+POINT_COLUMNS = tuple(columns(MatmulPoint))  # the results table's columns, in the declaration's order
 
 
 @dataclass(frozen=True, kw_only=True)

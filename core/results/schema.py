@@ -38,8 +38,15 @@ class Declared:
 
 
 def field_names(cls: type[Any]) -> list[str]:
-    """A declared type's keys, in order: what a table of such rows has as columns."""
+    """A declared type's stored fields, in order."""
     return [field.name for field in dataclasses.fields(cls)]
+
+
+def columns(cls: type[Any]) -> list[str]:
+    """A declared type's JSON keys, in order: its fields, then what it derives (`computed_field`s).
+    What a table of such rows has as columns."""
+    derived = getattr(cls, "__pydantic_decorators__", None)
+    return field_names(cls) + (list(derived.computed_fields) if derived is not None else [])
 
 
 @dataclass(frozen=True, kw_only=True)
