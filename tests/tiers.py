@@ -1,11 +1,11 @@
 """The two test tiers, as a pytest plugin (tests/conftest.py loads it).
 
 A bare `python3 -m pytest` (the README's test command) runs the fast tier: every test not marked
-`slow`, in about three minutes on two cores. A `-m` expression or any named path or node id replaces
-that choice: `python3 -m pytest -m slow` runs the slow tier, `python3 -m pytest tests` everything,
-`python3 -m pytest tests/test_types.py::test_core_type_checks` that one test, slow or not. (An
-`addopts = -m "not slow"` could not do the last: it would deselect a slow test named on its own.)
-.ci/run runs the README's command, then the slow tier, so CI still runs every test.
+`slow`, meant to stay under three minutes on two cores. A `-m` expression or any named path or node
+id replaces that choice: `python3 -m pytest -m slow` runs the slow tier, `python3 -m pytest tests`
+everything, `python3 -m pytest tests/test_types.py::test_core_type_checks_clean` that one test, slow
+or not. (An `addopts = -m "not slow"` could not do the last: it would deselect a slow test named on
+its own.) .ci/run runs the README's command, then the slow tier, so CI still runs every test.
 
 Slow means seconds: a real server (streamlit run, PostgreSQL), a browser, another Python process
 that imports torch, torchrun, mypy, a notebook run. Browser tests are slow without saying so.
