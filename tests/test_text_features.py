@@ -45,7 +45,7 @@ def test_binary_counts_and_tfidf():
     assert tfidf[0, vocab["film"]] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("weighting", ["counts", "binary", "tfidf", "nb"])
+@pytest.mark.parametrize("weighting", ["counts", "binary", "tfidf", "nb", "nbchars"])
 def test_transform_of_no_texts(weighting):
     vec, x = fit_vectorizer(["good film", "bad film"], np.array([1, 0]), weighting=weighting, ngrams=1, max_features=None)
     assert vec.transform([]).shape == (0, x.shape[1])
@@ -61,6 +61,35 @@ def test_nb_weighting_signs_follow_the_classes():
     new = vec.transform(["great great awful"])  # binary, then scaled
     assert new[0, vocab["great"]] == pytest.approx(scale[vocab["great"]])
     assert np.allclose(nb_log_ratios(sp.csr_matrix(np.eye(2)), np.array([1, 0])), [np.log(2), -np.log(2)])
+
+
+def test_nbchars_adds_letter_groups_after_the_words_with_the_same_nb_scaling():
+    texts = ["brilliant film", "brilliantly done", "dull film", "dull mess"]
+    y = np.array([1, 1, 0, 0])
+    words, xw = fit_vectorizer(texts, y, weighting="nb", ngrams=1, max_features=None)
+    vec, x = fit_vectorizer(texts, y, weighting="nbchars", ngrams=1, max_features=None)
+    n_words = words.vocab_size
+    assert vec.chars is not None and vec.vocab_size == x.shape[1] == n_words + len(vec.chars.vocabulary_)
+    letters = vec.chars.vocabulary_
+    assert {" b", "br", "bri", "ill", "nt "} <= set(letters) and "brill" not in letters  # 2-4 letters, word edges
+    raw = fit_vectorizer(texts, y, weighting="binary", ngrams=1, max_features=None)[1]
+    assert np.allclose(x[:, :n_words].toarray(), raw.toarray() * vec.column_scale[:n_words])  # words first
+    bri = vec.column_scale[n_words + letters["bri"]]
+    assert bri > 0 > vec.column_scale[n_words + letters["dul"]]
+    unseen = vec.transform(["brilliance"])  # a word never seen in training still counts by its letters
+    assert unseen[0, n_words + letters["bri"]] == pytest.approx(bri)
+    assert np.allclose(vec.transform(texts).toarray(), x.toarray())
+
+
+def test_nbchars_vocabulary_cap_keeps_the_columns_in_most_reviews_of_both_kinds():
+    texts = ["good film", "good fun", "bad film", "bad idea"]
+    y = np.array([1, 1, 0, 0])
+    full, x = fit_vectorizer(texts, y, weighting="nbchars", ngrams=1, max_features=None)
+    vec, capped = fit_vectorizer(texts, y, weighting="nbchars", ngrams=1, max_features=6)
+    assert capped.shape == (4, 6) and vec.vocab_size == 6 and vec.transform(["good"]).shape == (1, 6)
+    in_rows = np.diff(sp.csc_matrix(x).indptr)
+    assert np.sort(in_rows[vec.columns]).tolist() == np.sort(in_rows)[-6:].tolist()
+    assert vec.columns is not None and np.all(np.diff(vec.columns) > 0)  # the kept columns keep their order
 
 
 def test_unknown_weighting_and_empty_vocabulary():
