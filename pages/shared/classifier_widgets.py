@@ -102,9 +102,10 @@ def settings_form(waiting_for: str = "") -> SettingsForm:
         c1, c2, c3, c4 = st.columns(4)
         v: dict[str, Any] = dict(
             preset=preset,
-            weighting=c1.selectbox("Weighting", list(WEIGHTINGS), format_func=WEIGHTINGS.get, key=k("weighting"),
-                                   help="NB-weighted: binary word and pair features scaled by how strongly each one "
-                                        "leans positive or negative in the training reviews (best accuracy here)"),
+            weighting=c1.selectbox("Weighting", list(WEIGHTINGS), list(WEIGHTINGS).index(d.weighting),
+                                   format_func=WEIGHTINGS.get, key=k("weighting"),
+                                   help="NB-weighted: binary word, pair (and letter-group) features scaled by how strongly "
+                                        "each leans positive or negative in the training reviews (best accuracy here)"),
             ngrams=c1.radio("n-grams", [1, 2], index=d.ngrams - 1, key=k("ngrams"), horizontal=True,
                             format_func=lambda n: "words" if n == 1 else "words + pairs"),
             max_features=c1.number_input("Vocabulary cap (0: none)", 0, 5_000_000, d.max_features or 0,
