@@ -35,6 +35,11 @@ def fake_result(series: Series, n: int, seconds: float) -> MatmulPoint:
     return measured_point(series, n, m, unsynced, None, None, 1e-7, series.threads, series.tf32)
 
 
+def per_series(time_one):
+    """A fake of paired.time_interleaved from a fake of one series' timing: (series, n, options) -> point."""
+    return lambda series, n, options: [time_one(s, n, options) for s in series]
+
+
 @pytest.fixture
 def fake_timer(monkeypatch):
     """Replace the engine: CPU takes n^3 ns, a GPU 20 us + n^3/50 ns; records the order of calls."""
@@ -45,7 +50,7 @@ def fake_timer(monkeypatch):
         seconds = 20e-6 + n**3 / 50e9 if series.is_gpu else n**3 / 1e9
         return fake_result(series, n, seconds)
 
-    monkeypatch.setattr(sweep, "time_matmul", time_matmul)
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
     monkeypatch.setattr(sweep, "probe_seconds", lambda s, n, seed=0: pytest.fail("probed a size"))
     return calls
 
@@ -190,7 +195,7 @@ def test_sweep_order_events_frame_and_json(fake_timer, fake_cuda):
     assert fake_timer == [("cpu float32 1 thread", 64), ("cuda:0 float32 TF32 off", 64),
                           ("cpu float32 1 thread", 128), ("cuda:0 float32 TF32 off", 128),
                           ("cpu float32 1 thread", 256), ("cuda:0 float32 TF32 off", 256)]
-    assert [e.kind for e in events] == ["timing", "result"] * 6
+    assert [e.kind for e in events] == ["timing", "timing", "result", "result"] * 3  # a size's series together
     assert [e.done for e in events if e.kind == "result"] == [1, 2, 3, 4, 5, 6]
     assert events[-1].total == 6 and "GFLOP/s" in events[-1].message
 
@@ -217,7 +222,7 @@ def test_crossover_is_interpolated_inside_the_range(monkeypatch, fake_cuda):
     def time_matmul(series, n, options):  # GPU 1 ms flat, CPU n^3 ns: equal at n = 100
         return fake_result(series, n, 1e-3 if series.is_gpu else n**3 / 1e9)
 
-    monkeypatch.setattr(sweep, "time_matmul", time_matmul)
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
     result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), budget_s=5))
     crossover = headline_crossover(result)
     assert crossover.status == "interpolated" and crossover.n == pytest.approx(100, rel=1e-6)
@@ -235,7 +240,7 @@ def test_time_guard_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
     def time_matmul(series, n, options):
         return fake_result(series, n, 2 * n**3 / 1e9 if series.dtype == "float16" else n**3 / 1e11)
 
-    monkeypatch.setattr(sweep, "time_matmul", time_matmul)
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
     events = []
     result = run_sweep(SweepConfig(sizes=(64, 128, 256, 512, 1024, 2048), dtypes=("float32", "float16"),
                                    threads=(1,), budget_s=1.0), JobHooks(on_progress=lambda p: events.append(p.item)))
@@ -327,7 +332,7 @@ def test_the_cap_from_the_hooks_stops_a_sweep_after_what_it_measured(monkeypatch
         time.sleep(0.15)
         return fake_result(series, n, 1e-3)
 
-    monkeypatch.setattr(sweep, "time_matmul", slow)
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(slow))
     result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128, 256), threads=(1,)), JobHooks(max_job_s=0.2))
     assert result.stopped and 1 <= len(result.results) < 5 and "more than 0.2 s" in result.stop_reason
     assert result.to_json()["stopped"] is True

@@ -2,8 +2,12 @@
 
 The page builds a `SweepConfig` from its widgets and the CLI from its flags; `run_sweep` holds
 the devices it times through `core.platform.jobs.run_job`, reports each step as a `Progress`
-whose item is a `SweepEvent`, can be stopped between steps, and never lets one size sink the sweep: a size that does not fit in memory, runs out of memory, or
+whose item is a `SweepEvent`, can be stopped between sizes, and never lets one size sink the sweep: a size that does not fit in memory, runs out of memory, or
 would blow the time budget is skipped with a message and the sweep goes on.
+
+The series of one size are timed in alternation (core.matmul.paired), and each comparison gets a
+verdict per size and a crossover interval with a call (core.matmul.verdict), so a busy machine
+reads "cannot tell" rather than a crossover that the next run contradicts.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from typing import Any
 import pandas as pd
 import torch
 
+from core.matmul import verdict
 from core.matmul.crossover import Crossover, crossover_from_frame
+from core.matmul.paired import time_interleaved
 from core.platform.devices import device_key, resolve_device
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
@@ -26,10 +32,12 @@ from core.platform.jobs import JobHooks, Progress, run_job
 from core.platform.machine_load import default_threads
 from core.results.load import MachineLoad
 from core.results.jsonio import dumps
-from core.results.matmul import POINT_COLUMNS, MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover
+from core.results.matmul import (
+    POINT_COLUMNS, CrossoverInterval, MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover, Verdict,
+)
 from core.matmul.engine import (
     DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_dtype, check_memory,
-    largest_fitting_size, memory_need, probe_seconds, supported_dtypes, time_matmul,
+    largest_fitting_size, memory_need, probe_seconds, supported_dtypes,
 )
 
 MIN_SIZE = 16  # smallest n the page offers; the CLI accepts any n >= 1
@@ -71,6 +79,19 @@ def tf32_settings(choice: str) -> tuple[bool, ...]:
 def thread_choices() -> list[int]:
     """CPU thread counts a user may compare: 1 to the logical core count."""
     return list(range(1, (os.cpu_count() or 1) + 1))
+
+
+def default_race_threads(gpu_here: bool) -> tuple[int | None, ...]:
+    """The thread counts a race starts with: two series that always differ.
+
+    Without a GPU, 1 thread against all cores (the marbles: does splitting the work pay?); "free
+    cores" stays a choice, but as a default it could come to 1 thread on a busy machine and race a
+    series against itself. With a GPU the race is CPU against GPU: one CPU series, the free cores.
+    """
+    cores = os.cpu_count() or 1
+    if gpu_here or cores == 1:
+        return (None,)
+    return (1, cores)
 
 
 def dtype_choices(devices: Sequence[str]) -> list[str]:
@@ -190,7 +211,14 @@ def plan_series(config: SweepConfig, load: MachineLoad | None = None) -> Plan:
         used = f"{load.free_cores} thread{'s' if load.free_cores != 1 else ''}"
         notes.append(f"Free cores: other programs left {load.free_cores} of {load.cores} cores idle, so the CPU series "
                      f"with the thread count left to the dashboard used {used}.")
-    return Plan(tuple(dict.fromkeys(series)), tuple(notes))
+        if load.free_cores in config.threads:
+            notes.append(f"Free cores came to {used}, the same as the {used} series, so that is one CPU line, not "
+                         "a race against itself. Choose thread counts (1 and all cores) to race them.")
+    unique = tuple(dict.fromkeys(series))
+    if len(unique) == 1:
+        notes.append(f"Only one series ({unique[0].label}): nothing to race. Choose a second thread count, "
+                     "dtype or device to compare.")
+    return Plan(unique, tuple(notes))
 
 
 def check_sizes_fit(config: SweepConfig, plan: Plan) -> None:
@@ -264,19 +292,70 @@ def comparisons(series: Sequence[Series]) -> list[tuple[Series, Series]]:
     return pairs
 
 
-def sweep_crossovers(config: SweepConfig, series: Sequence[Series],
-                     results: Sequence[MatmulPoint]) -> list[SweepCrossover]:
-    """Every comparison's crossover, for compute time and (if timed) end to end."""
+def point_others(a: MatmulPoint, b: MatmulPoint) -> float | None:
+    """CPU others used while a size of two series was timed (interleaved: one window for both)."""
+    values = [p.others_cores for p in (a, b) if p.others_cores is not None]
+    return max(values) if values else None
+
+
+def _samples(point: MatmulPoint) -> list[float]:
+    """A point's per-call samples (a file may hold null for one not measured)."""
+    return [t for t in point.times_s if t is not None]
+
+
+def sweep_verdicts(series: Sequence[Series], results: Sequence[MatmulPoint]) -> list[Verdict]:
+    """Every comparison's call at every size both series measured (compute time)."""
+    at = {(p.label, p.n): p for p in results}
+    out = []
+    for challenger, baseline in comparisons(series):
+        for n in sorted({p.n for p in results}):
+            a, b = at.get((challenger.label, n)), at.get((baseline.label, n))
+            if a is not None and b is not None:
+                out.append(verdict.judge(n, challenger.label, baseline.label, _samples(a), _samples(b),
+                                         others_cores=point_others(a, b)))
+    return out
+
+
+def _pair_busy(verdicts: Sequence[Verdict], challenger: str, baseline: str) -> bool:
+    return any(v.busy and {v.a, v.b} == {challenger, baseline} for v in verdicts)
+
+
+def _within(n: int | None, interval: CrossoverInterval) -> int | None:
+    """The interpolated crossover, kept inside the verdicts' interval (None unless found)."""
+    if interval.call != verdict.FOUND or interval.n_high is None:
+        return None
+    low = interval.n_low or 1
+    return interval.n_high if n is None else min(max(n, low), interval.n_high)
+
+
+def sweep_crossovers(config: SweepConfig, series: Sequence[Series], results: Sequence[MatmulPoint],
+                     verdicts: Sequence[Verdict] = ()) -> list[SweepCrossover]:
+    """Every comparison's crossover, for compute time (called from the verdicts) and, if timed, end to end.
+
+    The interpolated size (`n`) is kept only where the verdicts found a crossover: a chart's
+    "wins from n ≈ ..." never rests on a call the samples could not make. End to end adds copies
+    measured apart (no verdicts of its own); a pair timed on a busy machine gets no size there either.
+    """
     frame = results_frame(results)
     columns = ["median_s"] + (["end_to_end_s"] if config.end_to_end else [])
     out = []
     for challenger, baseline in comparisons(series):
+        interval = verdict.crossover_interval(verdicts, challenger.label, baseline.label)
+        busy = _pair_busy(verdicts, challenger.label, baseline.label)
         for column in columns:
             c = crossover_from_frame(frame, challenger.label, baseline.label, column)
+            if column == "median_s":
+                n, text = _within(c.n_int, interval), verdict.describe(interval, busy=busy)
+                extra: dict[str, Any] = {"call": interval.call, "n_low": interval.n_low, "n_high": interval.n_high}
+            elif busy:
+                n, extra = None, {}
+                text = f"{verdict.BUSY_SENTENCE} (other programs took CPU while sizes were timed)"
+            else:
+                n, text, extra = c.n_int, c.describe(challenger.label, baseline.label), {}
             out.append(SweepCrossover(
                 challenger=challenger.label, baseline=baseline.label, time=column,
-                gpu_vs_cpu=challenger.is_gpu and not baseline.is_gpu, status=c.status, n=c.n_int,
-                lower_n=c.lower_n, upper_n=c.upper_n, text=c.describe(challenger.label, baseline.label)))
+                gpu_vs_cpu=challenger.is_gpu and not baseline.is_gpu, status=c.status, n=n,
+                lower_n=c.lower_n, upper_n=c.upper_n, text=text, **extra))
     return out
 
 
@@ -288,12 +367,22 @@ def headline_crossover(sweep: MatmulSweep, column: str = "median_s") -> Crossove
     return crossover_from_frame(results_frame(sweep.results), headline.challenger, headline.baseline, column)
 
 
+def headline_interval(crossovers: Sequence[SweepCrossover]) -> CrossoverInterval | None:
+    """The crossover the sweep is summed up by: the first GPU-vs-CPU comparison, else the first comparison."""
+    computed = [c for c in crossovers if c.call is not None]
+    c = next((c for c in computed if c.gpu_vs_cpu), computed[0] if computed else None)
+    if c is None or c.call is None:
+        return None
+    return CrossoverInterval(a=c.challenger, b=c.baseline, n_low=c.n_low, n_high=c.n_high, call=c.call)
+
+
 def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[MatmulPoint],
              skipped: Sequence[SkippedSize] = (), *, notes: Sequence[str] = (), stopped: bool = False,
              wall_s: float | None = None, machine: dict[str, Any] | None = None, finished_at: str | None = None,
              stop_reason: str = "", load: MachineLoad | None = None) -> MatmulSweep:
-    """The sweep as saved, from what was measured: its crossovers are found here, once."""
-    crossovers = sweep_crossovers(config, series, results)
+    """The sweep as saved, from what was measured: its verdicts and crossovers are found here, once."""
+    verdicts = sweep_verdicts(series, results)
+    crossovers = sweep_crossovers(config, series, results, verdicts)
 
     def headline(column: str) -> int | None:
         c = next((c for c in crossovers if c.gpu_vs_cpu and c.time == column), None)
@@ -304,7 +393,8 @@ def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[Ma
         crossover_end_to_end_n=headline("end_to_end_s"), crossovers=tuple(crossovers), skipped=tuple(skipped),
         notes=tuple(notes), settings={**config.to_dict(), "series": [s.label for s in series]}, stopped=stopped,
         wall_s=wall_s, timed_s=sum(r.timed_s or 0.0 for r in results), finished_at=finished_at, machine=machine,
-        stop_reason=stop_reason, load=load)
+        stop_reason=stop_reason, load=load, verdicts=tuple(verdicts) if comparisons(series) else None,
+        crossover=headline_interval(crossovers))
 
 
 def sweep_json_text(result: MatmulSweep) -> str:
@@ -370,11 +460,25 @@ class TimeGuard:
 # ---------------------------------------------------------------- the sweep
 
 
+def _refusal(config: SweepConfig, guard: TimeGuard, s: Series, n: int) -> SkippedSize | None:
+    """Why size n of series s is not timed (memory, time guard), or None: it joins the size's round."""
+    try:
+        check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=config.end_to_end,
+                                 check_error=config.check_error))
+        refusal = guard.refuse(s, n)
+    except DoesNotFit as exc:
+        return skipped_size(s, n, "memory", str(exc))
+    except RanOutOfMemory as exc:  # a calibration probe
+        return skipped_size(s, n, "out_of_memory", str(exc))
+    return None if refusal is None else skipped_size(s, n, "time", refusal)
+
+
 def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> MatmulSweep:
-    """Time every size of every series, smallest size first, holding the devices throughout.
+    """Time every size of every series, smallest size first, the series of a size in alternation,
+    holding the devices throughout.
 
     A bad choice is refused before waiting in line. `hooks.should_stop` (and the per-job cap)
-    is checked before each step; a stopped sweep returns what it has, marked stopped. Every
+    is checked before each size; a stopped sweep returns what it has, marked stopped. Every
     step also reaches `hooks.on_progress` (item: a SweepEvent) as it happens, so a caller that
     is interrupted mid-sweep (Streamlit's Stop) keeps the results too.
     """
@@ -393,29 +497,32 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> MatmulSweep
             job.report(SweepEvent(kind, len(results) + len(skipped), total, s, n, **kw).as_progress())
 
         start = time.perf_counter()
-        for n, s in ((n, s) for n in config.sizes for s in plan.series):
+        for n in config.sizes:
             if job.stop_requested():  # the cap stops it like Stop does
                 stop_reason = job.stop_reason()
                 break
-            emit("timing", s, n)
-            try:
-                check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=config.end_to_end,
-                                         check_error=config.check_error))
-                refusal = guard.refuse(s, n)
-                if refusal is not None:
-                    skip = skipped_size(s, n, "time", refusal)
+            ready: list[Series] = []
+            for s in plan.series:
+                emit("timing", s, n)
+                skip = _refusal(config, guard, s, n)
+                if skip is None:
+                    ready.append(s)
                 else:
-                    result = time_matmul(s, n, config.options)
-                    guard.record(s, n, result.median_s or 0.0)
-                    results.append(result)
-                    emit("result", s, n, result=result)
-                    continue
-            except DoesNotFit as exc:
-                skip = skipped_size(s, n, "memory", str(exc))
+                    skipped.append(skip)
+                    emit("skipped", s, n, skipped=skip)
+            if not ready:
+                continue
+            try:
+                points = time_interleaved(ready, n, config.options)
             except RanOutOfMemory as exc:
-                skip = skipped_size(s, n, "out_of_memory", str(exc))
-            skipped.append(skip)
-            emit("skipped", s, n, skipped=skip)
+                for s in ready:
+                    skipped.append(skipped_size(s, n, "out_of_memory", str(exc)))
+                    emit("skipped", s, n, skipped=skipped[-1])
+                continue
+            for s, point in zip(ready, points):
+                guard.record(s, n, point.median_s or 0.0)
+                results.append(point)
+                emit("result", s, n, result=point)
         wall = time.perf_counter() - start
     return sweep_of(config, plan.series, results, skipped, notes=plan.notes, stopped=bool(stop_reason), wall_s=wall,
                     machine=machine, finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import psutil
@@ -53,18 +54,38 @@ def _own_s() -> float:
     return float(t.user + t.system)
 
 
-def others_cores(seconds: float = PROBE_S) -> float | None:
-    """CPU other processes used while we slept for `seconds`, in cores; None if the OS will not say."""
+@dataclass(frozen=True)
+class CpuReading:
+    """The machine's and this process's CPU seconds at one instant: two readings bracket a window."""
+
+    busy_s: float  # CPU time anyone used, summed over cores
+    own_s: float  # CPU time this process used
+    at_s: float  # time.perf_counter() when read
+
+
+def cpu_reading() -> CpuReading | None:
+    """Read the CPU counters now (None where the OS will not say)."""
     try:
-        busy0, own0, t0 = _busy_s(psutil.cpu_times()), _own_s(), time.perf_counter()
-        time.sleep(seconds)
-        busy1, own1, t1 = _busy_s(psutil.cpu_times()), _own_s(), time.perf_counter()
+        return CpuReading(_busy_s(psutil.cpu_times()), _own_s(), time.perf_counter())
     except (psutil.Error, OSError, AttributeError, NotImplementedError):
         return None
-    if t1 <= t0:
+
+
+def others_between(before: CpuReading | None, after: CpuReading | None) -> float | None:
+    """CPU other processes used between two readings, in cores: works while we compute too, so a
+    timed window (one size of a sweep) can say whether a neighbour ran during it."""
+    if before is None or after is None or after.at_s <= before.at_s:
         return None
     cpus = psutil.cpu_count() or usable_cores()
-    return min(float(cpus), max(0.0, ((busy1 - busy0) - (own1 - own0)) / (t1 - t0)))
+    others = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
+    return min(float(cpus), max(0.0, others / (after.at_s - before.at_s)))
+
+
+def others_cores(seconds: float = PROBE_S) -> float | None:
+    """CPU other processes used while we slept for `seconds`, in cores; None if the OS will not say."""
+    before = cpu_reading()
+    time.sleep(seconds)
+    return others_between(before, cpu_reading())
 
 
 def free_cores(cores: int, others: float | None, load: float | None) -> int:

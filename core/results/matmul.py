@@ -25,6 +25,8 @@ KIND = "matmul"
 VERSION = 2
 OLD_KIND_NAMES = ("matmul_race",)  # version 1's name for the same object
 TIME_COLUMNS = ("median_s", "end_to_end_s")  # what a crossover may compare
+VERDICT_CALLS = ("faster", "same", "unclear")  # core.matmul.verdict's calls for one size
+CROSSOVER_CALLS = ("found", "none", "unclear")  # and for a comparison's crossover
 LATE = Field(default=None, exclude_if=f.omitted_when_none)  # a key a later release added: written only when set
 
 
@@ -59,6 +61,7 @@ class MatmulPoint(Declared):
     rel_error: f.Number  # ||C - C64|| / ||C64|| on sampled rows; null when not checked
     times_s: f.Items[Annotated[float | None, PlainValidator(f.number_between())]] = ()
     timed_s: f.Number = LATE  # seconds inside timed blocks (all measurements), for the sweep-overhead bench
+    others_cores: f.Number = LATE  # CPU other programs used while this size was timed, in cores (its verdict's busy flag)
 
     @property
     def is_gpu(self) -> bool:
@@ -86,10 +89,47 @@ class SweepCrossover(Declared):
     lower_n: f.OptionalSize = None
     upper_n: f.OptionalSize = None
     text: f.Message  # the sentence the page and the CLI show
+    call: Annotated[str | None, PlainValidator(f.one_of(CROSSOVER_CALLS))] = LATE  # from the verdicts; compute time only
+    n_low: f.OptionalSize = LATE  # the crossover lies above this size (None: at or below n_high)
+    n_high: f.OptionalSize = LATE  # and at or below this one
 
     @property
     def with_copies(self) -> bool:
         return self.time == "end_to_end_s"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict(Declared):
+    """At one size: is series `a` faster than `b`, the same, or can we not tell (core.matmul.verdict)?
+
+    With call "faster", `a` is the faster one (the verdict names the winner first); otherwise `a`
+    is the comparison's challenger. `ratio` is b's median time over a's, `low`..`high` its interval.
+    """
+
+    n: f.Size
+    a: f.Text
+    b: f.Text
+    ratio: f.Number  # b's median time / a's: above 1, a is faster
+    low: f.Number  # the ratio's 95 % bootstrap interval
+    high: f.Number
+    call: Annotated[str, PlainValidator(f.one_of(VERDICT_CALLS))]
+    busy: f.Flag = False  # other programs took at least half a core while this size was timed
+    why: f.Note = ""  # for "unclear": busy, too few samples, or the interval straddles 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossoverInterval(Declared):
+    """The headline comparison's crossover as an interval of sizes, with a call.
+
+    found: challenger `a` beats baseline `b` for good from some size in (n_low, n_high] (n_low None:
+    at or below n_high); none: `a` does not beat `b` at the largest size; unclear: cannot tell.
+    """
+
+    a: f.Text
+    b: f.Text
+    n_low: f.OptionalSize = None
+    n_high: f.OptionalSize = None
+    call: Annotated[str, PlainValidator(f.one_of(CROSSOVER_CALLS))]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +165,8 @@ class MatmulSweep(Kind):
     machine: MachineInfo | None = None
     stop_reason: str = Field(default="", exclude=True)  # why it stopped (the cap, the user); this session only
     load: MachineLoad | None = LATE  # how busy the machine was as it started; None in files older than the field
+    verdicts: tuple[Verdict, ...] | None = LATE  # per size and comparison: faster, same or unclear
+    crossover: CrossoverInterval | None = LATE  # the headline comparison's crossover interval and call
 
     @property
     def devices(self) -> list[str]:
@@ -140,8 +182,21 @@ class MatmulSweep(Kind):
 
     @property
     def headline(self) -> str:
+        """'n 64–2048, GPU wins from n≈300', '..., no crossover' or '..., cannot tell (busy)' for the Results page.
+
+        Files older than the `crossover` field have only `crossover_n`, which said "no crossover"
+        whenever it was missing; a newer run says "cannot tell" when its verdicts could not.
+        """
         sizes = [p.n for p in self.results] or [0]
-        crossing = f"GPU wins from n≈{self.crossover_n:.0f}" if self.crossover_n else "no crossover"
+        c = self.crossover
+        if c is not None and c.call == "unclear":
+            crossing = "crossover: cannot tell (machine busy or too noisy)"
+        elif self.crossover_n:
+            crossing = f"GPU wins from n≈{self.crossover_n:.0f}"
+        elif c is not None and c.call == "found":
+            crossing = f"{c.a} wins from n≈{c.n_high:,}" if c.n_low is None else f"{c.a} wins from n in ({c.n_low:,}, {c.n_high:,}]"
+        else:
+            crossing = "no crossover"
         return f"n {min(sizes)}–{max(sizes)}, {crossing}"
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""Time the series of one size in alternation (A, B, B, A, A, B, ...), so a change of load hits them alike.
+
+Timing series one after the other lets a neighbour that starts halfway through a size make the
+second series look slow: the chart then shows a difference that is the machine's, not the
+series'. Here every series of a size is prepared first (operands made, one cold call each), then
+sampled in rounds of one block per series, the order turned over every round (ABBA: a load that
+rises steadily costs both series the same on average), until the size's budget (the per-series
+budget times the number of series, as when they ran one after the other) is spent. Each series
+gets the same number of samples, at least MIN_ROUNDS, so every size can be given a verdict
+(core.matmul.verdict); near the time guard's limit that can take up to twice the budget.
+
+Blocks are sized as `core.platform.timing.measure` sizes them (at least MIN_BLOCK_S, the warm
+probe kept as a sample when one call fills a block), and each block runs under its own series'
+thread count and TF32 setting. The engine's pieces are reused as they are: `make_operands`,
+`product`, `measured_point`, and the unsynchronized and copy figures, measured per series after
+the rounds (they are side figures, not raced). CPU series of one dtype share their operands (the
+memory guard counted one set); each GPU TF32 setting gets its own, so C checked against float64
+is that setting's own product.
+
+The CPU that other programs used during the size (machine_load's counters read before and after)
+is kept on each point as `others_cores`: its verdict is "unclear" when that is a busy machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+import statistics
+from collections.abc import Callable, Sequence
+
+import torch
+
+from core.matmul import engine
+from core.matmul.engine import DTYPES, COPY_BUDGET_FRACTION, MatmulOptions, RanOutOfMemory, Series
+from core.matmul.verdict import MIN_SAMPLES
+from core.platform import timing
+from core.platform.devices import resolve_device, synchronize
+from core.platform.machine_load import cpu_reading, others_between
+from core.platform.timing import MAX_CALLS_PER_BLOCK, MIN_BLOCK_S, Measurement
+from core.results.matmul import MatmulPoint
+
+MIN_ROUNDS = MIN_SAMPLES  # samples per series: the fewest a verdict accepts
+MAX_ROUNDS = 200  # as timing.measure's max_samples
+
+Block = Callable[[int], float]  # seconds for `calls` back-to-back calls of one series' product
+
+
+def block_calls(probe_s: float) -> int:
+    """Calls per timed block: enough to fill MIN_BLOCK_S (timing.measure's rule)."""
+    return 1 if probe_s >= MIN_BLOCK_S else min(MAX_CALLS_PER_BLOCK, math.ceil(MIN_BLOCK_S / max(probe_s, 1e-9)))
+
+
+def interleave(blocks: Sequence[Block], budget_s: float, *, min_rounds: int = MIN_ROUNDS,
+               max_rounds: int = MAX_ROUNDS) -> list[Measurement]:
+    """Sample every block in alternating rounds within `budget_s` (cold calls included); one
+    Measurement per block, each with the same number of samples.
+
+    Round 0 is each series' warm probe (a sample when one call fills a block, else followed by one
+    block); later rounds alternate the order. A round starts while it is expected to fit the
+    budget, and always until every series has `min_rounds` samples.
+    """
+    firsts = [block(1) for block in blocks]  # cold: library set-up, page faults; never a sample
+    spent = sum(firsts)
+    calls: list[int] = []
+    times: list[list[float]] = []
+    for block in blocks:
+        probe = block(1)
+        calls.append(block_calls(probe))
+        sample = probe if calls[-1] == 1 else block(calls[-1]) / calls[-1]
+        spent += probe + (0.0 if calls[-1] == 1 else sample * calls[-1])
+        times.append([sample])
+    order = list(range(len(blocks)))
+    while len(times[0]) < max_rounds:
+        expected = sum(statistics.median(t) * c for t, c in zip(times, calls))
+        if len(times[0]) >= min_rounds and spent + expected > budget_s:
+            break
+        order.reverse()
+        for i in order:
+            elapsed = blocks[i](calls[i])
+            times[i].append(elapsed / calls[i])
+            spent += elapsed
+    return [Measurement(tuple(t), c, first) for t, c, first in zip(times, calls, firsts)]
+
+
+@dataclasses.dataclass
+class _Contender:
+    """One series at one size: its device, its operands, and the settings its blocks ran under."""
+
+    series: Series
+    device: torch.device
+    ops: engine.Operands
+    threads: int | None = None  # torch's thread count in effect (CPU)
+    tf32: bool | None = None  # TF32 in effect (CUDA float32)
+
+    @property
+    def cpu_threads(self) -> int | None:
+        return self.series.threads if self.device.type == "cpu" else None
+
+    @property
+    def tf32_setting(self) -> bool | None:
+        return self.series.tf32 if self.device.type == "cuda" and self.series.dtype == "float32" else None
+
+    def block(self, calls: int) -> float:
+        with timing.torch_threads(self.cpu_threads) as threads, engine.tf32_matmul(self.tf32_setting) as tf32:
+            self.threads, self.tf32 = threads, tf32
+            return timing.time_block(engine.product(self.ops), calls, self.device)
+
+
+def _contenders(series: Sequence[Series], n: int, options: MatmulOptions) -> list[_Contender]:
+    shared: dict[tuple[str, str, bool | None], engine.Operands] = {}
+    out = []
+    for s in series:
+        device = resolve_device(s.device)
+        engine.check_dtype(device, s.dtype)
+        key = (s.device, s.dtype, s.tf32 if device.type == "cuda" else None)
+        if key not in shared:
+            shared[key] = engine.make_operands(device, DTYPES[s.dtype], n, seed=options.seed,
+                                               end_to_end=options.end_to_end)
+            synchronize(device)  # randn is queued on a GPU: finish it before the first clock read
+        out.append(_Contender(s, device, shared[key]))
+    return out
+
+
+def _point(c: _Contender, n: int, compute: Measurement, options: MatmulOptions, others: float | None) -> MatmulPoint:
+    """The saved point of one contender: its interleaved samples, then its side figures."""
+    unsynced = copy_in = copy_out = None
+    with timing.torch_threads(c.cpu_threads), engine.tf32_matmul(c.tf32_setting):
+        if options.unsynced and engine.is_async(c.device):
+            unsynced = engine.measure_unsynced(engine.product(c.ops), c.device, compute,
+                                               budget_s=engine.UNSYNCED_BUDGET_FRACTION * options.budget_s)
+        if options.end_to_end and c.device.type != "cpu":
+            copy_in, copy_out = engine.measure_copies(c.ops, c.device, budget_s=COPY_BUDGET_FRACTION * options.budget_s)
+        # Series sharing operands differ only in thread count, which leaves the arithmetic as it is: C is theirs.
+        rel_error = engine.relative_error(c.ops, seed=options.seed) if options.check_error else None
+    point = engine.measured_point(c.series, n, compute, unsynced, copy_in, copy_out, rel_error,
+                                  c.threads if c.device.type == "cpu" else None, c.tf32)
+    return dataclasses.replace(point, others_cores=others)
+
+
+def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = MatmulOptions()) -> list[MatmulPoint]:
+    """One point per series at size n, their samples taken in alternation (see the module docstring).
+
+    The memory guard has been passed per series by the caller; an allocation that fails anyway
+    raises RanOutOfMemory for the whole size, after releasing every device involved.
+    """
+    devices = list(dict.fromkeys(resolve_device(s.device) for s in series))
+    try:
+        contenders = _contenders(series, n, options)
+        before = cpu_reading()
+        measured = interleave([c.block for c in contenders], options.budget_s * len(contenders))
+        others = others_between(before, cpu_reading())
+        return [_point(c, n, m, options, others) for c, m in zip(contenders, measured)]
+    except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
+        if not engine.is_out_of_memory(exc):
+            raise
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    gc.collect()  # leaving the except block dropped the frames holding the tensors
+    for device in devices:
+        engine.release_device_memory(device)
+    where = ", ".join(str(d) for d in devices)
+    raise RanOutOfMemory(f"n={n} on {where} ran out of memory ({reason}); the memory was released; "
+                         "choose a smaller size")

@@ -1,0 +1,128 @@
+"""Is one series faster than another at a size, the same, or can we not tell? And where is the crossover?
+
+A chart of two medians always shows one line below the other; on a busy machine that order can
+flip from one run to the next. So each size gets a call from its samples:
+
+- the ratio is b's median time over a's (above 1: a is faster);
+- its interval is a percentile bootstrap (BOOTSTRAP_RESAMPLES resamples, fixed seed, so the same
+  samples always get the same call): each series' samples are resampled on their own and the
+  ratio of the two resampled medians taken. Why the bootstrap rather than nvbench's interquartile
+  overlap rule: it gives an interval on the very number we report (the ratio), it needs no
+  assumption about the shape of the noise (timings are skewed: a descheduled thread makes one block
+  slow, never fast), and with the few samples of a large size it widens to the samples' range
+  instead of pretending. Samples are not paired one to one: the sweep interleaves the series
+  (A, B, B, A, ...), so a change of load hits both, but a block of a fast series and one of a slow
+  series do not cover the same instant;
+- `same` when the interval lies within SAME_MARGIN of 1 on both sides; `faster` when it lies
+  wholly above 1 (a faster) or wholly below (b faster: the verdict then names b first);
+  `unclear` when it straddles 1 and reaches beyond the margin, when either series has fewer than
+  MIN_SAMPLES samples, or when other programs took at least BUSY_OTHERS_CORES of a core while
+  the size was timed (machine_load's rule; a figure from a busy machine is not a fact).
+
+The crossover of a challenger over a baseline is then an interval of sizes: from n_high on the
+challenger is called faster at every larger size; n_low is the nearest size below where it was
+confidently not faster. `found` needs both sides (or a win at every size), `none` a confident
+non-win at the largest size, and everything else is `unclear`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+import numpy as np
+
+from core.platform.machine_load import BUSY_OTHERS_CORES
+from core.results.matmul import CrossoverInterval, Verdict
+
+FASTER, SAME, UNCLEAR = "faster", "same", "unclear"
+FOUND, NONE, CROSSOVER_UNCLEAR = "found", "none", "unclear"
+SAME_MARGIN = 0.05  # within 5 % of 1 on both sides is "the same": below what a chart or a student can tell apart
+MIN_SAMPLES = 3  # per series: fewer cannot show their own spread
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+SEED = 0
+
+
+def ratio_interval(a_s: Sequence[float], b_s: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES,
+                   seed: int = SEED) -> tuple[float, float, float]:
+    """(median(b)/median(a), low, high): the ratio and its percentile bootstrap interval."""
+    a, b = np.asarray(a_s, dtype=float), np.asarray(b_s, dtype=float)
+    rng = np.random.default_rng(seed)
+    med_a = np.median(a[rng.integers(0, len(a), (resamples, len(a)))], axis=1)
+    med_b = np.median(b[rng.integers(0, len(b), (resamples, len(b)))], axis=1)
+    tail = (1 - CONFIDENCE) / 2
+    low, high = np.quantile(med_b / med_a, [tail, 1 - tail])
+    return statistics.median(b_s) / statistics.median(a_s), float(low), float(high)
+
+
+def is_busy(others_cores: float | None) -> bool:
+    """Did other programs take enough CPU during a size to make its figures noisy?"""
+    return others_cores is not None and others_cores >= BUSY_OTHERS_CORES
+
+
+def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
+          others_cores: float | None = None) -> Verdict:
+    """The call at size n for series a (samples a_s, seconds) against b (b_s)."""
+    busy = is_busy(others_cores)
+    if min(len(a_s), len(b_s)) < MIN_SAMPLES or min(*a_s, *b_s) <= 0:
+        ratio = statistics.median(b_s) / statistics.median(a_s) if a_s and b_s and min(*a_s, *b_s) > 0 else None
+        return Verdict(n=n, a=a, b=b, ratio=ratio, low=None, high=None, call=UNCLEAR, busy=busy,
+                       why=f"fewer than {MIN_SAMPLES} samples per series: raise the time budget")
+    ratio, low, high = ratio_interval(a_s, b_s)
+    if busy:
+        why = f"the machine was busy: other programs used {others_cores:.1f} cores while this size was timed"
+        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, busy=True, why=why)
+    if 1 / (1 + SAME_MARGIN) <= low and high <= 1 + SAME_MARGIN:
+        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=SAME)
+    if low > 1:
+        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=FASTER)
+    if high < 1:  # b is faster: name it first, the ratio and interval turned over with it
+        return Verdict(n=n, a=b, b=a, ratio=1 / ratio, low=1 / high, high=1 / low, call=FASTER)
+    return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR,
+                   why=f"the samples overlap: the ratio could be anywhere from {low:.2f} to {high:.2f}")
+
+
+def challenger_wins(v: Verdict, challenger: str) -> bool:
+    return v.call == FASTER and v.a == challenger
+
+
+def crossover_interval(verdicts: Sequence[Verdict], challenger: str, baseline: str) -> CrossoverInterval:
+    """Where `challenger` starts to beat `baseline` for good, from the verdicts of that pair (any order)."""
+    ordered = sorted((v for v in verdicts if {v.a, v.b} == {challenger, baseline}), key=lambda v: v.n)
+    if not ordered:
+        return CrossoverInterval(a=challenger, b=baseline, call=CROSSOVER_UNCLEAR)
+    first = len(ordered)  # index from which the challenger wins at every size
+    while first > 0 and challenger_wins(ordered[first - 1], challenger):
+        first -= 1
+    if first == len(ordered):  # not a win at the largest size: none if that is sure, else unclear
+        call = CROSSOVER_UNCLEAR if ordered[-1].call == UNCLEAR else NONE
+        return CrossoverInterval(a=challenger, b=baseline, call=call)
+    n_high = ordered[first].n
+    if first == 0:
+        return CrossoverInterval(a=challenger, b=baseline, n_high=n_high, call=FOUND)
+    sure_below = [v for v in ordered[:first] if v.call != UNCLEAR]
+    if not sure_below:
+        return CrossoverInterval(a=challenger, b=baseline, n_high=n_high, call=CROSSOVER_UNCLEAR)
+    return CrossoverInterval(a=challenger, b=baseline, n_low=sure_below[-1].n, n_high=n_high, call=FOUND)
+
+
+BUSY_SENTENCE = "cannot tell on a machine this busy"  # the page and the CLI say this instead of a wrong story
+
+
+def describe(c: CrossoverInterval, *, busy: bool = False) -> str:
+    """The sentence the page and the CLI show for a crossover interval (`busy`: a verdict of the
+    pair was unclear because other programs took CPU meanwhile)."""
+    if c.call == CROSSOVER_UNCLEAR and busy:
+        return (f"{BUSY_SENTENCE} where {c.a} starts to beat {c.b}: other programs took CPU while sizes were "
+                "timed; run it again when the machine is quieter")
+    if c.call == FOUND and c.n_low is None:
+        return f"{c.a} beats {c.b} at every measured size: the crossover is at or below n = {c.n_high:,}"
+    if c.call == FOUND:
+        return f"{c.a} beats {c.b} from a size between n = {c.n_low:,} and n = {c.n_high:,} on"
+    if c.call == NONE:
+        return f"no crossover in this range: {c.a} does not beat {c.b} for good at the sizes measured"
+    if c.n_high is not None:
+        return (f"cannot tell where {c.a} starts to beat {c.b}: it wins from n = {c.n_high:,} on, "
+                "but below that the measurements cannot tell")
+    return f"cannot tell whether {c.a} beats {c.b}: the measurements were too noisy (or the machine too busy) to call"
