@@ -9,6 +9,7 @@ from tests.chart_checks import assert_annotations_inside, assert_legend_right, a
 from core.matmul.engine import Series, measured_point
 from core.matmul.sweep import SweepConfig, run_sweep
 from core.platform.timing import Measurement
+from tests.test_sweep import per_series
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def result(monkeypatch, fake_cuda):
         copy = Measurement((2e-4,), 1, 0.0) if series.is_gpu else None
         return measured_point(series, n, m, unsynced, copy, copy, 1e-7, series.threads, series.tf32)
 
-    monkeypatch.setattr(sweep, "time_matmul", time_matmul)
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
     config = SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), end_to_end=True)
     return run_sweep(config)
 
@@ -65,7 +66,7 @@ def test_time_figure_without_lecture_reads_in_microseconds_when_all_is_fast(monk
         return measured_point(series, n, Measurement((t * 0.01, t * 0.01, t, t, t * 1.2), 1, t), None, None, None,
                               1e-7, series.threads, series.tf32)
 
-    monkeypatch.setattr(sweep, "time_matmul", time_matmul)
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
     frame = sweep.results_frame(run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu",), threads=(1,))).results)
     fig = time_figure(frame, lecture=False)
     assert_log_axis(fig.layout.yaxis, "µs")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -373,3 +374,62 @@ def test_a_gpu_only_sweep_needs_no_cpu_thread_count(fake_timer, fake_cuda):
     assert [r.device for r in result.results] == ["cuda:0"]
     with pytest.raises(DashboardError, match="at least one CPU thread count"):
         SweepConfig(sizes=(64,), devices=("cpu",), threads=())
+
+
+# ---------------------------------------------------------------- verdicts, the default race
+
+
+def test_each_size_gets_a_verdict_and_the_crossover_an_interval(monkeypatch, fake_cuda):
+    def time_matmul(series, n, options):  # GPU 1 ms flat, CPU n^3 ns: equal at n = 100
+        return fake_result(series, n, 1e-3 if series.is_gpu else n**3 / 1e9)
+
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
+    obj = run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,))).to_json()
+    assert [(v["n"], v["a"], v["call"]) for v in obj["verdicts"]] == [
+        (32, "cpu float32 1 thread", "faster"), (64, "cpu float32 1 thread", "faster"),
+        (128, "cuda:0 float32 TF32 off", "faster"), (256, "cuda:0 float32 TF32 off", "faster")]
+    assert obj["crossover"] == {"a": "cuda:0 float32 TF32 off", "b": "cpu float32 1 thread",
+                                "n_low": 64, "n_high": 128, "call": "found"}
+    assert obj["crossover_n"] == 100 and obj["crossovers"][0]["call"] == "found"
+    assert "between n = 64 and n = 128" in obj["crossovers"][0]["text"]
+
+
+def test_a_busy_machine_gives_cannot_tell_instead_of_a_crossover(monkeypatch, fake_cuda):
+    def busy(series, n, options):
+        point = fake_result(series, n, 1e-3 if series.is_gpu else n**3 / 1e9)
+        return dataclasses.replace(point, others_cores=1.2)  # a neighbour took 1.2 cores during the size
+
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(busy))
+    result = run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,)))
+    assert {v.call for v in result.verdicts} == {"unclear"} and all(v.busy for v in result.verdicts)
+    assert result.crossover.call == "unclear" and result.crossover_n is None
+    (c,) = result.crossovers
+    assert c.n is None and c.text.startswith("cannot tell on a machine this busy")
+    assert "cannot tell" in result.headline
+
+
+def test_two_cpu_series_are_judged_without_a_gpu(fake_timer):
+    result = run_sweep(SweepConfig(sizes=(64, 128), threads=(1, 2)))
+    # the fake ignores threads: equal medians, +-10 % over 3 samples each is too wide to call "same"
+    assert {(v.n, v.call) for v in result.verdicts} == {(64, "unclear"), (128, "unclear")}
+    assert not any(v.busy for v in result.verdicts) and "overlap" in result.verdicts[0].why
+    assert result.crossover.call == "unclear" and result.crossover_n is None
+    assert "cannot tell" in result.headline
+
+
+def test_the_default_race_always_has_two_different_series(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert sweep.default_race_threads(gpu_here=False) == (1, 2)
+    assert sweep.default_race_threads(gpu_here=True) == (None,)  # CPU (free cores) against the GPU
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert sweep.default_race_threads(gpu_here=False) == (None,)
+
+
+def test_free_cores_equal_to_a_chosen_count_is_said_not_raced(monkeypatch):
+    from core.results.load import MachineLoad
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    busy = MachineLoad(cores=2, others_cores=1.0, free_cores=1, busy=True)
+    plan = plan_series(SweepConfig(threads=(1, None)), busy)
+    assert [s.label for s in plan.series] == ["cpu float32 1 thread"]
+    assert any("same as the 1 thread series" in n and "not a race against itself" in n for n in plan.notes)
+    assert any(n.startswith("Only one series") for n in plan.notes)

@@ -9,14 +9,14 @@ from core.matmul import sweep
 from core.matmul.collector import SweepCollector
 from core.matmul.sweep import SweepConfig, run_sweep
 from core.platform.jobs import JobHooks
-from tests.test_sweep import fake_result
+from tests.test_sweep import fake_result, per_series
 
 CONFIG = SweepConfig(sizes=(16, 32, 64), threads=(1,), budget_s=0.05)
 
 
 @pytest.fixture
 def fake_timer(monkeypatch):
-    monkeypatch.setattr(sweep, "time_matmul", lambda series, n, options: fake_result(series, n, n**3 / 1e9))
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(lambda series, n, options: fake_result(series, n, n**3 / 1e9)))
 
 
 def test_a_finished_sweep_is_what_run_sweep_returned(fake_timer):

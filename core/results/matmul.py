@@ -194,7 +194,8 @@ class MatmulSweep(Kind):
         elif self.crossover_n:
             crossing = f"GPU wins from n≈{self.crossover_n:.0f}"
         elif c is not None and c.call == "found":
-            crossing = f"{c.a} wins from n≈{c.n_high:,}" if c.n_low is None else f"{c.a} wins from n in ({c.n_low:,}, {c.n_high:,}]"
+            crossing = (f"{c.a} wins from n ≤ {c.n_high}" if c.n_low is None
+                        else f"{c.a} wins from n between {c.n_low} and {c.n_high}")
         else:
             crossing = "no crossover"
         return f"n {min(sizes)}–{max(sizes)}, {crossing}"

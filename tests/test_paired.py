@@ -1,0 +1,61 @@
+"""Interleaved timing: the series of a size alternate (A, B, B, A, ...), each gets the same number of samples."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.matmul import paired
+from core.matmul.engine import MatmulOptions, Series
+from core.matmul.paired import MIN_ROUNDS, interleave
+from core.platform.timing import MIN_BLOCK_S
+
+
+def fake_blocks(per_call_s: dict[str, float], log: list[tuple[str, int]]):
+    """Blocks that take `per_call_s` per call on a fake clock, and log (name, calls) in order."""
+    def block(name):
+        def timed(calls):
+            log.append((name, calls))
+            return per_call_s[name] * calls
+        return timed
+    return [block(name) for name in per_call_s]
+
+
+def test_rounds_alternate_the_order_and_give_equal_samples():
+    log = []
+    a, b = interleave(fake_blocks({"A": 0.02, "B": 0.05}, log), budget_s=1.0)
+    assert log[:4] == [("A", 1), ("B", 1), ("A", 1), ("B", 1)]  # cold calls, then warm probes (samples here)
+    rounds = [name for name, _ in log[4:]]
+    assert rounds[:6] == ["B", "A", "A", "B", "B", "A"]  # ABBA: a steady drift costs both alike
+    assert a.samples == b.samples >= MIN_ROUNDS
+    assert a.first_call_s == 0.02 and set(a.times_s) == {0.02} and set(b.times_s) == {0.05}
+    assert sum({"A": 0.02, "B": 0.05}[name] * calls for name, calls in log) <= 1.0 + 1e-9  # within the budget
+
+
+def test_fast_products_are_timed_in_blocks_of_at_least_the_minimum():
+    log = []
+    a, b = interleave(fake_blocks({"A": 1e-5, "B": 0.5}, log), budget_s=2.0)
+    assert a.calls_per_block == round(MIN_BLOCK_S / 1e-5) and b.calls_per_block == 1
+    assert ("A", a.calls_per_block) in log and a.samples == b.samples
+
+
+def test_a_size_near_the_budget_still_gets_the_minimum_samples():
+    log = []
+    (a, b) = interleave(fake_blocks({"A": 0.4, "B": 0.2}, log), budget_s=1.0)  # cold + probe alone: 1.2 s
+    assert a.samples == b.samples == MIN_ROUNDS
+    spent = sum({"A": 0.4, "B": 0.2}[n] * c for n, c in log)
+    assert spent == pytest.approx(0.6 * (1 + MIN_ROUNDS))  # never more than the minimum beyond the budget
+
+
+def test_one_series_is_timed_like_a_plain_measurement():
+    log = []
+    (only,) = interleave(fake_blocks({"A": 0.001}, log), budget_s=0.5)
+    assert only.calls_per_block == 10 and 0.4 < only.samples * 0.01 + 0.002 <= 0.5
+
+
+def test_real_series_share_operands_and_carry_the_load_of_their_window():
+    s1, s2 = Series("cpu", "float32", threads=1), Series("cpu", "float32", threads=2)
+    points = paired.time_interleaved([s1, s2], 32, MatmulOptions(budget_s=0.1))
+    assert [p.series for p in points] == [s1.label, s2.label] and [p.threads for p in points] == [1, 2]
+    assert points[0].samples == points[1].samples >= MIN_ROUNDS
+    assert points[0].others_cores is not None and points[0].others_cores == points[1].others_cores
+    assert points[0].rel_error is not None and points[0].rel_error < 1e-5

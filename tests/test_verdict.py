@@ -1,0 +1,155 @@
+"""Verdicts per size (faster / same / unclear, the busy flag), the crossover interval, and their JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.matmul import verdict
+from core.matmul.verdict import crossover_interval, describe, judge
+from core.results import read_result
+from core.results.matmul import CrossoverInterval, MatmulSweep, Verdict
+from tests.result_samples import matmul_payload
+
+QUIET_NOISE = (1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97)  # +-3 %: a quiet machine
+
+
+def samples(seconds: float, noise=QUIET_NOISE) -> list[float]:
+    return [seconds * k for k in noise]
+
+
+def test_a_clearly_faster_series_is_called_faster_and_named_first():
+    v = judge(512, "2 threads", "1 thread", samples(0.5), samples(1.0))
+    assert v.call == "faster" and (v.a, v.b) == ("2 threads", "1 thread") and v.n == 512
+    assert v.ratio == pytest.approx(2.0) and 1.0 < v.low <= v.ratio <= v.high and not v.busy
+
+
+def test_when_the_baseline_wins_it_is_named_first_and_the_ratio_turned_over():
+    v = judge(64, "2 threads", "1 thread", samples(2e-5), samples(1e-5))
+    assert v.call == "faster" and (v.a, v.b) == ("1 thread", "2 threads")
+    assert v.ratio == pytest.approx(2.0) and 1.0 < v.low <= v.high
+
+
+def test_two_series_within_the_margin_are_the_same():
+    v = judge(256, "a", "b", samples(1.0, [1.0, 1.005, 0.995] * 4), samples(1.01, [1.0, 1.005, 0.995] * 4))
+    assert v.call == "same" and 1 / (1 + verdict.SAME_MARGIN) <= v.low <= v.high <= 1 + verdict.SAME_MARGIN
+
+
+def test_overlapping_samples_are_unclear_with_the_reason():
+    v = judge(256, "a", "b", [1.0, 2.0, 1.5, 1.2, 1.9], [1.2, 1.8, 1.4, 1.0, 2.1])
+    assert v.call == "unclear" and v.low < 1 < v.high and "overlap" in v.why and not v.busy
+
+
+def test_a_busy_machine_makes_even_a_clear_difference_unclear():
+    v = judge(1024, "2 threads", "1 thread", samples(0.5), samples(1.0), others_cores=1.0)
+    assert v.call == "unclear" and v.busy and "busy" in v.why and "1.0 cores" in v.why
+    assert v.ratio == pytest.approx(2.0)  # the figure is kept, only the call withheld
+    assert judge(1024, "a", "b", samples(0.5), samples(1.0), others_cores=0.1).call == "faster"  # a little is fine
+
+
+def test_too_few_samples_are_unclear():
+    v = judge(2048, "a", "b", [0.5, 0.5], [1.0, 1.0, 1.0])
+    assert v.call == "unclear" and "fewer than 3 samples" in v.why and v.low is None and v.ratio == pytest.approx(2.0)
+
+
+def test_the_interval_is_reproducible():
+    a, b = [1.0, 1.3, 0.9, 1.1, 1.6], [1.4, 1.2, 1.9, 1.5, 1.3]
+    assert verdict.ratio_interval(a, b) == verdict.ratio_interval(a, b)
+
+
+# ---------------------------------------------------------------- the crossover interval
+
+CH, BASE = "gpu", "cpu"
+
+
+def v(n: int, call: str, winner: str = CH) -> Verdict:
+    """A verdict of the pair at n: 'win' (challenger faster), 'lose', 'same' or 'unclear'."""
+    if call == "win":
+        return Verdict(n=n, a=CH, b=BASE, ratio=2.0, low=1.5, high=2.5, call="faster")
+    if call == "lose":
+        return Verdict(n=n, a=BASE, b=CH, ratio=2.0, low=1.5, high=2.5, call="faster")
+    return Verdict(n=n, a=CH, b=BASE, ratio=1.0, low=0.98 if call == "same" else 0.5,
+                   high=1.02 if call == "same" else 2.0, call=call)
+
+
+def calls(*pattern: str, busy: bool = False) -> list[Verdict]:
+    return [v(64 * 2**i, c) for i, c in enumerate(pattern)]
+
+
+@pytest.mark.parametrize("pattern, expected", [
+    (("lose", "lose", "win", "win"), ("found", 128, 256)),
+    (("lose", "unclear", "win", "win"), ("found", 64, 256)),  # an unclear size widens the interval
+    (("same", "win", "win"), ("found", 64, 128)),
+    (("win", "lose", "win", "win"), ("found", 128, 256)),  # "for good": from the last loss on
+    (("win", "win", "win"), ("found", None, 64)),  # at or below the first size
+    (("lose", "lose", "lose"), ("none", None, None)),
+    (("win", "win", "same"), ("none", None, None)),
+    (("win", "win", "unclear"), ("unclear", None, None)),  # the largest size cannot be called
+    (("unclear", "unclear", "win"), ("unclear", None, 256)),  # wins from 256, below cannot tell
+    (("unclear",) * 4, ("unclear", None, None)),
+])
+def test_crossover_interval(pattern, expected):
+    c = crossover_interval(calls(*pattern), CH, BASE)
+    assert (c.call, c.n_low, c.n_high) == expected and (c.a, c.b) == (CH, BASE)
+
+
+def test_crossover_ignores_other_pairs_and_order():
+    other = Verdict(n=64, a="x", b="y", ratio=2, low=1.5, high=2.5, call="faster")
+    c = crossover_interval([*reversed(calls("lose", "win")), other], CH, BASE)
+    assert (c.call, c.n_low, c.n_high) == ("found", 64, 128)
+    assert crossover_interval([], CH, BASE).call == "unclear"
+
+
+def test_sentences_say_cannot_tell_and_only_found_says_wins_from():
+    found = describe(CrossoverInterval(a=CH, b=BASE, n_low=128, n_high=256, call="found"))
+    assert "between n = 128 and n = 256" in found
+    assert "at or below n = 64" in describe(CrossoverInterval(a=CH, b=BASE, n_high=64, call="found"))
+    assert describe(CrossoverInterval(a=CH, b=BASE, call="none")).startswith("no crossover in this range")
+    busy = describe(CrossoverInterval(a=CH, b=BASE, call="unclear"), busy=True)
+    assert busy.startswith("cannot tell on a machine this busy") and "beats" not in busy
+    assert describe(CrossoverInterval(a=CH, b=BASE, call="unclear")).startswith("cannot tell")
+
+
+# ---------------------------------------------------------------- JSON and older files
+
+
+def test_older_files_import_without_verdicts_and_write_no_new_keys():
+    old = matmul_payload()
+    result = read_result("matmul", old)
+    assert result.verdicts is None and result.crossover is None
+    written = result.to_json()
+    assert "verdicts" not in written and "crossover" not in written
+    assert "others_cores" not in written["results"][0]
+    assert "call" not in json.dumps(written["crossovers"])
+
+
+def test_the_json_contract_round_trips():
+    payload = {**matmul_payload(), "verdicts": [v(64, "lose").to_json(), v(128, "win").to_json()],
+               "crossover": {"a": CH, "b": BASE, "n_low": 64, "n_high": 128, "call": "found"}}
+    result = read_result("matmul", payload)
+    assert isinstance(result, MatmulSweep) and [x.call for x in result.verdicts] == ["faster", "faster"]
+    written = result.to_json()
+    assert set(written["verdicts"][0]) >= {"n", "a", "b", "ratio", "low", "high", "call"}
+    assert written["crossover"] == {"a": CH, "b": BASE, "n_low": 64, "n_high": 128, "call": "found"}
+    assert read_result("matmul", json.loads(json.dumps(written))) == result
+
+
+@pytest.mark.parametrize("bad, where", [
+    ({"verdicts": [{**v(64, "win").to_json(), "call": "maybe"}]}, "verdicts[0].call"),
+    ({"crossover": {"a": CH, "b": BASE, "call": "sure"}}, "crossover.call"),
+])
+def test_a_bad_call_in_a_file_is_refused_by_name(bad, where):
+    from core.errors import DashboardError
+    with pytest.raises(DashboardError, match=where.replace("[", r"\[").replace("]", r"\]")):
+        read_result("matmul", {**matmul_payload(), **bad})
+
+
+def test_the_results_headline_says_cannot_tell_or_no_crossover():
+    base = matmul_payload()
+    assert read_result("matmul", base).headline == "n 256–4096, GPU wins from n≈300"  # an older file: as before
+    unclear = read_result("matmul", {**base, "crossover_n": None,
+                                     "crossover": {"a": CH, "b": BASE, "call": "unclear"}})
+    assert "cannot tell" in unclear.headline and "no crossover" not in unclear.headline
+    none = read_result("matmul", {**base, "crossover_n": None, "crossover": {"a": CH, "b": BASE, "call": "none"}})
+    assert none.headline.endswith("no crossover")
