@@ -183,3 +183,48 @@ def test_a_size_far_beyond_memory_names_its_need_readably(capsys):
     assert main(["matmul", "--sizes", "99999999999999999999"]) == 2
     err = capsys.readouterr().err
     assert "needs 1.68e+32 GiB" in err and "choose a smaller size" in err, err
+
+
+# ---------------------------------------------------------------- verdicts (issue 20)
+
+
+def test_the_default_race_is_one_thread_against_all_cores_or_cpu_against_gpu(fake_cuda, monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert config_from_args(_args()).threads == (None,)  # with a GPU: the free cores against it
+    fake_cuda.count = 0
+    monkeypatch.setattr("torch.backends.mps.is_available", lambda: False)
+    assert config_from_args(_args()).threads == (1, 2)
+
+
+def _fake_race(monkeypatch, others_cores):
+    """1 thread n^3 ns, 2 threads 0.4 ms + n^3/2 ns (2 threads win from n ~ 93), +-10 % noise."""
+    import dataclasses
+    from core.matmul import sweep
+    from tests.test_sweep import fake_result, per_series
+
+    def one(series, n, options):
+        seconds = n**3 / 1e9 if series.threads == 1 else 4e-4 + n**3 / 2e9
+        return dataclasses.replace(fake_result(series, n, seconds), others_cores=others_cores)
+
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(one))
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+
+
+def test_json_has_verdicts_and_the_crossover_interval(monkeypatch, capsys):
+    _fake_race(monkeypatch, others_cores=0.0)
+    assert main(["matmul", "--sizes", "64,128,256,512", "--threads", "1,2", "--json", "--quiet"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert [(v["n"], v["a"], v["call"]) for v in obj["verdicts"]] == [
+        (64, "cpu float32 1 thread", "faster"), (128, "cpu float32 2 threads", "faster"),
+        (256, "cpu float32 2 threads", "faster"), (512, "cpu float32 2 threads", "faster")]
+    assert obj["crossover"] == {"a": "cpu float32 2 threads", "b": "cpu float32 1 thread", "n_low": 64,
+                                "n_high": 128, "call": "found"}
+    assert obj["crossover_n"] is None  # the headline figure stays GPU against CPU
+
+
+def test_table_says_cannot_tell_on_a_busy_machine(monkeypatch, capsys):
+    _fake_race(monkeypatch, others_cores=1.0)
+    assert main(["matmul", "--sizes", "64,128,256,512", "--threads", "1,2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "comparison: cannot tell on a machine this busy" in out and "beats" not in out
+    assert out.count(" unclear ") >= 4 and "busy" in out

@@ -12,7 +12,8 @@ from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
 from core.matmul.engine import DTYPES
 from core.matmul.sweep import (
-    TF32_CHOICES, SweepConfig, SweepEvent, check_sizes_fit, plan_series, run_sweep, tf32_settings,
+    TF32_CHOICES, SweepConfig, SweepEvent, check_sizes_fit, default_race_threads, plan_series, run_sweep,
+    tf32_settings,
 )
 from core.platform.jobs import Progress
 from core.results.matmul import MatmulSweep
@@ -25,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sizes", help=f"comma-separated matrix sizes n, e.g. {EXAMPLE} (default: 64 to 2048 by doubling)")
     p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps (default: cpu and the first GPU, if any)")
     p.add_argument("--dtype", default="float32", help=f"comma-separated dtypes to compare: {', '.join(DTYPES)}")
-    p.add_argument("--threads", help="CPU threads, or a comma-separated list to compare (default: the cores other programs leave free when the sweep starts)")
+    p.add_argument("--threads", help="CPU threads, or a comma-separated list to compare (default: 1 and all cores "
+                                     "without a GPU; with one, the cores other programs leave free when it starts)")
     p.add_argument("--tf32", nargs="?", const="on", default="off", choices=list(TF32_CHOICES),
                    help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
     p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1)")
@@ -65,6 +67,8 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         kwargs["devices"] = ("cpu", available_devices()[0]) if has_gpu() else ("cpu",)
     if args.threads is not None:
         kwargs["threads"] = _whole_numbers(args.threads, "thread count", "--threads 1,2")
+    else:
+        kwargs["threads"] = default_race_threads(has_gpu())
     kwargs["dtypes"] = tuple(d.strip() for d in args.dtype.split(","))
     kwargs["tf32"] = tf32_settings(args.tf32)
     return SweepConfig(budget_s=_budget(args.budget), end_to_end=args.end_to_end, **kwargs)
@@ -109,6 +113,8 @@ def render(result: MatmulSweep) -> str:
     lines = [format_table(headers, rows), ""]
     lines += [f"skipped n={s.n} on {s.series}: {s.message}" for s in result.skipped]
     lines += [f"note: {n}" for n in result.notes]
+    if result.verdicts:
+        lines += [verdict_table(result), ""]
     lines += [f"{'crossover' if c.gpu_vs_cpu else 'comparison'}{' with copies' if c.with_copies else ''}: {c.text}"
               for c in result.crossovers]
     if not any(r.is_gpu for r in result.results):
@@ -117,3 +123,15 @@ def render(result: MatmulSweep) -> str:
     if result.load is not None and result.load.notice:
         lines.append(result.load.notice)
     return "\n".join(lines)
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def verdict_table(result: MatmulSweep) -> str:
+    """One line per size and comparison: who is faster, by how much, and how sure ("unclear": why)."""
+    rows = [[v.n, v.a if v.call == "faster" else f"{v.a} vs {v.b}", v.call, _ratio(v.ratio),
+             f"{_ratio(v.low)}–{_ratio(v.high)}", "busy" if v.busy else (v.why or "")]
+            for v in result.verdicts or ()]
+    return format_table(["n", "faster / compared", "call", "ratio", "95% interval", "why unclear"], rows)
