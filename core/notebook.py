@@ -36,6 +36,7 @@ from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, Progress
 from core.platform.units import gib
 from core.results import jsonio
+from core.results.runs import NOTEBOOK
 from core.selfcheck import CHECKS, FAIL, PASS, SKIP, Report, run_checks, select
 from core.store import ImportResult, Store, open_store
 
@@ -225,7 +226,7 @@ class NotebookRuns:
         for run in self.store.list_runs():
             if run.settings.get(STEP_KEY) == step:
                 self.store.delete(run.run_id)
-        return [self.store.save(kind, payload, {STEP_KEY: step}, label=self.label) for payload in payloads]
+        return [self.store.save(kind, payload, {STEP_KEY: step}, label=self.label, source=NOTEBOOK) for payload in payloads]
 
     def keep_report(self, report: Report, name: str = "selfcheck.json") -> Path:
         """The self-check's whole JSON report beside the export (the verdict is one line of it)."""

@@ -8,7 +8,10 @@ from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.results import KIND_TITLES, KINDS
 from core.store import board, listing_frame, matmul_frame, pick_runs, train_frame
+from core.store.access import key_too_short
+from core.store.board import Notice
 from pages.shared import board_widgets as widgets
+from pages.shared import result_store
 from pages.shared.entry import through_app
 from pages.shared.result_store import store_url
 
@@ -20,8 +23,16 @@ state.setdefault("results_upload_round", 0)  # a new uploader after each import 
 def _import() -> None:
     state.results_import_open = True  # keep the importer open for the next file
     state.results_notice = board.import_upload(store_url(), state.get(f"results_upload_{state.results_upload_round}"),
-                                               state.get("results_label", ""))
+                                               state.get("results_label", ""), access=result_store.access(),
+                                               session=result_store.session_tag())
     state.results_upload_round += 1 if state.results_notice.level == "success" else 0
+
+
+def _enter_key() -> None:
+    """Check the typed key, then empty the field: the key stays in no widget and no message."""
+    outcome = result_store.enter_key(state.get("results_key", ""))
+    state.results_key = ""
+    state.results_notice = Notice(*widgets.key_notice(outcome))
 
 
 st.title("Results")
@@ -33,10 +44,15 @@ except DashboardError as exc:
     st.stop()
 if notice := state.pop("results_notice", None):
     getattr(st, notice.level)(notice.text)
+key, access = result_store.instructor_key(), result_store.access()
+if key is None:
+    st.warning(widgets.OPEN_BOARD_WARNING, icon=":material/lock_open:")
+elif key_too_short(key) and access.instructor:
+    st.warning(widgets.SHORT_KEY_WARNING, icon=":material/key:")
 if state.get("results_confirm") is not None:  # the board is shared: ask before deleting for everyone
     st.warning(widgets.confirm_text(board.run_title(state.results_confirm, listing)), icon=":material/delete:")
     st.button("Yes, delete it", key="results_delete_yes", type="primary", on_click=lambda: state.update(
-        results_notice=board.delete_run(store_url(), state.pop("results_confirm", None))))
+        results_notice=board.delete_run(store_url(), state.pop("results_confirm", None), result_store.access())))
     st.button("Cancel", key="results_delete_no", on_click=state.pop, args=("results_confirm", None))
 with st.expander("Import a result file", icon=":material/upload_file:",
                  expanded=not listing.runs or state.get("results_import_open", False)):
@@ -48,17 +64,20 @@ with st.expander("Import a result file", icon=":material/upload_file:",
 st.caption(f"Stored in the {store.describe()}.")
 for bad in listing.unreadable:
     st.warning(widgets.unreadable_text(bad), icon=":material/broken_image:")
-    st.button(f"Delete run #{bad.run_id}", key=f"results_delete_bad_{bad.run_id}", on_click=state.update,
-              args=({"results_confirm": bad.run_id},))
+    if access.may_delete(bad.owner):
+        st.button(f"Delete run #{bad.run_id}", key=f"results_delete_bad_{bad.run_id}", on_click=state.update,
+                  args=({"results_confirm": bad.run_id},))
 if not listing.runs:
     st.info(widgets.EMPTY_TEXT, icon=":material/inventory_2:")
     st.stop()
 
-options, (c1, c2, c3) = board.choices(listing.runs), st.columns(3)
+options, (c1, c2, c3, c4) = board.choices(listing.runs), st.columns(4)
 machines = c1.multiselect("Machine", options.machines, key="results_machines", placeholder="all machines")
 devices = c2.multiselect("Device", options.devices, key="results_devices", placeholder="all devices")
 kinds = c3.multiselect("Kind", KINDS, key="results_kinds", format_func=KIND_TITLES.get, placeholder="all kinds")
-if not (shown := pick_runs(listing.runs, machines=machines, devices=devices, kinds=kinds)):
+sources = c4.multiselect("Source", options.sources, key="results_sources", format_func=widgets.SOURCE_TITLES.get,
+                         placeholder="all sources")
+if not (shown := pick_runs(listing.runs, machines=machines, devices=devices, kinds=kinds, sources=sources)):
     st.info("No saved run matches these filters.")
     st.stop()
 st.dataframe(listing_frame(shown), hide_index=True, key="results_table")
@@ -89,6 +108,12 @@ for column, b in zip(st.columns(2), widgets.download_buttons(files, len(ids))):
 if problem:
     st.error(problem, icon=":material/error:")
 with st.expander("Delete a run", icon=":material/delete:"):
-    pick = st.selectbox("Run", ids, format_func=lambda i: by_id[i].title, key="results_delete_pick")
-    st.button("Delete this run…", key="results_delete", on_click=state.update, args=({"results_confirm": pick},),
-              icon=":material/delete:", help="asks first: it removes the run for everyone who shares the store")
+    if key is not None and not access.instructor:
+        st.caption(widgets.OWN_RUNS_ONLY)
+        st.text_input(widgets.KEY_LABEL, type="password", key="results_key", on_change=_enter_key, help=widgets.KEY_HELP)
+    if mine := board.deletable(shown, access):
+        pick = st.selectbox("Run", mine, format_func=lambda i: by_id[i].title, key="results_delete_pick")
+        st.button("Delete this run…", key="results_delete", on_click=state.update, args=({"results_confirm": pick},),
+                  icon=":material/delete:", help="asks first: it removes the run for everyone who shares the store")
+    else:
+        st.info(widgets.NOTHING_TO_DELETE)

@@ -232,3 +232,71 @@ def test_only_unreadable_rows(app):
     at = _open(app)
     assert any(f"#{run_id}" in _shown(w.value) and "created_at" in _shown(w.value) for w in at.warning)
     assert "No saved runs yet" in _text(at)
+
+
+KEY = "correct horse battery staple"
+
+
+def _everything_shown(at: AppTest) -> str:
+    """Every element's text and the session's widget values: where a leaked key would show."""
+    widgets = [str(w.value) for w in at.text_input] + [str(o) for s in at.selectbox for o in s.options]
+    return _text(at) + "\n".join(widgets) + "\n".join(str(e.value) for e in at.exception)
+
+
+def test_a_student_deletes_only_their_own_runs_and_the_key_allows_any(app, monkeypatch):
+    monkeypatch.setenv("GPU_VS_CPU_INSTRUCTOR_KEY", KEY)
+    ana = _upload(_open(app), "ana.json", json.dumps(matmul_payload(LAPTOP)).encode())
+    [anas] = [r.run_id for r in open_store().list_runs()]
+    assert "anyone who opens this page may delete" not in _text(ana), "a key is set: no open-board warning"
+    assert ana.selectbox(key="results_delete_pick").options == [f"#{anas} matmul (imported) · Ben's laptop · "
+                                                                + open_store().get(anas).created_at[:16].replace("T", " ")]
+
+    ben = _open(AppTest.from_file(app._script_path, default_timeout=120))
+    assert list(ben.dataframe[0].value["run"]) == [anas], "Ben sees Ana's run"
+    assert not ben.selectbox and "None of the runs shown was saved or imported by this browser session" in _text(ben)
+    ben.session_state["results_confirm"] = anas  # even a forged confirmation is checked by the store
+    ben.run()
+    ben.button(key="results_delete_yes").click().run()
+    assert "saved by another browser session" in ben.error[0].value
+    assert [r.run_id for r in open_store().list_runs()] == [anas]
+
+    ben.text_input(key="results_key").input("wrong key").run()
+    assert "not the instructor key" in ben.error[0].value and not ben.selectbox
+    ben.text_input(key="results_key").input(KEY).run()
+    assert "Instructor mode" in ben.success[0].value
+    assert KEY not in _everything_shown(ben), "the key is neither shown nor kept in a widget"
+    ben.selectbox(key="results_delete_pick").set_value(anas).run()
+    ben.button(key="results_delete").click().run()
+    ben.button(key="results_delete_yes").click().run()
+    assert f"Deleted run #{anas}." in _text(ben) and open_store().list_runs() == []
+
+
+def test_a_session_deletes_a_run_it_saved_without_the_key(app, monkeypatch):
+    monkeypatch.setenv("GPU_VS_CPU_INSTRUCTOR_KEY", KEY)
+    store = open_store()
+    other = store.save("matmul", matmul_payload(LAB), {})  # the command line: no owner
+    at = AppTest.from_file(app._script_path, default_timeout=120)
+    at.session_state["board_owner_token"] = "ana's token"  # what result_store.save_run saves with
+    mine = store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana's token")
+    at = _open(at)
+    assert at.selectbox(key="results_delete_pick").options[0].startswith(f"#{mine} ")
+    assert len(at.selectbox(key="results_delete_pick").options) == 1, f"run #{other} is not hers"
+    at.button(key="results_delete").click().run()
+    at.button(key="results_delete_yes").click().run()
+    assert f"Deleted run #{mine}." in _text(at) and [r.run_id for r in store.list_runs()] == [other]
+
+
+def test_wrong_keys_lock_the_field_for_the_session(app, monkeypatch):
+    monkeypatch.setenv("GPU_VS_CPU_INSTRUCTOR_KEY", KEY)
+    open_store().save("matmul", matmul_payload(LAB), {})
+    at = _open(app)
+    for attempt in range(5):
+        at.text_input(key="results_key").input(f"guess {attempt}").run()
+    at.text_input(key="results_key").input(KEY).run()
+    assert "Too many wrong keys" in at.error[0].value and not at.selectbox
+
+
+def test_no_key_is_an_open_board_with_a_warning(app, saved):
+    at = _open(app)
+    assert "anyone who opens this page may delete any run" in _text(at)
+    assert len(at.selectbox(key="results_delete_pick").options) == 3

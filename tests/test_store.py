@@ -3,6 +3,8 @@ export/import, migrations, crashes mid-write, and connection problems."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 import os
 import signal
@@ -113,11 +115,16 @@ def test_export_then_import_into_another_store_round_trips(store, tmp_path):
     exported = store.export_json()
 
     other = open_store(f"sqlite:///{tmp_path / 'other.sqlite3'}")
-    result = other.import_json(exported)
+    result = other.import_json(exported, file="class.json", session="s1")
     assert len(result.run_ids) == 2 and result.skipped == 0
-    mine = {r.uid: r.record for r in store.list_runs()}
-    theirs = {r.uid: r.record for r in other.list_runs()}
-    assert mine == theirs, "everything but the local id survives"
+    mine = {r.uid: replace(r.record, provenance=None) for r in store.list_runs()}
+    theirs = {r.uid: replace(r.record, provenance=None) for r in other.list_runs()}
+    assert mine == theirs, "everything but the local id and the provenance survives"
+    assert {r.source for r in store.list_runs()} == {"measured"}
+    for run in other.list_runs():
+        assert (run.provenance.source, run.provenance.file, run.provenance.session, run.provenance.origin) == (
+            "imported", "class.json", "s1", "measured"), "an import is marked imported, what the file said kept"
+        assert run.provenance.imported_at is not None and "(imported)" in run.title
 
     again = other.import_json(exported)
     assert again.run_ids == () and again.skipped == 2, "importing the same file twice adds nothing"

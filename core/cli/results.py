@@ -85,7 +85,8 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"store": store.describe(), "runs": [
             {"run_id": r.run_id, "uid": r.uid, "kind": r.kind, "created_at": r.created_at, "label": r.label,
-             "machine": r.machine_label, "devices": r.devices, "result": r.headline, "settings": r.settings,
+             "machine": r.machine_label, "devices": r.devices, "result": r.headline, "source": r.source,
+             "provenance": r.provenance.to_json(), "settings": r.settings,
              "versions": r.versions} for r in runs],
             "unreadable": [{"run_id": u.run_id, "kind": u.kind, "reason": u.reason} for u in listing.unreadable]})
         return 0
@@ -135,7 +136,8 @@ def read_import_file(name: str) -> bytes:
 def run_import(args: argparse.Namespace) -> int:
     data = read_import_file(args.file)
     store = open_store(args.db)
-    result = store.import_json(data, label=args.label)
+    name = "standard input" if args.file == "-" else Path(args.file).name
+    result = store.import_json(data, label=args.label, file=name, session="command line")
     if args.json:
         print_json({"store": store.describe(), "imported": list(result.run_ids), "skipped": result.skipped})
     else:

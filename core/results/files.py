@@ -52,8 +52,12 @@ def export_text(records: list[RunRecord], exported_at: str | None = None) -> str
     return jsonio.dumps(bundle) + "\n"
 
 
-def read_import(data: bytes, *, label: str = "") -> list[RunRecord]:
-    """Every run of an uploaded file, each checked field by field; any bad one refuses the file."""
+def read_import(data: bytes, *, label: str = "", file: str = "", session: str = "command line") -> list[RunRecord]:
+    """Every run of an uploaded file, each checked field by field and for plausibility
+    (core.results.plausible); any bad one refuses the file. Each run comes back marked imported
+    from `file` by `session` now, whatever the file said it was."""
+    from core.results.plausible import check_imported
+
     label = check_label(label)
     obj = decode_json_bytes(data)
     bare = isinstance(obj, dict) and "format" not in obj and "payload" not in obj
@@ -66,7 +70,11 @@ def read_import(data: bytes, *, label: str = "") -> list[RunRecord]:
         records = [_read_record(obj, "run")]
     else:
         records = [_read_bare(obj)]
-    return [r.relabelled(label) for r in records]
+    paths = [f"runs[{i}]" for i in range(len(records))] if "format" in obj else ["run"]
+    for record, path in zip(records, paths):
+        check_imported(record, path)
+    now = utc_now()
+    return [r.relabelled(label).imported(file, now, session) for r in records]
 
 
 def _read_bare(obj: dict[str, Any]) -> RunRecord:

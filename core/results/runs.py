@@ -2,7 +2,8 @@
 
 This is one entry of an export file's `runs` list and one row of the store. Every field is
 required in an export (the exporter always writes them all), so a hand-edited file that lost
-one is refused with the field's name.
+one is refused with the field's name. `provenance` (where the run came from) is the one later key:
+an export written before it existed still reads, and its runs are marked imported on arrival.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from dataclasses import replace
 from typing import Annotated, Any
 
-from pydantic import PlainSerializer, PlainValidator, SerializerFunctionWrapHandler, ValidationInfo, model_serializer, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, SerializerFunctionWrapHandler, ValidationInfo, model_serializer, model_validator
 from pydantic.dataclasses import dataclass
 
 from core.errors import DashboardError
@@ -24,6 +25,9 @@ from core.results.schema import Declared
 MAX_LABEL_CHARS = 200
 MAX_VERSION_CHARS = 200
 SCHEMA_TYPES = tuple(SCHEMAS.values())
+MEASURED, IMPORTED, NOTEBOOK = "measured", "imported", "notebook"
+SOURCES = (MEASURED, IMPORTED, NOTEBOOK)
+_UNSET = Field(default=None, exclude_if=f.omitted_when_none)  # an optional key, written only when set  # measured on this server (a page or the CLI), imported, Colab notebook
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -39,10 +43,42 @@ def _kind(value: Any) -> str:
         raise f.Expected(f"one of {', '.join(KINDS)}") from None
 
 
+def _source(value: Any) -> str:
+    if value not in SOURCES:
+        raise f.Expected(f"one of {', '.join(SOURCES)}")
+    return str(value)
+
+
 def _result(value: Any) -> Result:
     if not isinstance(value, SCHEMA_TYPES):
         raise f.Expected("a JSON object")  # the payload was not an object, so it was not read
     return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance(Declared):
+    """Where a run came from: measured by this server, imported from a file, or measured by the notebook.
+
+    An import always sets `source` to imported, whatever the file claimed (kept in `origin`), so an
+    edited export can never pass for a run measured here.
+    """
+
+    source: Annotated[str, PlainValidator(_source)]
+    file: f.OptionalText = _UNSET  # the imported file's name
+    imported_at: f.OptionalTimestamp = _UNSET  # when it was imported (UTC)
+    session: f.OptionalText = _UNSET  # which browser session or "command line" imported it (never its owner token)
+    origin: Annotated[str | None, PlainValidator(f.one_of(SOURCES))] = _UNSET  # what the file said the run was
+
+    @property
+    def shown(self) -> str:
+        """The listing's column and the legends' suffix: 'measured', 'imported', 'imported (notebook)'."""
+        return f"{self.source} ({self.origin})" if self.source == IMPORTED and self.origin not in (None, IMPORTED) \
+            else self.source
+
+
+def provenance_of(record: RunRecord) -> Provenance:
+    """A record's provenance; a run stored before provenance existed was measured where it is stored."""
+    return record.provenance if record.provenance is not None else Provenance(source=MEASURED)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +91,7 @@ class RunRecord(Declared):
     settings: Annotated[dict[str, Any], PlainValidator(_object)]  # the options the run was started with
     versions: dict[str, f.OptionalText]  # python, torch, ... at the time of the run
     result: Annotated[Result, PlainValidator(_result), PlainSerializer(lambda r: r.to_json())]  # "payload" in JSON
+    provenance: Provenance | None = _UNSET  # a later key
 
     @model_validator(mode="before")
     @classmethod
@@ -83,6 +120,12 @@ class RunRecord(Declared):
 
     def relabelled(self, label: str) -> RunRecord:
         return replace(self, label=label) if label else self
+
+    def imported(self, file: str, at: str, session: str) -> RunRecord:
+        """This record as it lands on a board by an import: marked imported, what the file claimed kept as origin."""
+        claimed = self.provenance.source if self.provenance is not None else None
+        return replace(self, provenance=Provenance(source=IMPORTED, file=file[:200] or None, imported_at=at,
+                                                   session=session[:200] or None, origin=claimed))
 
 
 def content_uid(obj: Any) -> str:

@@ -14,8 +14,10 @@ from typing import Literal, Protocol
 
 from core.errors import DashboardError
 from core.plain_text import for_markdown
+from core.results.runs import SOURCES
+from core.store.access import Access
 from core.store.database import Store, open_store
-from core.store.records import RunListing, StoredRun
+from core.store.records import RunListing, StoredRun, UnreadableRun
 
 DEFAULT_COMPARE = 6  # newest runs drawn by default; more make an unreadable legend
 ExportFormat = Literal["json", "csv"]  # re-importable, or one row per point
@@ -33,6 +35,7 @@ class Choices:
 
     machines: list[str]
     devices: list[str]
+    sources: list[str]  # measured, imported, notebook: those the runs have
 
 
 def read_board(url: str | None) -> tuple[Store, RunListing]:
@@ -42,7 +45,14 @@ def read_board(url: str | None) -> tuple[Store, RunListing]:
 
 
 def choices(runs: Sequence[StoredRun]) -> Choices:
-    return Choices(sorted({r.machine_label for r in runs}), sorted({d for r in runs for d in r.devices}))
+    present = {r.provenance.source for r in runs}
+    return Choices(sorted({r.machine_label for r in runs}), sorted({d for r in runs for d in r.devices}),
+                   [s for s in SOURCES if s in present])
+
+
+def deletable(runs: Sequence[StoredRun | UnreadableRun], access: Access) -> list[int]:
+    """The ids among `runs` that `access` may delete (the store checks again when deleting)."""
+    return [r.run_id for r in runs if access.may_delete(r.owner)]
 
 
 class Upload(Protocol):
@@ -53,13 +63,16 @@ class Upload(Protocol):
     def getvalue(self) -> bytes: ...
 
 
-def import_upload(url: str | None, upload: Upload | None, label: str = "") -> Notice:
-    """Import an uploaded file, all or nothing; the notice names the file."""
+def import_upload(url: str | None, upload: Upload | None, label: str = "", *, access: Access | None = None,
+                  session: str = "a browser session") -> Notice:
+    """Import an uploaded file, all or nothing; the notice names the file. The runs are marked imported
+    from the file by `session`, and `access`'s session may delete them."""
     if upload is None:
         return Notice("warning", "Choose a JSON file first.")
     name = upload.name
     try:
-        result = open_store(url).import_json(upload.getvalue(), label=label)
+        result = open_store(url).import_json(upload.getvalue(), label=label, file=name, session=session,
+                                             owner_token=access.owner_token if access else None)
     except DashboardError as exc:
         return Notice("error", for_markdown(f"{name}: {exc}"))  # the file's name and values are the uploader's
     skipped = f"; {result.skipped} were already saved" if result.skipped else ""
@@ -72,12 +85,12 @@ def run_title(run_id: int, listing: RunListing) -> str:
     return titles.get(run_id, f"#{run_id}")
 
 
-def delete_run(url: str | None, run_id: int | None) -> Notice:
-    """Delete a run the user confirmed; one that is gone already is an error notice."""
+def delete_run(url: str | None, run_id: int | None, access: Access) -> Notice:
+    """Delete a run the user confirmed, if `access` may; one that is gone already is an error notice."""
     if run_id is None:
         return Notice("warning", "Choose a run to delete first.")
     try:
-        open_store(url).delete(run_id)
+        open_store(url).delete(run_id, access)
     except DashboardError as exc:
         return Notice("error", str(exc))
     return Notice("success", f"Deleted run #{run_id}.")

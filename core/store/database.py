@@ -23,6 +23,8 @@ from typing import Any
 from core.errors import DashboardError
 from core.platform.paths import data_dir
 from core.results import RunRecord, files, jsonio, read_result
+from core.results.runs import MEASURED, Provenance
+from core.store.access import INSTRUCTOR, Access, owner_hash
 from core.results.csvio import csv_text
 from core.results.machine import read_machine
 from core.store.records import RunListing, StoredRun, UnreadableRun, machine_label, software_versions
@@ -37,7 +39,10 @@ MIN_SQLITE = (3, 35)  # INSERT/DELETE ... RETURNING
 MAX_RUN_ID = 2**63 - 1  # both back ends' 64-bit ids; a larger number names no run (and would overflow the driver)
 UID_CHUNK = 500  # uids per "already stored?" query, under SQLite's limit on parameters
 
-RUN_COLUMNS = "id, uid, kind, created_at, label, machine_json, settings_json, versions_json, payload_json"
+RUN_COLUMNS = ("id, uid, kind, created_at, label, machine_json, settings_json, versions_json, payload_json, "
+               "provenance_json, owner")
+NOT_YOURS = ("run #{run_id} was saved by another browser session: only that session, or the instructor "
+             "(with the instructor key), can delete it")
 
 
 @dataclass(frozen=True)
@@ -102,9 +107,25 @@ def _create_tables(tx: _Tx) -> None:
     tx.run("CREATE INDEX IF NOT EXISTS gvc_runs_created ON gvc_runs(created_at)")
 
 
+def _add_provenance_and_owner(tx: _Tx) -> None:
+    """Schema 2: where each run came from, who may delete it, and the time it sorts by.
+
+    `owner` is the SHA-256 of the saving browser session's token (core.store.access; NULL for the
+    command line and for runs saved before: only the instructor deletes those). `source` repeats
+    the provenance's source for a filter in SQL. `sort_at` is min(created_at, when it was stored):
+    a run's own date can move it down the list, never above the runs measured since it arrived.
+    """
+    tx.run("ALTER TABLE gvc_runs ADD COLUMN provenance_json TEXT")
+    tx.run("ALTER TABLE gvc_runs ADD COLUMN owner TEXT")
+    tx.run(f"ALTER TABLE gvc_runs ADD COLUMN source TEXT NOT NULL DEFAULT '{MEASURED}'")
+    tx.run("ALTER TABLE gvc_runs ADD COLUMN sort_at TEXT NOT NULL DEFAULT ''")
+    tx.run("UPDATE gvc_runs SET sort_at = created_at")
+    tx.run("CREATE INDEX IF NOT EXISTS gvc_runs_sort ON gvc_runs(sort_at)")
+
+
 # MIGRATIONS[i] takes schema version i to i + 1, inside the same transaction that records it.
 # To change the schema, append a function; never edit one that has shipped.
-MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables]
+MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables, _add_provenance_and_owner]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -248,10 +269,13 @@ class Store:
     # -- writing -----------------------------------------------------------------------------
 
     def save(self, kind: str, payload: dict[str, Any], settings: dict[str, Any] | None = None,
-             machine: dict[str, Any] | None = None, *, label: str = "") -> int:
+             machine: dict[str, Any] | None = None, *, label: str = "", owner_token: str | None = None,
+             source: str = MEASURED) -> int:
         """Save one finished run; returns its id. `machine` defaults to the payload's own (matmul
         JSON carries one), else this machine's description. The payload goes through the same
-        schema as an import, written by the one JSON writer (NaN becomes null)."""
+        schema as an import, written by the one JSON writer (NaN becomes null). `owner_token`: the
+        browser session that may delete it later (None: the command line; only the instructor
+        deletes it); `source`: measured here, or by the notebook."""
         jsonio.check_tree(payload, "payload")  # before anything that recurses over it
         plain = jsonio.loads(jsonio.dumps(payload), what="the run")
         jsonio.check_size(plain, "payload", files.MAX_RUN_CHARS)
@@ -267,25 +291,31 @@ class Store:
         extras = jsonio.loads(jsonio.dumps(extras), what="the run")
         record = RunRecord(uid=uuid.uuid4().hex, kind=result.kind, created_at=files.utc_now(), label=files.check_label(label),
                            machine=read_machine(extras["machine"], "machine"), settings=extras["settings"],
-                           versions=software_versions(), result=result)
+                           versions=software_versions(), result=result, provenance=Provenance(source=source))
         with self._transaction() as tx:
-            run_id = _insert(tx, record)
+            run_id = _insert(tx, record, owner_token)
         assert run_id is not None, "a fresh uuid cannot collide"
         return run_id
 
-    def delete(self, run_id: int) -> None:
-        """Delete one run, readable or not."""
+    def delete(self, run_id: int, access: Access = INSTRUCTOR) -> None:
+        """Delete one run, readable or not, if `access` allows it (the default, the command line's, does)."""
         key = _run_key(run_id)
         with self._transaction() as tx:
-            tx.run("DELETE FROM gvc_run_devices WHERE run_id = ?", (key,))
-            if not tx.run("DELETE FROM gvc_runs WHERE id = ? RETURNING id", (key,)):
+            rows = tx.run("SELECT owner FROM gvc_runs WHERE id = ?", (key,))
+            if not rows:
                 raise DashboardError(f"there is no saved run #{run_id} (deleted already?); "
                                      "`python -m core results list` shows the saved ones")
+            if not access.may_delete(rows[0][0]):
+                raise DashboardError(NOT_YOURS.format(run_id=run_id))
+            tx.run("DELETE FROM gvc_run_devices WHERE run_id = ?", (key,))
+            tx.run("DELETE FROM gvc_runs WHERE id = ?", (key,))
 
-    def import_json(self, data: bytes, *, label: str = "") -> ImportResult:
+    def import_json(self, data: bytes, *, label: str = "", file: str = "", session: str = "command line",
+                    owner_token: str | None = None) -> ImportResult:
         """Import a CLI JSON file or an export, all or nothing (see core.results.files); runs
-        already here are skipped before inserting, so they use up no run number."""
-        records = files.read_import(data, label=label)
+        already here are skipped before inserting, so they use up no run number. Every run is
+        stored as imported from `file` by `session`; `owner_token`'s session may delete them."""
+        records = files.read_import(data, label=label, file=file, session=session)
         new: list[int] = []
         with self._transaction() as tx:
             stored = _stored_uids(tx, [r.uid for r in records])
@@ -293,7 +323,7 @@ class Store:
                 if record.uid in stored:  # already here, or listed twice in the file
                     continue
                 stored.add(record.uid)
-                run_id = _insert(tx, record)
+                run_id = _insert(tx, record, owner_token)
                 if run_id is not None:
                     new.append(run_id)
         return ImportResult(run_ids=tuple(new), skipped=len(records) - len(new))
@@ -301,10 +331,14 @@ class Store:
     # -- reading -----------------------------------------------------------------------------
 
     def read_runs(self, *, machine: str | None = None, device: str | None = None, kind: str | None = None,
-                  run_ids: Sequence[int] | None = None) -> RunListing:
-        """Saved runs, newest first, and the rows that cannot be read; each filter left as None matches all."""
+                  run_ids: Sequence[int] | None = None, source: str | None = None) -> RunListing:
+        """Saved runs, newest first (by `sort_at`: a forged future date never lifts a run), and the
+        rows that cannot be read; each filter left as None matches all."""
         where: list[str] = ["1 = 1"]
         params: list[Any] = []
+        if source is not None:
+            where.append("r.source = ?")
+            params.append(source)
         if kind is not None:
             where.append("r.kind = ?")
             params.append(kind)
@@ -321,7 +355,7 @@ class Store:
             where.append(f"r.id IN ({', '.join('?' for _ in keys)})")
             params.extend(keys)
         sql = (f"SELECT {', '.join('r.' + c.strip() for c in RUN_COLUMNS.split(','))} FROM gvc_runs r "
-               f"WHERE {' AND '.join(where)} ORDER BY r.created_at DESC, r.id DESC")
+               f"WHERE {' AND '.join(where)} ORDER BY r.sort_at DESC, r.id DESC")
         with self._transaction(write=False) as tx:
             rows = tx.run(sql, params)
         read = [_row_to_run(row) for row in rows]
@@ -329,9 +363,9 @@ class Store:
                           [r for r in read if isinstance(r, UnreadableRun)])
 
     def list_runs(self, *, machine: str | None = None, device: str | None = None, kind: str | None = None,
-                  run_ids: Sequence[int] | None = None) -> list[StoredRun]:
+                  run_ids: Sequence[int] | None = None, source: str | None = None) -> list[StoredRun]:
         """The readable saved runs, newest first (`read_runs` also names the unreadable ones)."""
-        return self.read_runs(machine=machine, device=device, kind=kind, run_ids=run_ids).runs
+        return self.read_runs(machine=machine, device=device, kind=kind, run_ids=run_ids, source=source).runs
 
     def get(self, run_id: int) -> StoredRun:
         listing = self.read_runs(run_ids=[_run_key(run_id)])
@@ -377,14 +411,17 @@ def _stored_uids(tx: _Tx, uids: Sequence[str]) -> set[str]:
     return found
 
 
-def _insert(tx: _Tx, record: RunRecord) -> int | None:
+def _insert(tx: _Tx, record: RunRecord, owner_token: str | None = None) -> int | None:
     """Insert a checked record with its device rows; None when its uid is already stored."""
+    provenance = record.provenance or Provenance(source=MEASURED)
     rows = tx.run(
         "INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
-        "versions_json, payload_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING RETURNING id",
+        "versions_json, payload_json, provenance_json, owner, source, sort_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING RETURNING id",
         (record.uid, record.kind, record.created_at, record.label, machine_label(record.machine),
          jsonio.dumps(record.machine), jsonio.dumps(record.settings), jsonio.dumps(record.versions),
-         jsonio.dumps(record.result)),
+         jsonio.dumps(record.result), jsonio.dumps(provenance), owner_hash(owner_token) if owner_token else None,
+         provenance.source, min(record.created_at, files.utc_now())),
     )
     if not rows:
         return None
@@ -396,16 +433,18 @@ def _insert(tx: _Tx, record: RunRecord) -> int | None:
 
 def _row_to_run(row: tuple) -> StoredRun | UnreadableRun:
     """A stored row read through the schema like an import; a row that fails is named, not raised."""
-    run_id, uid, kind, created_at, label, machine, settings, versions, payload = row
+    run_id, uid, kind, created_at, label, machine, settings, versions, payload, provenance, owner = row
     where = f"run #{run_id}"
     try:
         obj = {"uid": uid, "kind": kind, "created_at": created_at, "label": label}
-        for key, text in (("machine", machine), ("settings", settings), ("versions", versions), ("payload", payload)):
-            obj[key] = jsonio.loads(text, what=f"its {key}")
+        for key, text in (("machine", machine), ("settings", settings), ("versions", versions), ("payload", payload),
+                          ("provenance", provenance)):
+            if text is not None or key != "provenance":  # a run stored before schema 2 has none
+                obj[key] = jsonio.loads(text, what=f"its {key}")
         jsonio.check_tree(obj, where)
-        return StoredRun(int(run_id), RunRecord.from_json(obj, where))
+        return StoredRun(int(run_id), RunRecord.from_json(obj, where), owner)
     except (DashboardError, TypeError, ValueError) as exc:  # one bad row never hides the others
-        return UnreadableRun(int(run_id), str(kind)[:40], str(created_at)[:40], str(exc))
+        return UnreadableRun(int(run_id), str(kind)[:40], str(created_at)[:40], str(exc), owner)
 
 
 def _resolve(url: str | None) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from core.results.matmul import POINT_COLUMNS
 from core.results.schema import field_names
 from core.store.records import StoredRun, device_title
 
-RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine"]
+RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine", "source"]
 # Every column of the saved row except its raw samples (a list) and its own series name (the frame's
 # `series` names the run too); a field added to MatmulPoint appears here by itself.
 MATMUL_FIELDS = [c for c in POINT_COLUMNS if c not in ("series", "times_s")]
@@ -26,17 +26,17 @@ MATMUL_FIELDS = [c for c in POINT_COLUMNS if c not in ("series", "times_s")]
 EPOCH_FIELDS = [c for c in field_names(TrainEpoch) if c not in ("batches_done", "n_batches", "elapsed_s")]
 MATMUL_COLUMNS = [*RUN_COLUMNS, "series", "device_title", *MATMUL_FIELDS]
 TRAIN_COLUMNS = [*RUN_COLUMNS, "series", "device", "device_title", *EPOCH_FIELDS, "elapsed_s"]
-LISTING_COLUMNS = ["run", "saved (UTC)", "kind", "machine", "label", "devices", "result", "load"]
+LISTING_COLUMNS = ["run", "saved (UTC)", "kind", "machine", "label", "devices", "result", "load", "source"]
 BUSY_MARK, QUIET_MARK, UNKNOWN_MARK = "busy: noisy", "quiet", ""  # the load column: runs saved before it say nothing
 
 
 def _run_columns(run: StoredRun) -> dict[str, object]:
     return {"run_id": run.run_id, "kind": run.kind, "created_at": run.created_at, "label": run.label,
-            "machine": run.machine_label}
+            "machine": run.machine_label, "source": run.source}
 
 
 def _series(run: StoredRun, title: str, extra: str = "") -> str:
-    name = f"#{run.run_id} {title}{' ' + extra if extra else ''}"
+    name = f"#{run.run_id} {title}{' ' + extra if extra else ''}{' (imported)' if run.imported else ''}"
     return f"{name} · {run.label}" if run.label else name
 
 
@@ -105,5 +105,5 @@ def load_mark(run: StoredRun) -> str:
 def listing_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
     """One row per run, for the Results page's table and `results list`; `load` flags noisy runs."""
     rows = [[run.run_id, run.created_at.replace("T", " ").rstrip("Z"), run.kind, run.machine_label, run.label,
-             ", ".join(run.devices), run.headline, load_mark(run)] for run in runs]
+             ", ".join(run.devices), run.headline, load_mark(run), run.source] for run in runs]
     return pd.DataFrame(rows, columns=LISTING_COLUMNS)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
 from core.results import Result, RunRecord
+from core.results.runs import IMPORTED, Provenance, provenance_of
 
 UNKNOWN_MACHINE = "unknown machine"
 VERSIONED_PACKAGES = ("torch", "numpy", "pandas", "scikit-learn", "streamlit", "plotly")
@@ -20,6 +21,20 @@ class StoredRun:
 
     run_id: int
     record: RunRecord
+    owner: str | None = field(default=None, repr=False)  # the saving session's token hash (core.store.access)
+
+    @property
+    def provenance(self) -> Provenance:
+        return provenance_of(self.record)
+
+    @property
+    def source(self) -> str:
+        """'measured', 'imported', 'imported (notebook)' or 'notebook': the listing's column."""
+        return self.provenance.shown
+
+    @property
+    def imported(self) -> bool:
+        return self.provenance.source == IMPORTED
 
     @property
     def uid(self) -> str:
@@ -70,7 +85,8 @@ class StoredRun:
     def title(self) -> str:
         """How a chart legend or a select box names this run."""
         who = self.label or self.machine_label
-        return f"#{self.run_id} {self.kind} · {who} · {self.created_at[:16].replace('T', ' ')}"
+        mark = " (imported)" if self.imported else ""
+        return f"#{self.run_id} {self.kind}{mark} · {who} · {self.created_at[:16].replace('T', ' ')}"
 
     @property
     def headline(self) -> str:
@@ -89,6 +105,7 @@ class UnreadableRun:
     kind: str
     created_at: str
     reason: str
+    owner: str | None = field(default=None, repr=False)
 
     @property
     def title(self) -> str:
@@ -104,12 +121,14 @@ class RunListing:
 
 
 def pick_runs(runs: Sequence[StoredRun], *, machines: Collection[str] = (), devices: Collection[str] = (),
-              kinds: Collection[str] = ()) -> list[StoredRun]:
-    """The runs matching every non-empty filter: any of the machines, any of the devices, any of the kinds."""
+              kinds: Collection[str] = (), sources: Collection[str] = ()) -> list[StoredRun]:
+    """The runs matching every non-empty filter: any of the machines, devices, kinds, and sources
+    (measured, imported, notebook: where the run came from, `Provenance.source`)."""
     return [r for r in runs
             if (not machines or r.machine_label in machines)
             and (not devices or set(r.devices) & set(devices))
-            and (not kinds or r.kind in kinds)]
+            and (not kinds or r.kind in kinds)
+            and (not sources or r.provenance.source in sources)]
 
 
 def machine_label(machine: dict[str, Any]) -> str:

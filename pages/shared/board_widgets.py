@@ -57,3 +57,26 @@ def download_buttons(files: Sequence[Export], runs: int) -> list[DownloadButton]
     """A button per export file of the `runs` runs shown, its label saying what the file holds."""
     these = f"the {runs} runs shown" if runs > 1 else "the run shown"
     return [DownloadButton(f"Download {these} ({EXPORT_WHAT[f.fmt]})", f"results_export_{f.fmt}", f) for f in files]
+
+
+OPEN_BOARD_WARNING = (
+    "No instructor key is set, so **anyone who opens this page may delete any run**. To let students delete "
+    "only their own runs, set `GPU_VS_CPU_INSTRUCTOR_KEY` in the server's environment or its "
+    "`.streamlit/secrets.toml` (see docs/security.md)."
+)
+SHORT_KEY_WARNING = "The instructor key is shorter than 8 characters; choose a longer one."
+KEY_LABEL = "Instructor key"
+KEY_HELP = "Entered once per browser session; with it, this session may delete any run."
+OWN_RUNS_ONLY = ("You can delete the runs this browser session saved or imported. The instructor's key allows "
+                 "deleting any run.")
+NOTHING_TO_DELETE = "None of the runs shown was saved or imported by this browser session."
+SOURCE_TITLES = {"measured": "measured here", "imported": "imported", "notebook": "notebook (Colab)"}
+
+
+def key_notice(outcome: bool | None) -> tuple[str, str]:
+    """(level, text) after a key was entered: never repeats what was typed."""
+    if outcome is True:
+        return "success", "Instructor mode: this browser session may now delete any run."
+    if outcome is False:
+        return "error", "That is not the instructor key."
+    return "error", "Too many wrong keys in this browser session; the key field is locked. Open a new session."

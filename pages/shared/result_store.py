@@ -1,27 +1,78 @@
-"""Page-side glue for the result store: the database URL from Streamlit's secrets, and saving a run.
+"""Page-side glue for the result store: the database URL and instructor key from Streamlit's secrets,
+this browser session's owner token, and saving a run.
 
 Not a page (app.py does not list it). core never imports streamlit, so reading `st.secrets` and
-showing the outcome of a save live here; the pages call `save_run(...)` once after a run finishes.
+`st.session_state` and showing the outcome of a save live here; the pages call `save_run(...)`
+once after a run finishes. Who may delete what is core.store.access.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import streamlit as st
 
 from core.errors import DashboardError
 from core.store import DATABASE_URL_ENV, open_store
+from core.store.access import INSTRUCTOR_KEY_ENV, Access, configured_key, key_matches, new_owner_token
+
+OWNER_TOKEN = "board_owner_token"  # session state: this session's secret owner token (never shown)
+SESSION_TAG = "board_session_tag"  # session state: a short name for the session in an import's provenance
+INSTRUCTOR_MODE = "board_instructor"  # session state: True once the right key was entered
+KEY_TRIES = "board_key_tries"  # session state: wrong keys entered, capped by MAX_KEY_TRIES
+MAX_KEY_TRIES = 5  # wrong keys a session may try before the key field is locked for it
+
+
+def _secret(name: str) -> object | None:
+    try:
+        return st.secrets.get(name)
+    except FileNotFoundError:  # no secrets file at all: the usual case
+        return None
 
 
 def store_url() -> str | None:
     """DATABASE_URL from .streamlit/secrets.toml when set; None lets core use the environment or SQLite."""
-    try:
-        value = st.secrets.get(DATABASE_URL_ENV)
-    except FileNotFoundError:  # no secrets file at all: the usual case
-        return None
+    value = _secret(DATABASE_URL_ENV)
     text = str(value).strip() if value is not None else ""
     return text or None
+
+
+def instructor_key() -> str | None:
+    """GPU_VS_CPU_INSTRUCTOR_KEY from the secrets, else the environment; None leaves the board open."""
+    return configured_key(_secret(INSTRUCTOR_KEY_ENV))
+
+
+def owner_token() -> str:
+    """This browser session's owner token, made on first use; runs it saves store its hash."""
+    token: str = st.session_state.setdefault(OWNER_TOKEN, new_owner_token())
+    return token
+
+
+def session_tag() -> str:
+    """A short random name for this session, recorded in an import's provenance (not the owner token)."""
+    tag: str = st.session_state.setdefault(SESSION_TAG, f"browser session {uuid.uuid4().hex[:8]}")
+    return tag
+
+
+def access() -> Access:
+    """What this session may delete: any run with no key configured (an open board) or after the key
+    was entered; else the runs it saved or imported itself."""
+    open_board = instructor_key() is None
+    return Access(instructor=open_board or bool(st.session_state.get(INSTRUCTOR_MODE)), owner_token=owner_token())
+
+
+def enter_key(entered: str) -> bool | None:
+    """Check a key typed on the page: True (instructor mode from now on), False (wrong), None (locked:
+    too many wrong tries in this session). Nothing of the key is kept or shown."""
+    tries = int(st.session_state.get(KEY_TRIES, 0))
+    if tries >= MAX_KEY_TRIES:
+        return None
+    if key_matches(instructor_key(), entered):
+        st.session_state[INSTRUCTOR_MODE] = True
+        return True
+    st.session_state[KEY_TRIES] = tries + 1
+    return False
 
 
 def save_run(kind: str, payload: dict[str, Any], settings: dict[str, Any], *, label: str = "") -> int | None:
@@ -31,7 +82,7 @@ def save_run(kind: str, payload: dict[str, Any], settings: dict[str, Any], *, la
     """
     try:
         store = open_store(store_url())
-        run_id = store.save(kind, payload, settings, label=label)
+        run_id = store.save(kind, payload, settings, label=label, owner_token=owner_token())
     except DashboardError as exc:
         st.warning(f"The run was not saved to the Results page: {exc}", icon=":material/save:")
         return None

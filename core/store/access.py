@@ -1,0 +1,81 @@
+"""Who may delete which run on a shared board: the instructor any run, a student browser its own.
+
+A class shares one board, so one browser must not be able to wipe another's runs. Each browser
+session gets a random owner token (kept in its session state, never shown); a run saved or
+imported by that session stores the token's SHA-256, so the session — and nobody else — can
+delete it later. The instructor key (GPU_VS_CPU_INSTRUCTOR_KEY, or the same name in Streamlit's
+secrets) lets a browser delete any run; the command line on the server is the instructor (whoever
+runs it can open the database anyway). With no key configured the board stays open, as before,
+and the Results page says that anyone may delete.
+
+Keys are compared in constant time (hmac.compare_digest over digests, so not even the length
+leaks) and never written into a page, a log or a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from dataclasses import dataclass
+
+INSTRUCTOR_KEY_ENV = "GPU_VS_CPU_INSTRUCTOR_KEY"
+MIN_KEY_CHARS = 8  # a shorter key is guessed by a class in an afternoon
+
+
+@dataclass(frozen=True)
+class Access:
+    """What the caller may delete: every run (`instructor`), or the runs saved with `owner_token`."""
+
+    instructor: bool
+    owner_token: str | None = None
+
+    def __repr__(self) -> str:  # the token never lands in a log through a repr
+        return f"Access(instructor={self.instructor}, owner_token={'set' if self.owner_token else None})"
+
+    @property
+    def owner_hash(self) -> str | None:
+        return owner_hash(self.owner_token) if self.owner_token else None
+
+    def may_delete(self, stored_owner: str | None) -> bool:
+        """True for the instructor, and for the session whose token's hash the run stored."""
+        if self.instructor:
+            return True
+        mine = self.owner_hash
+        return mine is not None and stored_owner is not None and hmac.compare_digest(mine, stored_owner)
+
+
+INSTRUCTOR = Access(instructor=True)  # the command line on the server, and an open board
+
+
+def new_owner_token() -> str:
+    """A fresh session's token: 256 random bits, unguessable by another browser."""
+    return secrets.token_urlsafe(32)
+
+
+def owner_hash(token: str) -> str:
+    """What the store keeps of a token: reading the database does not let anyone act as the session."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def configured_key(secret: object | None = None) -> str | None:
+    """The instructor key: `secret` (the page passes Streamlit's secret) else the environment; None when unset."""
+    for value in (secret, os.environ.get(INSTRUCTOR_KEY_ENV)):
+        text = str(value).strip() if value is not None else ""
+        if text:
+            return text
+    return None
+
+
+def key_matches(configured: str | None, entered: str | None) -> bool:
+    """True when `entered` is the configured key; constant time, and False when no key is configured."""
+    if not configured or not entered:
+        return False
+    return hmac.compare_digest(hashlib.sha256(configured.encode()).digest(),
+                               hashlib.sha256(entered.strip().encode()).digest())
+
+
+def key_too_short(configured: str | None) -> bool:
+    """A configured key too short to keep a class out (the page warns the instructor)."""
+    return configured is not None and len(configured) < MIN_KEY_CHARS

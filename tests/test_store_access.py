@@ -1,0 +1,68 @@
+"""Who may delete which run (core.store.access): the owner session, the instructor, nobody else."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.errors import DashboardError
+from core.store import open_store
+from core.store.access import INSTRUCTOR, Access, configured_key, key_matches, owner_hash
+from tests.result_samples import LAB, LAPTOP, matmul_payload
+from tests.test_store import store, store_url  # noqa: F401  (the fixtures: SQLite, and PostgreSQL in the slow tier)
+
+
+def test_owner_instructor_and_stranger(store):  # noqa: F811
+    mine = store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+    cli = store.save("matmul", matmul_payload(LAB), {})
+    ben = Access(instructor=False, owner_token="ben")
+    with pytest.raises(DashboardError, match="saved by another browser session"):
+        store.delete(mine, ben)
+    with pytest.raises(DashboardError, match="saved by another browser session"):
+        store.delete(cli, Access(instructor=False, owner_token="ana")), "a run with no owner is the instructor's"
+    assert {r.run_id for r in store.list_runs()} == {mine, cli}, "nothing deleted by a refusal"
+    store.delete(mine, Access(instructor=False, owner_token="ana"))
+    store.delete(cli)  # the command line is the instructor
+    assert store.list_runs() == []
+
+
+def test_imported_runs_belong_to_the_importing_session(store):  # noqa: F811
+    [run_id] = store.import_json(json.dumps(matmul_payload(LAPTOP)).encode(), owner_token="ana",
+                                 file="a.json", session="browser session 1").run_ids
+    run = store.get(run_id)
+    assert run.owner == owner_hash("ana") and "ana" not in repr(run), "the store keeps a hash, never the token"
+    assert Access(instructor=False, owner_token="ana").may_delete(run.owner)
+    assert not Access(instructor=False, owner_token=None).may_delete(run.owner)
+    assert INSTRUCTOR.may_delete(None) and not Access(instructor=False, owner_token="x").may_delete(None)
+    assert "owner" not in store.export_json().decode(), "an export carries no owner"
+
+
+def test_keys_compare_whole_and_unset_means_none(monkeypatch):
+    monkeypatch.delenv("GPU_VS_CPU_INSTRUCTOR_KEY", raising=False)
+    assert configured_key(None) is None and configured_key("  ") is None
+    monkeypatch.setenv("GPU_VS_CPU_INSTRUCTOR_KEY", "from the environment")
+    assert configured_key(None) == "from the environment"
+    assert configured_key("from secrets") == "from secrets", "the page's secret wins"
+    assert key_matches("s3cret-key", "s3cret-key") and key_matches("s3cret-key", " s3cret-key ")
+    assert not key_matches("s3cret-key", "s3cret-ke") and not key_matches("s3cret-key", "")
+    assert not key_matches(None, "anything") and not key_matches("", "")
+    assert "zq9" not in repr(Access(instructor=False, owner_token="zq9"))
+
+
+def test_a_schema_1_store_upgrades_its_runs_to_measured_with_no_owner(tmp_path):
+    from core.store import database
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    with pytest.MonkeyPatch.context() as schema_1:
+        schema_1.setattr(database, "MIGRATIONS", database.MIGRATIONS[:1])
+        schema_1.setattr(database, "SCHEMA_VERSION", 1)
+        old = open_store(url)
+        with old._transaction() as tx:  # what schema 1's insert wrote
+            tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
+                   "versions_json, payload_json) VALUES ('u', 'matmul', '2025-01-01T00:00:00Z', '', 'm', ?, '{}', '{}', ?)",
+                   (json.dumps(LAPTOP), json.dumps(matmul_payload(LAPTOP))))
+    [run] = open_store(url).list_runs()
+    assert run.source == "measured" and run.owner is None and open_store(url).schema_version() == 2
+    with pytest.raises(DashboardError, match="saved by another browser session"):
+        open_store(url).delete(run.run_id, Access(instructor=False, owner_token="ana"))
