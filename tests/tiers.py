@@ -9,6 +9,10 @@ its own.) .ci/run runs the README's command, then the slow tier, so CI still run
 
 Slow means seconds: a real server (streamlit run, PostgreSQL), a browser, another Python process
 that imports torch, torchrun, mypy, a notebook run. Browser tests are slow without saying so.
+
+No pytest-xdist: the fast tier is about 140 s of CPU, so two workers on two cores would save at most
+a minute while each pays the imports again, and several fast tests time real work or read the
+machine's load, which a second worker beside them would disturb.
 """
 
 from __future__ import annotations
