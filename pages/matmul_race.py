@@ -2,7 +2,9 @@
 
 import streamlit as st
 
-from core.charts.matmul import gflops_figure, results_table, speedup_figure, sync_bug_notes, time_figure
+from core.charts.matmul import (
+    gflops_figure, results_table, speedup_figure, sync_bug_notes, time_figure, verdict_table,
+)
 from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.matmul.collector import SweepCollector
@@ -62,10 +64,18 @@ if sweep is not None and sweep.has_steps:
     st.caption(sweep.save_note())
     if sweep.can_save:
         st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save, args=(sweep,))
+    for note in shown.notes:
+        st.info(note)
     frame, crossovers = results_frame(shown.results), shown.crossovers
     for c in [c for c in crossovers if c.gpu_vs_cpu] or crossovers:
-        (st.success if c.n is not None else st.info)(
-            f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
+        box = {"found": st.success, "unclear": st.warning}.get(c.call or "", st.success if c.n is not None else st.info)
+        box(f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
+    if shown.verdicts:
+        with st.expander("Verdict per size: faster, same, or cannot tell"):
+            st.caption("ratio: the slower median over the faster (compared: the second over the first); the 95 % "
+                       "interval is a bootstrap of the samples. *unclear* when the interval straddles 1 by more "
+                       "than 5 %, with fewer than 3 samples, or when other programs took CPU during that size.")
+            st.dataframe(verdict_table(shown.verdicts), hide_index=True, key="mm_verdicts")
     for note in sync_bug_notes(frame):
         st.warning(note, icon=":material/timer_off:")
     if frame["unsynced_s"].isna().all():
@@ -78,8 +88,6 @@ if sweep is not None and sweep.has_steps:
     st.caption(f"Black markers: {LECTURE_SENTENCE}. Bars: interquartile range of the samples.")
     for skip in shown.skipped:
         st.warning(f"Skipped n = {skip.n:,} on {skip.series}: {skip.message}", icon=":material/skip_next:")
-    for note in shown.notes:
-        st.info(note)
     table = results_table(frame)
     st.dataframe(table, hide_index=True, key="mm_table")
     d1, d2 = st.columns(2)

@@ -42,7 +42,7 @@ def test_page_without_gpu_says_what_a_gpu_would_add(app, no_gpu):
     assert "Runtime > Change runtime type > GPU" not in text  # the full advice is on Hardware check only
     assert app.multiselect(key="mm_devices").value == ["cpu"]
     cores = os.cpu_count() or 1
-    assert app.multiselect(key="mm_threads").value == ([1, None] if cores > 1 else [None])  # 1 against the free cores
+    assert app.multiselect(key="mm_threads").value == ([1, cores] if cores > 1 else [None])  # 1 against all cores
     assert app.checkbox(key="mm_end_to_end").help.endswith("needs a GPU, and PyTorch sees none on this machine")
     assert app.select_slider(key="mm_sizes").value == (64, 2048)
     offered = [int(n) for n in app.select_slider(key="mm_sizes").options]
@@ -208,3 +208,62 @@ def test_a_gpu_that_vanished_since_the_page_drew_is_a_message(app, fake_cuda, mo
     assert "No GPU here" in text
     assert app.multiselect(key="mm_devices").value == ["cpu"], "the page offers what is there now"
     assert {r.device for r in app.session_state["mm_sweep"].final.results} == {"cpu"}, "and times only that"
+
+
+# ---------------------------------------------------------------- verdicts (issue 20)
+
+
+def _fake_race(monkeypatch, others_cores):
+    """1 thread n^3 ns, 2 threads 0.4 ms + n^3/2 ns: 2 threads win from n ~ 93 (between 64 and 128)."""
+    import dataclasses
+    from core.matmul import sweep
+    from tests.test_sweep import fake_result, per_series
+
+    def one(series, n, options):
+        seconds = n**3 / 1e9 if series.threads == 1 else 4e-4 + n**3 / 2e9
+        return dataclasses.replace(fake_result(series, n, seconds), others_cores=others_cores)
+
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(one))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+
+
+def _race(app: AppTest) -> AppTest:
+    app.switch_page(PAGE).run()
+    app.select_slider(key="mm_sizes").set_value((32, 512))
+    app.multiselect(key="mm_threads").set_value([1, 2])
+    return app.button(key="mm_run").click().run()
+
+
+def test_a_found_crossover_is_green_with_its_interval(app, no_gpu, monkeypatch):
+    _fake_race(monkeypatch, others_cores=0.0)
+    _race(app)
+    assert not app.exception
+    (success,) = app.success
+    assert "2 threads beats cpu float32 1 thread from a size between n = 64 and n = 128" in success.value
+    assert "cannot tell" not in _text(app)
+    calls = app.dataframe[0].value
+    assert calls["call"].tolist() == ["faster"] * 5 and calls["n"].tolist() == [32, 64, 128, 256, 512]
+
+
+def test_a_busy_machine_says_cannot_tell_and_no_green_crossover(app, no_gpu, monkeypatch):
+    _fake_race(monkeypatch, others_cores=1.0)
+    _race(app)
+    assert not app.exception and not app.success
+    assert any(w.value.startswith("**Comparison:** cannot tell on a machine this busy") for w in app.warning)
+    assert "wins from" not in _text(app) and "beats cpu" not in _text(app)
+    calls = app.dataframe[0].value
+    assert set(calls["call"]) == {"unclear"} and set(calls["why unclear"]) == {"machine busy"}
+
+
+def test_free_cores_equal_to_one_thread_is_said_not_raced(app, no_gpu, monkeypatch):
+    from core.platform import jobs
+    from core.results.load import MachineLoad
+    _fake_race(monkeypatch, others_cores=0.0)
+    monkeypatch.setattr(jobs, "probe_load", lambda: MachineLoad(cores=2, others_cores=1.0, free_cores=1, busy=True))
+    app.switch_page(PAGE).run()
+    app.select_slider(key="mm_sizes").set_value((32, 64))
+    app.multiselect(key="mm_threads").set_value([1, None])
+    app.button(key="mm_run").click().run()
+    assert not app.exception
+    assert any("not a race against itself" in i.value for i in app.info)
+    assert {r.series for r in app.session_state["mm_sweep"].result().results} == {"cpu float32 1 thread"}

@@ -14,7 +14,7 @@ from plotly.colors import qualitative
 from core.charts.axis_style import (axis_position, clipped_lower_arms, inside_anchor, label_points, log_axis, style,
                                     time_unit, trace_values)
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
-from core.results.matmul import SweepCrossover
+from core.results.matmul import SweepCrossover, Verdict
 
 PALETTE = qualitative.Plotly
 HEIGHT_PX = 430
@@ -234,3 +234,16 @@ def sync_bug_notes(frame: pd.DataFrame) -> list[str]:
         notes.append(f"{series}, n = {int(top['n']):,}: {top['median_s'] * 1e3:.3g} ms with synchronize, "
                      f"{top['unsynced_s'] * 1e3:.3g} ms without: forgetting it makes the GPU look {factor:,.0f}× faster")
     return notes
+
+
+def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
+    """The verdicts as the page shows them: per size, who is faster and by how much, or why it cannot tell."""
+    return pd.DataFrame({
+        "n": [v.n for v in verdicts],
+        "call": [v.call for v in verdicts],
+        "faster / compared": [v.a if v.call == "faster" else f"{v.a} vs {v.b}" for v in verdicts],
+        "ratio": [v.ratio for v in verdicts],
+        "95% low": [v.low for v in verdicts],
+        "95% high": [v.high for v in verdicts],
+        "why unclear": ["machine busy" if v.busy else v.why for v in verdicts],
+    })

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from core.matmul.sweep import (
-    TF32_CHOICES, SweepConfig, dtype_choices, log_sizes, size_choices, tf32_settings, thread_choices,
+    TF32_CHOICES, SweepConfig, default_race_threads, dtype_choices, log_sizes, size_choices, tf32_settings,
+    thread_choices,
 )
 from core.platform.devices import NEEDS_GPU, available_devices
 
@@ -56,7 +57,7 @@ def sweep_form(gpu_here: bool) -> SweepForm:
                                 help="float16 on a CPU is very slow; the time guard skips sizes that would overrun the budget.")
         cores: list[int | None] = [FREE, *thread_choices()]
         threads = c3.multiselect("CPU threads (each is a series)", cores, key="mm_threads", format_func=_threads_label,
-                                 default=[FREE] if gpu_here or len(cores) == 2 else [1, FREE],
+                                 default=list(default_race_threads(gpu_here)),  # two series that differ
                                  help="free cores: as many threads as other programs leave idle when the sweep starts")
         c1, c2, c3 = st.columns([2, 1, 1])
         end_to_end = c3.checkbox("End to end (with copies)", value=False, key="mm_end_to_end", disabled=not gpu_here,
