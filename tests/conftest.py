@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,21 +24,68 @@ ROOT = Path(__file__).resolve().parents[1]
 RT_POLARITY = ROOT.parent / "shared" / "data" / "rt-polaritydata"
 
 
-class FakeCuda:
-    """Stands in for torch.cuda on a machine without a GPU; records every synchronize call."""
+@dataclass(frozen=True)
+class GpuModel:
+    """What torch.cuda.get_device_properties says about one kind of GPU users have.
 
-    def __init__(self, count: int = 1) -> None:
+    SM counts and boost clocks from NVIDIA's data sheets (T4; A100 whitepaper; H100 whitepaper, SXM5);
+    memory as the card's nominal size. Only what this project's code reads is here.
+    """
+
+    name: str
+    major: int
+    minor: int
+    total_memory: int
+    multi_processor_count: int
+    clock_rate: int  # kHz, as CUDA reports the boost clock
+    has_bf16: bool  # native bfloat16 matmuls (compute capability 8.0 and newer)
+    has_tf32: bool  # TF32 tensor cores (compute capability 8.0 and newer)
+
+
+GPU_MODELS = {
+    "T4": GpuModel("Tesla T4", 7, 5, 15 * GIB, 40, 1_590_000, has_bf16=False, has_tf32=False),
+    "A100-40GB": GpuModel("NVIDIA A100-SXM4-40GB", 8, 0, 40 * GIB, 108, 1_410_000, has_bf16=True, has_tf32=True),
+    "A100-80GB": GpuModel("NVIDIA A100-SXM4-80GB", 8, 0, 80 * GIB, 108, 1_410_000, has_bf16=True, has_tf32=True),
+    "H100": GpuModel("NVIDIA H100 80GB HBM3", 9, 0, 80 * GIB, 132, 1_980_000, has_bf16=True, has_tf32=True),
+}
+
+
+class FakeCuda:
+    """Stands in for torch.cuda on a machine without a GPU; records every synchronize call.
+
+    `raise_later(message)` plays CUDA's asynchronous errors (a device-side assert): nothing fails
+    where the faulty kernel is queued, the next synchronize raises, and so does every later one
+    and every query, as on a real GPU whose context is lost until the process restarts.
+    """
+
+    def __init__(self, count: int = 1, model: GpuModel | None = None) -> None:
         self.count = count
+        self.model = model
         self.events: list[str] = []  # e.g. ["sync", "clock", ...] when a test also fakes the clock
-        self.props = SimpleNamespace(
-            name="Fake GPU 80GB", total_memory=80 * GIB, major=9, minor=0, multi_processor_count=132
-        )
-        self.free = 60 * GIB
+        if model is None:  # the default fake: an 80 GB Hopper-like GPU without a clock in its properties
+            self.props = SimpleNamespace(
+                name="Fake GPU 80GB", total_memory=80 * GIB, major=9, minor=0, multi_processor_count=132
+            )
+        else:
+            self.props = SimpleNamespace(name=model.name, total_memory=model.total_memory, major=model.major,
+                                         minor=model.minor, multi_processor_count=model.multi_processor_count,
+                                         clock_rate=model.clock_rate)
+        self.free = int(self.props.total_memory * 3 // 4)
         self.fail: set[str] = set()  # names of queries that should raise
+        self.pending_error: str | None = None  # queued by a kernel, raised at the next synchronize
+        self.sticky_error: str | None = None  # raised since, by everything
+        self.contexts: set[int] = set()  # devices on which a query created a CUDA context (mem_get_info does)
 
     def _maybe_fail(self, what: str) -> None:
+        if self.sticky_error is not None:
+            raise RuntimeError(self.sticky_error)
         if what in self.fail:
             raise RuntimeError(f"fake driver failure in {what}")
+
+    def raise_later(self, message: str = "CUDA error: device-side assert triggered") -> None:
+        """A kernel failed on the device: the host hears of it at the next synchronize, and for good."""
+        if self.pending_error is None and self.sticky_error is None:
+            self.pending_error = message
 
     def is_available(self) -> bool:
         return self.count > 0
@@ -51,20 +99,41 @@ class FakeCuda:
 
     def mem_get_info(self, index=None):
         self._maybe_fail("mem_get_info")
+        self.contexts.add(0 if index is None else int(getattr(index, "index", index) or 0))
         return (self.free, self.props.total_memory)
 
     def synchronize(self, device=None) -> None:
         self.events.append("sync")
+        if self.pending_error is not None:
+            self.sticky_error, self.pending_error = self.pending_error, None
+        self._maybe_fail("synchronize")
+
+
+def install_fake_cuda(monkeypatch, fake: FakeCuda) -> FakeCuda:
+    for name in ("is_available", "device_count", "get_device_properties", "mem_get_info", "synchronize"):
+        monkeypatch.setattr(torch.cuda, name, getattr(fake, name))
+    return fake
 
 
 @pytest.fixture
 def fake_cuda(monkeypatch) -> FakeCuda:
     """Pretend one CUDA GPU is present. Only inspection and synchronization are faked;
     allocating tensors on 'cuda' still fails, as it must."""
-    fake = FakeCuda()
-    for name in ("is_available", "device_count", "get_device_properties", "mem_get_info", "synchronize"):
-        monkeypatch.setattr(torch.cuda, name, getattr(fake, name))
-    return fake
+    return install_fake_cuda(monkeypatch, FakeCuda())
+
+
+@pytest.fixture(params=list(GPU_MODELS))
+def any_gpu(request, monkeypatch) -> FakeCuda:
+    """`fake_cuda` as each GPU of the matrix in turn: a test using it runs once per model (T4, A100, H100)."""
+    return install_fake_cuda(monkeypatch, FakeCuda(model=GPU_MODELS[request.param]))
+
+
+@pytest.fixture
+def gpu_model(monkeypatch):
+    """A factory: `gpu_model("T4", count=2)` fakes that GPU (or several of it) and returns the FakeCuda."""
+    def make(name: str, count: int = 1) -> FakeCuda:
+        return install_fake_cuda(monkeypatch, FakeCuda(count, GPU_MODELS[name]))
+    return make
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,6 @@ from core.parallel.machine import CPU, timed_devices
 from core.platform.jobs import JobHooks, RunningJob, run_job
 from core.platform.machine_load import probe_load
 from core.results.load import MachineLoad
-from core.platform.memory import release_device_memory
 
 C = TypeVar("C")
 R = TypeVar("R")
@@ -143,15 +142,10 @@ class Section(Generic[C, R]):
 @contextmanager
 def section_job(title: str, devices: Sequence[str], hooks: JobHooks, *,
                 measure_load: bool = False) -> Iterator[RunningJob]:
-    """Hold the devices a section times (waiting in line via `hooks`); release GPU memory it cached, whatever happens.
+    """Hold the devices a section times (waiting in line via `hooks`); run_job releases the GPU memory it cached.
 
     `measure_load`: probe the machine once the devices are held (`job.load`), for a section whose
     figures depend on free cores (marbles).
     """
-    try:
-        with run_job(devices, hooks, label=f"Why parallel: {title}", measure_load=measure_load) as job:
-            yield job
-    finally:
-        for name in devices:
-            if name != CPU:
-                release_device_memory(torch.device(name))
+    with run_job(devices, hooks, label=f"Why parallel: {title}", measure_load=measure_load) as job:
+        yield job

@@ -18,8 +18,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+import torch
+
 from core.platform.device_lock import Job, JobCancelled, WaitStatus, hold_devices
 from core.platform.machine_load import probe_load
+from core.platform.memory import release_device_memory
 from core.results.load import MachineLoad
 
 T = TypeVar("T")
@@ -109,6 +112,17 @@ class RunningJob:
             self.hooks.on_progress(progress)
 
 
+def release_gpu_caches(devices: Iterable[str]) -> None:
+    """Hand the blocks torch's allocator cached for a job on a GPU back, while the job still holds it.
+
+    After the lock is released another job may already be timing that GPU, and emptying the cache
+    (cudaFree, which waits for the device) would land inside its measurement.
+    """
+    for name in devices:
+        if name != "cpu":
+            release_device_memory(torch.device(name))
+
+
 @contextmanager
 def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str,
             measure_load: bool = False) -> Iterator[RunningJob]:
@@ -119,6 +133,7 @@ def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str
     from `RunningJob.check()` inside the block.
     """
     hooks = hooks or JobHooks()
+    devices = list(devices)
     status = WaitStatus(on_change=hooks.on_wait, should_cancel=hooks.should_stop)
     with ExitStack() as stack:
         try:  # only a stop while waiting means "left the line"; one raised inside the block is the job's own
@@ -126,6 +141,7 @@ def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str
                                                     max_job_s=hooks.max_job_s, label=label))
         except JobCancelled as exc:
             raise WaitCancelled(str(exc)) from None
+        stack.callback(release_gpu_caches, devices)  # runs before the lock is let go: see release_gpu_caches
         if hooks.on_start is not None:
             hooks.on_start(lock)
         yield RunningJob(lock, hooks, probe_load() if measure_load else None)

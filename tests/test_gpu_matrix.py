@@ -1,0 +1,82 @@
+"""What a first run on a real GPU would meet, played on the fake matrix (T4, A100 40/80 GB, H100)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core import notebook
+from core.matmul import engine
+from core.matmul.sweep import SweepConfig, plan_series
+from core.platform import device_lock, jobs
+
+CUDA = torch.device("cuda", 0)
+
+
+def test_the_sweep_planner_plans_tf32_and_bfloat16_only_where_the_gpu_has_them(any_gpu):
+    plan = plan_series(SweepConfig(devices=("cpu", "cuda"), dtypes=("float32", "bfloat16"), tf32=(False, True),
+                                   threads=(1,)))
+    gpu = [s.label for s in plan.series if s.is_gpu]
+    if any_gpu.model.has_tf32:
+        assert gpu == ["cuda:0 float32 TF32 off", "cuda:0 float32 TF32 on", "cuda:0 bfloat16"]
+    else:  # a T4: TF32 on would repeat TF32 off under a false name, bfloat16 is emulated
+        assert gpu == ["cuda:0 float32 TF32 off"]
+        assert any("bfloat16 is not supported on cuda:0" in n for n in plan.notes)
+
+
+def test_tf32_alone_on_a_t4_times_plain_float32(gpu_model):
+    gpu_model("T4")
+    plan = plan_series(SweepConfig(devices=("cuda",), tf32=(True,)))
+    assert [(s.label, s.tf32) for s in plan.series] == [("cuda:0 float32 TF32 off", False)]
+
+
+def test_the_notebook_plan_on_each_gpu(any_gpu):
+    for quick in (False, True):
+        plan = notebook.plan_for(has_gpu=True, quick=quick)
+        series = plan_series(plan.sweep).series
+        assert not any(s.tf32 for s in series) or any_gpu.model.has_tf32
+        assert not any(s.dtype == "bfloat16" and s.is_gpu for s in series) or any_gpu.model.has_bf16
+        assert plan.quick is quick
+
+
+def test_cublas_allocation_failures_are_out_of_memory():
+    for text in ("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+                 "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"):
+        assert engine.is_out_of_memory(RuntimeError(text))
+    assert not engine.is_out_of_memory(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED"))
+
+
+def test_a_cublas_allocation_failure_skips_the_size(gpu_model, monkeypatch):
+    gpu_model("T4")
+    released = []
+    monkeypatch.setattr(engine, "release_device_memory", released.append)
+
+    def fails() -> None:
+        raise RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+
+    with pytest.raises(engine.RanOutOfMemory, match="ran out of memory"):
+        engine._releasing_on_oom(fails, CUDA, "n=8192 float32")
+    assert released == [CUDA]
+
+
+def test_a_job_empties_the_gpu_cache_before_it_lets_the_gpu_go(gpu_model, monkeypatch):
+    gpu_model("A100-80GB", count=2)
+    order = []
+    real_hold = device_lock.hold_devices
+
+    class Watched:
+        def __init__(self, cm):
+            self.cm = cm
+
+        def __enter__(self):
+            return self.cm.__enter__()
+
+        def __exit__(self, *exc):
+            order.append("unlock")
+            return self.cm.__exit__(*exc)
+
+    monkeypatch.setattr(jobs, "hold_devices", lambda *a, **k: Watched(real_hold(*a, **k)))
+    monkeypatch.setattr(jobs, "release_device_memory", lambda d: order.append(f"empty {d}"))
+    with jobs.run_job(["cpu", "cuda:1"], label="test"):
+        order.append("work")
+    assert order == ["work", "empty cuda:1", "unlock"]
