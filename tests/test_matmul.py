@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from core.platform import clock
+from core.platform import clock, precision
 
 from core.matmul import engine as matmul
 from core.errors import DashboardError
@@ -210,12 +210,19 @@ def test_other_errors_are_not_swallowed(monkeypatch):
 
 
 def test_tf32_is_set_and_restored():
-    before = torch.backends.cuda.matmul.allow_tf32
+    before = precision.tf32_enabled()
     with tf32_matmul(not before) as in_effect:
-        assert in_effect is (not before) and torch.backends.cuda.matmul.allow_tf32 is (not before)
-    assert torch.backends.cuda.matmul.allow_tf32 is before
+        assert in_effect is (not before) and precision.tf32_enabled() is (not before)
+    assert precision.tf32_enabled() is before
     with tf32_matmul(None) as in_effect:
         assert in_effect is None
+
+
+def test_tf32_is_never_in_effect_on_a_gpu_without_it(gpu_model):
+    gpu_model("T4")
+    before = precision.tf32_enabled()
+    with tf32_matmul(True, CUDA) as in_effect:
+        assert in_effect is False and precision.tf32_enabled() is before  # nothing changed, nothing held
 
 
 def test_supported_dtypes(fake_cuda, monkeypatch):

@@ -27,6 +27,7 @@ from core.platform import timing
 from core.platform.devices import device_key, is_async, resolve_device, synchronize
 from core.errors import DashboardError
 from core.platform.memory import free_device_bytes, release_device_memory
+from core.platform.precision import tf32_state
 from core.platform.timing import Measurement
 from core.platform.units import GIB
 from core.results.matmul import MatmulPoint
@@ -45,6 +46,7 @@ UNSYNCED_BUDGET_FRACTION = 0.2  # share of the per-size budget for the "forgot t
 UNSYNCED_MAX_SAMPLES = 5
 COPY_BUDGET_FRACTION = 0.25  # share of the per-size budget for each copy direction (end to end)
 BF16_MIN_CAPABILITY = 8  # CUDA compute capability major version with native bfloat16 (Ampere)
+TF32_MIN_CAPABILITY = 8  # and with TF32 tensor cores
 
 T = TypeVar("T")
 OutOfMemoryError: type[BaseException] = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
@@ -226,22 +228,35 @@ def largest_fitting_size(device: torch.device, dtype: str, candidates: list[int]
 # ---------------------------------------------------------------- settings that change the speed
 
 
+def has_tf32(device: torch.device) -> bool:
+    """Whether `device` has TF32 tensor cores: CUDA compute capability 8.0 (Ampere) and newer.
+
+    On older GPUs (a T4, a V100) the TF32 setting changes nothing, so a "TF32 on" figure there
+    would only repeat the float32 one under a misleading name.
+    """
+    if device.type != "cuda":
+        return False
+    return int(torch.cuda.get_device_properties(device.index or 0).major) >= TF32_MIN_CAPABILITY
+
+
 @contextmanager
-def tf32_matmul(enabled: bool | None) -> Iterator[bool | None]:
-    """Set torch.backends.cuda.matmul.allow_tf32 for a block and restore it (None: leave alone).
+def tf32_matmul(enabled: bool | None, device: torch.device | None = None) -> Iterator[bool | None]:
+    """Hold TF32 for float32 CUDA matmuls at `enabled` for a block, then restore it (None: leave alone).
 
     TF32 rounds float32 inputs to a 10-bit mantissa inside the tensor cores: several times
-    faster on Ampere and newer, and visibly less exact, so it is always an explicit choice.
+    faster on Ampere and newer, and visibly less exact, so it is always an explicit choice. The
+    setting is process-wide, so it is held under core.platform.precision's lock (a job on another
+    GPU wanting the other setting waits). Yields whether TF32 is in effect; on a `device` without
+    TF32 that is False whatever was asked, and nothing is changed or waited for.
     """
     if enabled is None:
         yield None
         return
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = enabled
-    try:
-        yield torch.backends.cuda.matmul.allow_tf32
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = before
+    if device is not None and device.type == "cuda" and not has_tf32(device):
+        yield False
+        return
+    with tf32_state(enabled) as in_effect:
+        yield in_effect
 
 
 # ---------------------------------------------------------------- operands and timing
@@ -341,12 +356,20 @@ def relative_error(ops: Operands, *, rows: int = ERROR_ROWS, seed: int = 0) -> f
     return float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
 
 
+OUT_OF_MEMORY_TEXTS = (
+    "out of memory",  # CUDA's caching allocator (torch.OutOfMemoryError), MPS
+    "can't allocate memory",  # the CPU allocator
+    "cublas_status_alloc_failed",  # cuBLAS could not allocate its workspace
+    "cublas_status_not_initialized",  # cuBLAS could not create its handle: on a full GPU, for want of memory
+)
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
-    """torch's OOM error, or the RuntimeErrors the CPU and MPS allocators raise instead."""
+    """torch's OOM error, or the RuntimeErrors the CPU and MPS allocators and cuBLAS raise instead."""
     if isinstance(exc, OutOfMemoryError):
         return True
     text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+    return isinstance(exc, RuntimeError) and any(t in text for t in OUT_OF_MEMORY_TEXTS)
 
 
 def time_matmul(series: Series, n: int, options: MatmulOptions = MatmulOptions()) -> MatmulPoint:
@@ -381,7 +404,7 @@ def _releasing_on_oom(work: Callable[[], T], device: torch.device, what: str) ->
 def _time_matmul(series: Series, device: torch.device, n: int, options: MatmulOptions) -> MatmulPoint:
     cpu_threads = series.threads if device.type == "cpu" else None
     tf32 = series.tf32 if device.type == "cuda" and series.dtype == "float32" else None
-    with timing.torch_threads(cpu_threads) as threads, tf32_matmul(tf32) as tf32_in_effect:
+    with timing.torch_threads(cpu_threads) as threads, tf32_matmul(tf32, device) as tf32_in_effect:
         ops = make_operands(device, DTYPES[series.dtype], n, seed=options.seed, end_to_end=options.end_to_end)
         synchronize(device)  # randn is queued on a GPU: finish it before the first clock read
         compute, unsynced = measure_product(product(ops), device, budget_s=options.budget_s, unsynced=options.unsynced)
@@ -404,7 +427,7 @@ def probe_seconds(series: Series, n: int, *, seed: int = 0) -> float:
     def probe() -> float:
         cpu_threads = series.threads if device.type == "cpu" else None
         tf32 = series.tf32 if device.type == "cuda" and series.dtype == "float32" else None
-        with timing.torch_threads(cpu_threads), tf32_matmul(tf32):
+        with timing.torch_threads(cpu_threads), tf32_matmul(tf32, device):
             ops = make_operands(device, DTYPES[series.dtype], n, seed=seed, end_to_end=False)
             fn = product(ops)
             timing.time_block(fn, 1, device)

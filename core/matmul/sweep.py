@@ -37,7 +37,7 @@ from core.results.matmul import (
 )
 from core.matmul.engine import (
     DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_dtype, check_memory,
-    largest_fitting_size, memory_need, probe_seconds, supported_dtypes,
+    has_tf32, largest_fitting_size, memory_need, probe_seconds, supported_dtypes,
 )
 
 MIN_SIZE = 16  # smallest n the page offers; the CLI accepts any n >= 1
@@ -204,7 +204,7 @@ def plan_series(config: SweepConfig, load: MachineLoad | None = None) -> Plan:
                         raise DashboardError(f"{count} threads asked for, but this machine has {cores} logical cores")
                     series.append(Series(name, dtype, threads=count))
             elif device.type == "cuda" and dtype == "float32":
-                series += [Series(name, dtype, tf32=tf32) for tf32 in dict.fromkeys(config.tf32)]
+                series += [Series(name, dtype, tf32=t) for t in dict.fromkeys(t and has_tf32(device) for t in config.tf32)]
             else:
                 series.append(Series(name, dtype))
     if load is not None and None in config.threads and "cpu" in devices:

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import psutil
 import torch
 
-from core.platform import devices
+from core.platform import devices, precision
 from core.platform.memory import ram_info
 
 T = TypeVar("T")
@@ -138,7 +138,7 @@ def inspect_machine() -> MachineInfo:
     if count == 0 and torch.version.cuda is not None:
         notes.append("torch was built with CUDA, but no CUDA device is visible (no driver, or CUDA_VISIBLE_DEVICES hides it)")
     gpus = [inspect_gpu(i, notes) for i in range(count)]
-    tf32 = bool(_try(notes, "TF32 setting", lambda: torch.backends.cuda.matmul.allow_tf32))
+    tf32 = bool(_try(notes, "TF32 setting", precision.tf32_enabled))
     return MachineInfo(
         cpu=cpu,
         gpus=gpus,
