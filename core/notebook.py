@@ -37,7 +37,7 @@ from core.platform.jobs import JobHooks, Progress
 from core.platform.units import gib
 from core.results import jsonio
 from core.results.runs import NOTEBOOK
-from core.selfcheck import CHECKS, FAIL, PASS, SKIP, Report, run_checks, select
+from core.selfcheck import CHECKS, FAIL, FULL, PASS, QUICK, SKIP, Report, run_checks, select
 from core.store import ImportResult, Store, open_store
 
 COLAB_GPU_STEPS = (
@@ -119,6 +119,7 @@ class Plan:
     sweep: SweepConfig
     checks: tuple[str, ...]
     epochs: int
+    quick: bool = False  # a trial run: the GPU self-check shrinks too (selfcheck.QUICK)
 
     @property
     def has_gpu(self) -> bool:
@@ -135,7 +136,7 @@ def plan_for(has_gpu: bool, quick: bool = False) -> Plan:
     if quick:
         sweep = SweepConfig(sizes=(64, 128, 256), devices=devices, threads=(1,), budget_s=0.2)
         checks = tuple(c.name for c in CHECKS if c.needs_cuda or c.name == "devices")
-        return Plan(devices, sweep, checks, epochs=2)
+        return Plan(devices, sweep, checks, epochs=2, quick=True)
     if has_gpu:
         sweep = SweepConfig(sizes=GPU_SIZES, devices=devices, dtypes=("float32", "bfloat16"), tf32=(False, True),
                             budget_s=2.0)
@@ -162,7 +163,8 @@ def printing_hooks(say: Callable[[str], None] = print) -> JobHooks:
 
 
 def selfcheck(plan: Plan, hooks: JobHooks | None = None) -> Report:
-    return run_checks(select(list(plan.checks)), hooks=hooks,
+    """The plan's checks; in QUICK mode the GPU ones only to n = 1024 (a minute, not several, on a T4)."""
+    return run_checks(select(list(plan.checks)), hooks=hooks, sizes=QUICK if plan.quick else FULL,
                       on_outcome=lambda o: print(f"{o.status:4}  {o.name} ({o.seconds:.1f} s)"))
 
 

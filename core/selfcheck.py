@@ -1,7 +1,8 @@
 """Can this machine's timings be trusted? A list of named checks, run by `python -m core selfcheck`.
 
-On a CUDA machine it runs the Matmul race to n = 8192 (float32 with TF32 off and on, and
-bfloat16), checks that synchronize-then-read-the-clock agrees with CUDA events within 5%, and
+On a CUDA machine it runs the Matmul race to n = 8192 (float32, and where the GPU has them, compute
+capability 8.0 and newer, float32 with TF32 on and bfloat16: a T4 has neither), checks that
+synchronize-then-read-the-clock agrees with CUDA events within 5%, and
 that the unsynchronized figure is far below the true one. Without a GPU it runs the CPU checks
 and reports the GPU ones as skipped, never as passed.
 
@@ -27,7 +28,9 @@ from core.platform.devices import available_devices, cuda_count, device_key
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, run_job
-from core.matmul.engine import DTYPES, cuda_event_seconds, make_operands, product, tf32_matmul
+from core.matmul.engine import (
+    DTYPES, cuda_event_seconds, has_tf32, make_operands, product, supported_dtypes, tf32_matmul,
+)
 from core.matmul.sweep import SweepConfig, headline_crossover, log_sizes, run_sweep
 from core.results.matmul import MatmulSweep
 from core.classifier.features import synthetic_features
@@ -48,7 +51,28 @@ TORCH_BENCH_ROUNDS = 3
 TORCH_BENCH_TOLERANCE = 0.10  # looser than bench/timing_accuracy.py's 5%: a quick check on a maybe busy machine
 FLOAT32_MAX_ERROR = 1e-4  # float32 (no TF32) against float64 at n <= 8192: about 1e-6 expected
 BFLOAT16_MAX_ERROR = 3e-2  # bfloat16 keeps 8 bits of mantissa: about 3e-3 expected
-TF32_MIN_CAPABILITY = 8  # Ampere: the first GPUs with TF32 tensor cores
+TF32_MIN_CAPABILITY = 8  # Ampere: the first GPUs with TF32 tensor cores (and native bfloat16)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How far the GPU checks go: the full self-check, or a quick one (the notebook's QUICK mode)."""
+
+    gpu: tuple[int, ...] = GPU_SIZES
+    gpu_budget_s: float = GPU_BUDGET_S
+    events: tuple[int, ...] = EVENT_SIZES
+
+
+FULL = Sizes()
+QUICK = Sizes(gpu=log_sizes(256, 1024), gpu_budget_s=0.5, events=(1024,))
+
+
+def gpu_sweep_config(device: torch.device, sizes: Sizes = FULL) -> SweepConfig:
+    """The GPU sweep for `device`: float32, plus TF32 on and bfloat16 only where the GPU has them."""
+    dtypes = ("float32", "bfloat16") if "bfloat16" in supported_dtypes(device) else ("float32",)
+    tf32 = (False, True) if has_tf32(device) else (False,)
+    return SweepConfig(sizes=sizes.gpu, devices=("cpu", device_key(device)), dtypes=dtypes, tf32=tf32,
+                       budget_s=sizes.gpu_budget_s)
 
 
 @dataclass(frozen=True)
@@ -67,6 +91,7 @@ class Context:
     cuda: torch.device | None
     cache: dict[str, Any] = field(default_factory=dict)
     hooks: JobHooks | None = None  # the caller's: every check that holds a device waits in line through them
+    sizes: Sizes = FULL
 
     def gpu(self) -> torch.device:
         """The CUDA device a CUDA-only check runs on; run_checks skips those checks without one."""
@@ -77,9 +102,7 @@ class Context:
     def gpu_sweep(self) -> MatmulSweep:
         """The issue's GPU sweep, run once however many checks read it."""
         if "gpu_sweep" not in self.cache:
-            config = SweepConfig(sizes=GPU_SIZES, devices=("cpu", device_key(self.gpu())),
-                                 dtypes=("float32", "bfloat16"), tf32=(False, True), budget_s=GPU_BUDGET_S)
-            self.cache["gpu_sweep"] = run_sweep(config, self.hooks)
+            self.cache["gpu_sweep"] = run_sweep(gpu_sweep_config(self.gpu(), self.sizes), self.hooks)
         return self.cache["gpu_sweep"]
 
 
@@ -207,30 +230,42 @@ def check_cpu_vs_torch_benchmark(ctx: Context) -> CheckResult:
 # ---------------------------------------------------------------- CUDA checks
 
 
-def judge_gpu_sweep(result: MatmulSweep, capability_major: int) -> CheckResult:
-    """Every GPU size timed to 8192; float32 exact; TF32 visibly less exact where the GPU has it."""
+def judge_gpu_sweep(result: MatmulSweep, capability_major: int, top_size: int = max(GPU_SIZES)) -> CheckResult:
+    """Every GPU size timed to `top_size`; float32 exact; where the GPU has them (compute capability
+    8.0 and newer), TF32 visibly less exact and bfloat16 within its tolerance.
+
+    A GPU without TF32 and bfloat16 (a T4) is judged on float32 alone: those series are not planned
+    there, and any that a sweep holds anyway are not asked for.
+    """
     gpu_rows = [r for r in result.results if r.is_gpu]
     problems = [f"{s.series} n={s.n} skipped: {s.message}" for s in result.skipped if s.device != "cpu"]
     top = max((r.n for r in gpu_rows), default=0)
     at_top = {r.label: r for r in gpu_rows if r.n == top}
-    fp32 = next((r for r in at_top.values() if r.dtype == "float32" and r.tf32 is False), None)
+    ampere = capability_major >= TF32_MIN_CAPABILITY
+    fp32 = next((r for r in at_top.values() if r.dtype == "float32" and not r.tf32), None)
     tf32 = next((r for r in at_top.values() if r.dtype == "float32" and r.tf32 is True), None)
     bf16 = next((r for r in at_top.values() if r.dtype == "bfloat16"), None)
-    if top < max(GPU_SIZES):
-        problems.append(f"the GPU sweep reached n={top}, not {max(GPU_SIZES)}")
-    fp32_error, tf32_error, bf16_error = (None if r is None else r.rel_error for r in (fp32, tf32, bf16))
-    if fp32 is None or tf32 is None or bf16 is None:
-        problems.append("a GPU series is missing at the largest size")
-    elif fp32_error is None or tf32_error is None or bf16_error is None:
-        problems.append("a GPU series at the largest size has no relative error figure")
+    if top < top_size:
+        problems.append(f"the GPU sweep reached n={top}, not {top_size}")
+    expected = {"float32": fp32, **({"float32 TF32 on": tf32, "bfloat16": bf16} if ampere else {})}
+    missing = [name for name, r in expected.items() if r is None]
+    no_error = [name for name, r in expected.items() if r is not None and r.rel_error is None]
+    if missing:
+        problems.append(f"a GPU series is missing at the largest size: {', '.join(missing)}")
+    elif no_error:
+        problems.append(f"a GPU series at the largest size has no relative error figure: {', '.join(no_error)}")
     else:
-        if fp32_error > FLOAT32_MAX_ERROR:
+        fp32_error = fp32.rel_error if fp32 is not None else None
+        if fp32_error is not None and fp32_error > FLOAT32_MAX_ERROR:
             problems.append(f"float32 (TF32 off) relative error {fp32_error:.1e} above {FLOAT32_MAX_ERROR:g}")
-        if bf16_error > BFLOAT16_MAX_ERROR:
-            problems.append(f"bfloat16 relative error {bf16_error:.1e} above {BFLOAT16_MAX_ERROR:g}")
-        if capability_major >= TF32_MIN_CAPABILITY and not tf32_error > 2 * fp32_error:
-            problems.append(f"TF32 on changed nothing (error {tf32_error:.1e} vs {fp32_error:.1e}): "
-                            "is torch.backends.cuda.matmul.allow_tf32 honoured?")
+        if ampere and bf16 is not None and bf16.rel_error is not None and bf16.rel_error > BFLOAT16_MAX_ERROR:
+            problems.append(f"bfloat16 relative error {bf16.rel_error:.1e} above {BFLOAT16_MAX_ERROR:g}")
+        if (ampere and tf32 is not None and tf32.rel_error is not None and fp32_error is not None
+                and not tf32.rel_error > 2 * fp32_error):
+            problems.append(f"TF32 on changed nothing (error {tf32.rel_error:.1e} vs {fp32_error:.1e}): "
+                            "is torch.backends.cuda.matmul's TF32 setting honoured?")
+    if not ampere and any(r.tf32 for r in gpu_rows):
+        problems.append(f"a series is recorded with TF32 on, but compute capability {capability_major}.x has none")
     crossover = headline_crossover(result)
     speeds = ", ".join(f"{label} {r.gflops or 0:,.0f} GFLOP/s" for label, r in at_top.items())
     detail = (f"n={top}: {speeds}; {crossover.describe() if crossover else 'no crossover computed'}")
@@ -240,23 +275,42 @@ def judge_gpu_sweep(result: MatmulSweep, capability_major: int) -> CheckResult:
 
 def check_gpu_sweep(ctx: Context) -> CheckResult:
     major = torch.cuda.get_device_properties(ctx.gpu()).major
-    return judge_gpu_sweep(ctx.gpu_sweep(), major)
+    return judge_gpu_sweep(ctx.gpu_sweep(), major, max(ctx.sizes.gpu))
+
+
+def alternate(first: Callable[[], float], second: Callable[[], float], rounds: int) -> tuple[list[float], list[float]]:
+    """Each of two timings `rounds` times, taking turns and swapping who goes first every round.
+
+    Back to back (all clock blocks, then all event blocks) a GPU warming up or clocking down, or
+    another process's burst, would fall on one method only and read as their disagreement.
+    """
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(rounds):
+        if i % 2 == 0:
+            a.append(first())
+            b.append(second())
+        else:
+            b.append(second())
+            a.append(first())
+    return a, b
 
 
 def check_cuda_events(ctx: Context) -> CheckResult:
-    """Synchronize-then-read-the-clock against CUDA events on the same blocks of products."""
+    """Synchronize-then-read-the-clock against CUDA events on the same blocks of products, alternating."""
     device = ctx.gpu()
     rows = []
-    with run_job([device_key(device)], ctx.hooks, label="self-check: clock vs CUDA events"), tf32_matmul(False):
-        for n in EVENT_SIZES:
+    with run_job([device_key(device)], ctx.hooks, label="self-check: clock vs CUDA events"), \
+            tf32_matmul(False, device):
+        for n in ctx.sizes.events:
             fn = product(make_operands(device, DTYPES["float32"], n, seed=0, end_to_end=False))
-            clock_m = timing.measure(fn, device, budget_s=1.0)
-            events = statistics.median(cuda_event_seconds(fn, device, clock_m.calls_per_block)
-                                       for _ in range(EVENT_REPEATS))
-            rows.append({"n": n, "clock_s": clock_m.median_s, "events_s": events, "ratio": clock_m.median_s / events,
-                         "calls_per_block": clock_m.calls_per_block})
+            calls = timing.measure(fn, device, budget_s=0.2, min_samples=1).calls_per_block  # warm-up, block size
+            clock_times, event_times = alternate(lambda: timing.time_block(fn, calls, device) / calls,
+                                                 lambda: cuda_event_seconds(fn, device, calls), EVENT_REPEATS)
+            clock_s, events_s = statistics.median(clock_times), statistics.median(event_times)
+            rows.append({"n": n, "clock_s": clock_s, "events_s": events_s, "ratio": clock_s / events_s,
+                         "calls_per_block": calls})
             del fn
-            torch.cuda.empty_cache()
     bad = [r for r in rows if abs(r["ratio"] - 1) > EVENT_TOLERANCE]
     text = ", ".join(f"n={r['n']}: {r['ratio']:.3f}" for r in rows)
     return CheckResult(not bad, f"clock / CUDA events: {text} (tolerance ±{EVENT_TOLERANCE:.0%})", {"rows": rows})
@@ -306,7 +360,7 @@ CHECKS: list[Check] = [
     Check("cpu-vs-torch-benchmark", check_cpu_vs_torch_benchmark,
           about="engine median vs torch.utils.benchmark, interleaved, one thread"),
     Check("gpu-sweep", check_gpu_sweep, needs_cuda=True,
-          about="CPU vs GPU to n = 8192: float32 TF32 off and on, bfloat16; crossover"),
+          about="CPU vs GPU to n = 8192: float32, and TF32 on and bfloat16 where the GPU has them; crossover"),
     Check("cuda-events", check_cuda_events, needs_cuda=True, about="synchronized clock vs CUDA events within 5%"),
     Check("unsynced-far-below", check_unsynced_far_below, needs_cuda=True,
           about="the unsynchronized figure is under a tenth of the true one"),
@@ -327,12 +381,13 @@ def select(names: Sequence[str] | None, checks: Sequence[Check] = CHECKS) -> lis
 
 
 def run_checks(checks: Sequence[Check] = CHECKS, *, on_outcome: Callable[[Outcome], None] | None = None,
-               hooks: JobHooks | None = None) -> Report:
+               hooks: JobHooks | None = None, sizes: Sizes = FULL) -> Report:
     """Run each check once, in order; one check's failure or crash does not stop the others.
 
-    `hooks` go to every job a check runs (the CLI prints the waiting line through them).
+    `hooks` go to every job a check runs (the CLI prints the waiting line through them); `sizes`
+    says how far the GPU checks go (QUICK for a trial run).
     """
-    ctx = Context(cuda=torch.device("cuda", 0) if cuda_count() > 0 else None, hooks=hooks)
+    ctx = Context(cuda=torch.device("cuda", 0) if cuda_count() > 0 else None, hooks=hooks, sizes=sizes)
     outcomes = []
     start = time.perf_counter()
     for check in checks:

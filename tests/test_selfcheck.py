@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,8 +11,11 @@ import torch
 from core import selfcheck
 from core.errors import DashboardError
 from core.matmul.engine import Series, measured_point
-from core.selfcheck import FAIL, PASS, SKIP, Check, CheckResult, Context, judge_gpu_sweep, run_checks, select
-from core.matmul.sweep import SweepConfig, sweep_of
+from core.cli import main
+from core.selfcheck import (
+    FAIL, PASS, SKIP, Check, CheckResult, Context, alternate, judge_gpu_sweep, run_checks, select,
+)
+from core.matmul.sweep import SweepConfig, plan_series, sweep_of
 from core.platform.timing import Measurement
 
 CPU = Series("cpu", "float32", threads=2)
@@ -115,8 +119,79 @@ def test_gpu_sweep_judged_bad(errors, capability, message):
     assert not result.passed and message in result.detail
 
 
-def test_a_gpu_without_tf32_is_not_blamed_for_it():
-    assert judge_gpu_sweep(_gpu_sweep({"tf32": 1e-6}), capability_major=7).passed
+def _t4_sweep(tf32_recorded=False):
+    """What a T4 runs: the CPU and float32 only (no TF32, no bfloat16)."""
+    fp32 = Series("cuda:0", "float32", tf32=False)
+    rows = []
+    for n in selfcheck.GPU_SIZES:
+        rows.append(_result(CPU, n, n**3 / 1e11, 1e-7))
+        point = _result(fp32, n, 1e-4 + n**3 / 4e12, 1e-6, 1e-5)
+        rows.append(dataclasses.replace(point, tf32=True) if tf32_recorded else point)
+    return sweep_of(SweepConfig(sizes=selfcheck.GPU_SIZES), (CPU, fp32), rows, (), machine={})
+
+
+def test_a_gpu_without_tf32_or_bfloat16_is_judged_on_float32_alone():
+    result = judge_gpu_sweep(_t4_sweep(), capability_major=7)
+    assert result.passed, result.detail  # was "a GPU series is missing at the largest size"
+    assert judge_gpu_sweep(_gpu_sweep({"tf32": 1e-6}), capability_major=9).passed is False  # Ampere+ still asked
+
+
+def test_tf32_recorded_on_a_gpu_without_it_fails():
+    result = judge_gpu_sweep(_t4_sweep(tf32_recorded=True), capability_major=7)
+    assert not result.passed and "has none" in result.detail
+
+
+def test_the_gpu_sweep_asks_only_for_what_the_gpu_has(any_gpu):
+    config = selfcheck.gpu_sweep_config(torch.device("cuda", 0))
+    labels = [s.label for s in plan_series(config).series if s.is_gpu]
+    if any_gpu.model.has_bf16:
+        assert labels == ["cuda:0 float32 TF32 off", "cuda:0 float32 TF32 on", "cuda:0 bfloat16"]
+    else:  # a T4
+        assert labels == ["cuda:0 float32 TF32 off"] and config.dtypes == ("float32",) and config.tf32 == (False,)
+
+
+def _consistent_sweep(config, hooks=None):
+    """A sweep with plausible figures for exactly the series planned on the fake GPU."""
+    series = plan_series(config).series
+    errors = {"float32": 1e-6, "bfloat16": 3e-3}
+    rows = []
+    for n in config.sizes:
+        for s in series:
+            if not s.is_gpu:
+                rows.append(_result(s, n, n**3 / 1e11, 1e-7))
+                continue
+            error = 3e-4 if s.tf32 else errors[s.dtype]
+            rows.append(_result(s, n, 1e-4 + 2 * n**3 / (2e14 if s.tf32 or s.dtype == "bfloat16" else 5e13), error,
+                                1e-5))
+    return sweep_of(config, series, rows, (), machine={})
+
+
+def test_selfcheck_json_on_each_faked_gpu_plans_what_it_has_and_passes_its_own_judge(any_gpu, monkeypatch,
+                                                                                       capsys, tmp_path):
+    monkeypatch.setattr(selfcheck, "run_sweep", _consistent_sweep)
+    code = main(["selfcheck", "--json", "--only", "gpu-sweep,unsynced-far-below", "--out", str(tmp_path)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["passed"], report["checks"]
+    series = report["checks"][0]["data"]["sweep"]["settings"]["series"]
+    has_ampere = any_gpu.model.has_bf16
+    assert ("cuda:0 bfloat16" in series) is has_ampere and ("cuda:0 float32 TF32 on" in series) is has_ampere
+    points = report["checks"][0]["data"]["sweep"]["results"]
+    assert has_ampere or not any(p["tf32"] for p in points)  # never tf32=True on a GPU without it
+
+
+def test_quick_sizes_shrink_the_gpu_checks(any_gpu, monkeypatch):
+    seen = []
+    monkeypatch.setattr(selfcheck, "run_sweep", lambda config, hooks=None: seen.append(config) or _consistent_sweep(config))
+    report = run_checks(select(["gpu-sweep"]), sizes=selfcheck.QUICK)
+    assert report.passed, report.outcomes
+    assert max(seen[0].sizes) == 1024 and seen[0].budget_s < selfcheck.GPU_BUDGET_S
+
+
+def test_clock_and_events_take_turns():
+    order = []
+    clock, events = alternate(lambda: order.append("clock") or 1.0, lambda: order.append("events") or 2.0, 4)
+    assert clock == [1.0] * 4 and events == [2.0] * 4
+    assert order == ["clock", "events", "events", "clock", "clock", "events", "events", "clock"]
 
 
 def test_a_gpu_sweep_that_stops_short_fails():
