@@ -3,7 +3,6 @@ export/import, migrations, crashes mid-write, and connection problems."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import json
 import os
@@ -15,6 +14,7 @@ import textwrap
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -367,17 +367,51 @@ def test_malformed_postgresql_urls_get_a_message_without_the_password(url):
 def test_a_sqlite_store_locked_too_long_is_a_message(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'busy.sqlite3'}"
     store = open_store(url)
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setenv("GPU_VS_CPU_DB_TIMEOUT_S", "0.3")
     blocker = sqlite3.connect(tmp_path / "busy.sqlite3", isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # another writer that does not let go
     try:
-        with pytest.raises(DashboardError, match="cannot be used now .*locked.*try again"):
+        started = time.monotonic()
+        with pytest.raises(DashboardError, match=r"locked by another program for more than 0.3 s; nothing was "
+                                                 r"changed; try again, or raise GPU_VS_CPU_DB_TIMEOUT_S"):
             store.save("train", train_payload(), machine=LAPTOP)
+        assert time.monotonic() - started < 3
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
     store.save("train", train_payload(), machine=LAPTOP)
     assert _count(store) == 1
+
+
+@pytest.mark.slow  # a real PostgreSQL server
+def test_a_postgresql_lock_held_elsewhere_is_one_line_within_seconds(postgres_url, monkeypatch):
+    import psycopg
+
+    store = open_store(postgres_url)
+    store.save("train", train_payload(), machine=LAPTOP)
+    monkeypatch.setenv("GPU_VS_CPU_DB_TIMEOUT_S", "1")
+    with psycopg.connect(postgres_url) as holder:
+        holder.execute("LOCK TABLE gvc_runs IN ACCESS EXCLUSIVE MODE")  # held until this block ends
+        for action in (store.list_runs, lambda: store.save("train", train_payload(), machine=LAPTOP),
+                       lambda: store.import_json(store_export), lambda: store.delete(1)):
+            started = time.monotonic()
+            with pytest.raises(DashboardError) as busy:
+                action()
+            assert time.monotonic() - started < 10
+            assert "busy: a lock held elsewhere" in str(busy.value) and "\n" not in str(busy.value)
+            assert "nothing was changed" in str(busy.value)
+        holder.rollback()
+    assert len(store.list_runs()) == 1, "nothing half-saved"
+
+
+store_export = json.dumps(matmul_payload(LAB)).encode()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "1e308", "soon"])
+def test_database_timeout_setting_is_bounded(value, monkeypatch, tmp_path):
+    monkeypatch.setenv("GPU_VS_CPU_DB_TIMEOUT_S", value)
+    with pytest.raises(DashboardError, match="GPU_VS_CPU_DB_TIMEOUT_S=.* is not a number of seconds from 0.1 to 600"):
+        open_store(f"sqlite:///{tmp_path / 'x.sqlite3'}")
 
 
 def test_run_numbers_stay_consecutive_after_importing_duplicates(store, tmp_path):

@@ -31,7 +31,9 @@ from core.store.records import RunListing, StoredRun, UnreadableRun, machine_lab
 
 DATABASE_URL_ENV = "DATABASE_URL"  # postgresql://user:password@host:5432/db shares one board
 SQLITE_FILE = "results.sqlite3"  # in core.platform.paths.data_dir()
-BUSY_TIMEOUT_MS = 30_000  # how long a SQLite writer waits for another one
+DB_TIMEOUT_ENV = "GPU_VS_CPU_DB_TIMEOUT_S"  # how long one statement may wait for a lock, or run
+DEFAULT_DB_TIMEOUT_S = 5.0  # a save takes milliseconds; a lock held longer is a stuck client, not a queue
+MAX_DB_TIMEOUT_S = 600.0
 WAL_RETRY_S = 0.05  # pause between tries to switch a new file to WAL while another connection opens it
 PG_CONNECT_TIMEOUT_S = 5  # an unreachable server fails fast with a message, never hangs the page
 PG_MIGRATION_LOCK = 0x6776635F  # pg_advisory_xact_lock key ("gvc_"): one migrator at a time
@@ -53,13 +55,27 @@ class ImportResult:
     skipped: int
 
 
+def db_timeout_s() -> float:
+    """Seconds a statement may wait for a lock (SQLite's busy_timeout; PostgreSQL's lock_timeout and
+    statement_timeout): GPU_VS_CPU_DB_TIMEOUT_S, else 5. A page or command held longer gives one line."""
+    raw = os.environ.get(DB_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_DB_TIMEOUT_S
+    except ValueError:
+        value = float("nan")
+    if not 0.1 <= value <= MAX_DB_TIMEOUT_S:
+        raise DashboardError(f"{DB_TIMEOUT_ENV}={raw[:40]!r} is not a number of seconds from 0.1 to "
+                             f"{MAX_DB_TIMEOUT_S:g}; unset it for {DEFAULT_DB_TIMEOUT_S:g} s")
+    return value
+
+
 def _ensure_wal(conn: sqlite3.Connection) -> None:
     """Put the file in WAL mode (a property of the file: after the first time this only reads it).
 
     Switching needs the file to itself, and SQLite answers "database is locked" at once, without
     its busy timeout, when another connection opens the new file at the same moment; so retry.
     """
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + db_timeout_s()
     while True:
         try:
             if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
@@ -171,15 +187,16 @@ class Store:
             raise DashboardError(f"this Python's SQLite is {sqlite3.sqlite_version}; the result store needs "
                                  f"{'.'.join(map(str, MIN_SQLITE))} or newer (a newer Python brings one)")
         path = Path(self._target)
+        timeout_s = db_timeout_s()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(path, isolation_level=None, timeout=timeout_s)
         except (OSError, sqlite3.Error) as exc:
             raise DashboardError(f"cannot open the result store {path}: {exc}; check the folder's permissions "
                                  f"or set GPU_VS_CPU_DATA_DIR") from None
         try:
             try:
-                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
                 _ensure_wal(conn)  # readers never block the one writer
                 conn.execute("PRAGMA synchronous = FULL")  # a committed run survives a power cut too
                 conn.execute("PRAGMA foreign_keys = ON")
@@ -209,6 +226,9 @@ class Store:
         if "not a database" in str(exc) or "malformed" in str(exc):
             return DashboardError(f"the result store {self._target} is damaged or not a SQLite file ({exc}); "
                                   "move it aside and a new one is created")
+        if "locked" in str(exc) or "busy" in str(exc):
+            return DashboardError(f"the result store {self._target} is locked by another program for more than "
+                                  f"{db_timeout_s():g} s; nothing was changed; try again, or raise {DB_TIMEOUT_ENV}")
         return DashboardError(f"the result store {self._target} cannot be used now ({exc}); try again")
 
     @contextmanager
@@ -223,7 +243,14 @@ class Store:
                                  f"{DATABASE_URL_ENV}, or unset it to keep results in this machine's SQLite file") from None
         with conn:  # commits when the block ends, rolls back on an exception, then closes
             try:
+                limit = str(int(db_timeout_s() * 1000))  # milliseconds, for this connection only
+                conn.execute("SELECT set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
+                             (limit, limit))
                 yield _Tx(conn, "postgresql")
+            except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
+                raise DashboardError(f"the {self.describe()} is busy: a lock held elsewhere or a slow statement kept "
+                                     f"this one waiting for more than {db_timeout_s():g} s; nothing was changed; "
+                                     f"try again, or raise {DB_TIMEOUT_ENV}") from None
             except psycopg.OperationalError as exc:
                 raise DashboardError(f"the {self.describe()} failed mid-transaction ({self._redact(str(exc))}); "
                                      "nothing was changed, try again") from None
