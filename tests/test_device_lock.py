@@ -237,13 +237,17 @@ def test_cap_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv(device_lock.MAX_JOB_ENV, "45")
     with hold_devices(["cpu"]) as job:
         assert job.max_job_s == 45
-    for bad in ("soon", "0", "-3", "nan", "inf"):
+    for bad in ("soon", "0", "-3", "nan", "inf", "1e308", "86401"):
         monkeypatch.setenv(device_lock.MAX_JOB_ENV, bad)
-        with pytest.raises(DashboardError, match=device_lock.MAX_JOB_ENV):
+        with pytest.raises(DashboardError, match=device_lock.MAX_JOB_ENV) as refused:
             max_job_s_from_env()
-    with pytest.raises(DashboardError, match="positive"):
-        with hold_devices(["cpu"], max_job_s=0):
-            pass
+        assert "\n" not in str(refused.value) and len(str(refused.value)) < 200, "one short line, no 309 digits"
+    monkeypatch.setenv(device_lock.MAX_JOB_ENV, "86400")
+    assert max_job_s_from_env() == 86400
+    for bad_cap in (0, 1e308, float("nan")):
+        with pytest.raises(DashboardError, match="above 0 and at most 86400"):
+            with hold_devices(["cpu"], max_job_s=bad_cap):
+                pass
 
 
 def test_stale_and_dead_tickets_do_not_block_the_line(monkeypatch):

@@ -14,13 +14,21 @@ Length cap: a job may hold its devices for `max_job_s` at most. Timed loops stop
 cap: `hold_devices` yields a `Job` whose `check()` raises `JobTimedOut` past the deadline, called
 between steps (a sweep per size, training per batch).
 
-A turn is a lease, not a kernel lock: the holder file (who runs, since when, for how long at most,
-and a token) *is* the lock, and a short file lock only makes reading and writing it atomic. A
-device is free when it has no holder file, when the holder's process is gone, or when the holder
-has run past its cap plus a grace period (`GPU_VS_CPU_LOCK_GRACE_S`, 30 s): a holder that stopped
-making progress (suspended with Ctrl+Z or SIGSTOP, hung) cannot keep the class waiting. The next
-job in line then takes the device, and the old holder, if it wakes up, finds another token in the
-holder file at its next `check()` and stops with `JobLost` without timing anything more.
+A turn is a lease, not a kernel lock: the holder file (who runs, for how long at most, a token and
+a heartbeat count) *is* the lock, and a short file lock only makes reading and writing it atomic.
+The holder renews the lease every HEARTBEAT_S from a thread while its job is within its cap, and
+stops renewing past it. A device is free when it has no holder file, when the holder's process is
+gone, or when a waiter has seen the heartbeat count stand still for the grace period
+(`GPU_VS_CPU_LOCK_GRACE_S`, 30 s): a holder that stopped making progress (suspended with Ctrl+Z or
+SIGSTOP, hung past its cap) cannot keep the class waiting. The next job in line then takes the
+device, and the old holder, if it wakes up, finds another token in the holder file at its next
+`check()` and stops with `JobLost` without timing anything more.
+
+No decision reads the wall clock: the holder times its cap with its own monotonic clock, and a
+waiter times the heartbeat's silence with its own, so a clock jump (NTP, a laptop waking up, a
+daylight-saving change) neither frees a live holder nor extends a dead one. The wall-clock start is
+written for people only. A lock folder removed while a job runs is recreated by the next heartbeat,
+with the holder file in it; one that cannot be recreated stops the job with that reason.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import filelock
@@ -44,12 +52,21 @@ POLL_S = 0.1  # how often a waiting job re-checks the line, the lock and its can
 STALE_TICKET_S = 30.0  # a ticket whose heartbeat is older than this no longer counts as waiting
 DEFAULT_MAX_JOB_S = 600.0  # 10 min; default sweeps take ~20 s and default training ~30 s on a 2-core CPU
 MAX_JOB_ENV = "GPU_VS_CPU_MAX_JOB_S"  # a classroom server can shorten (or lengthen) the cap
-DEFAULT_GRACE_S = 30.0  # past its cap plus this, a holder that has not stopped itself loses its turn
+LONGEST_JOB_S = 24 * 3600.0  # the cap's own bound: a day; a longer one would hold the class's device indefinitely
+DEFAULT_GRACE_S = 30.0  # a holder whose heartbeat stood still this long loses its turn
+LONGEST_GRACE_S = 3600.0
+MIN_GRACE_S = 1.0  # a few heartbeats: a shorter grace would take the device from a busy but live holder
 GRACE_ENV = "GPU_VS_CPU_LOCK_GRACE_S"
+HEARTBEAT_S = 0.5  # how often a holder renews its lease (well under any sensible grace period)
 TRANSACTION_TIMEOUT_S = 5.0  # the file lock guards a few file reads and writes, never a job
 
 WaitCallback = Callable[[str, int], None]  # (device key, jobs ahead, the running one included)
 CancelCheck = Callable[[], bool]
+
+# What this process saw of other processes' heartbeats: (what, key) -> (last value, monotonic time it
+# changed). Silence is measured here, on this process's monotonic clock, never from a written time.
+_seen: dict[tuple[str, str], tuple[object, float]] = {}
+_seen_lock = threading.Lock()
 
 # Devices the current thread holds. Only core's job layer takes devices, once per job, so a second
 # hold of a held device in the same thread is a bug that would wait for itself forever: it is
@@ -71,17 +88,15 @@ class JobLost(JobTimedOut):
 
 @dataclass(frozen=True)
 class Holder:
-    """Who holds a device now, as its holder file says."""
+    """Who holds a device now, as its holder file says, and how long this process has seen it silent."""
 
     device: str
     pid: int
     label: str  # what runs, e.g. "matmul sweep"
-    started_at: float  # seconds since the epoch (wall clock: other processes read it)
+    started_at: float  # seconds since the epoch, for people only: no decision reads it
     max_job_s: float
-
-    @property
-    def running_s(self) -> float:
-        return max(0.0, time.time() - self.started_at)
+    running_s: float = 0.0  # the holder's own monotonic seconds since it took the device, at its last heartbeat
+    silent_s: float = 0.0  # how long (this process's monotonic clock) its heartbeat has not moved
 
     @property
     def overdue(self) -> bool:
@@ -89,8 +104,8 @@ class Holder:
 
     @property
     def expired(self) -> bool:
-        """Past its cap plus the grace period: a live holder this late has stalled, and loses its turn."""
-        return self.running_s > self.max_job_s + grace_s_from_env()
+        """Its heartbeat stood still for the grace period: suspended, hung, or past its cap; it loses its turn."""
+        return self.silent_s > grace_s_from_env()
 
 
 @dataclass(frozen=True)
@@ -102,11 +117,12 @@ class Job:
     started_at: float  # time.monotonic() when the last device was taken
     waited_s: float  # how long the job stood in line
     tokens: tuple[tuple[str, str], ...] = ()  # (device, token) of each turn this job took itself
+    lease: _Heartbeat | None = field(default=None, compare=False, repr=False)  # renews the turns while it runs
 
     @property
     def lost(self) -> bool:
-        """True once another job took one of these devices (this one stalled past its cap plus grace)."""
-        return any(_holder_token(device) != token for device, token in self.tokens)
+        """True once another job took one of these devices (this one's heartbeat stood still past the grace)."""
+        return any(_holder_token(device) not in (token, None) for device, token in self.tokens)
 
     @property
     def elapsed_s(self) -> float:
@@ -129,9 +145,15 @@ class Job:
 
     def check(self) -> None:
         """Raise JobTimedOut once the job has run past its cap (JobLost if it lost its turn); call it between steps."""
+        if self.lease is not None and self.lease.problem:
+            raise JobLost(self.lease.problem)
+        if self.lost and self.lease is not None and self.lease.renewing:
+            raise JobLost("another job took this job's device while this one was still renewing its turn (the "
+                          "holder file was removed or overwritten: the lock folder deleted?); nothing more was "
+                          "timed; run it again")
         if self.lost:
-            raise JobLost(f"this job stalled past its limit of {self.max_job_s:g} s (plus {grace_s_from_env():g} s "
-                          "of grace) and the next job took its turn; nothing more was timed; run it again")
+            raise JobLost(f"this job stopped renewing its turn for more than {grace_s_from_env():g} s (it was "
+                          "suspended or hung) and the next job took its turn; nothing more was timed; run it again")
         if self.remaining_s <= 0:
             raise JobTimedOut(self.limit_message)
 
@@ -189,7 +211,7 @@ class WaitStatus:
 
 
 def max_job_s_from_env() -> float:
-    """The cap per job: GPU_VS_CPU_MAX_JOB_S if set, else DEFAULT_MAX_JOB_S."""
+    """The cap per job: GPU_VS_CPU_MAX_JOB_S if set, else DEFAULT_MAX_JOB_S; at most LONGEST_JOB_S."""
     raw = os.environ.get(MAX_JOB_ENV, "").strip()
     if not raw:
         return DEFAULT_MAX_JOB_S
@@ -197,21 +219,51 @@ def max_job_s_from_env() -> float:
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise DashboardError(f"{MAX_JOB_ENV}={raw!r} is not a positive number of seconds; unset it or use e.g. 600")
+    if not 0 < value <= LONGEST_JOB_S:
+        raise DashboardError(f"{MAX_JOB_ENV}={raw[:40]!r} is not a number of seconds above 0 and at most {LONGEST_JOB_S:.0f} "
+                             f"(24 h); unset it or use e.g. 600")
+    return value
+
+
+def check_cap(max_job_s: object) -> float:
+    """A cap given in code, bounded like the environment's: positive and at most a day."""
+    value = float(max_job_s) if isinstance(max_job_s, (int, float)) and not isinstance(max_job_s, bool) else float("nan")
+    if not 0 < value <= LONGEST_JOB_S:
+        raise DashboardError(f"max_job_s must be a number of seconds above 0 and at most {LONGEST_JOB_S:.0f} (24 h), "
+                             f"not {str(max_job_s)[:40]}")
     return value
 
 
 def grace_s_from_env() -> float:
-    """Seconds past its cap before a stalled holder loses its turn: GPU_VS_CPU_LOCK_GRACE_S, else 30."""
+    """Seconds of heartbeat silence before a stalled holder loses its turn: GPU_VS_CPU_LOCK_GRACE_S, else 30."""
     raw = os.environ.get(GRACE_ENV, "").strip()
     try:
         value = float(raw) if raw else DEFAULT_GRACE_S
     except ValueError:
         value = float("nan")
-    if not 0 <= value < float("inf"):
-        raise DashboardError(f"{GRACE_ENV}={raw!r} is not a number of seconds; unset it or use e.g. 30")
+    if not MIN_GRACE_S <= value <= LONGEST_GRACE_S:
+        raise DashboardError(f"{GRACE_ENV}={raw[:40]!r} is not a number of seconds from {MIN_GRACE_S:g} to "
+                             f"{LONGEST_GRACE_S:.0f}; "
+                             "unset it or use e.g. 30")
     return value
+
+
+def _silent_for(what: str, key: str, value: object) -> float:
+    """Seconds, on this process's monotonic clock, since `value` last changed for (what, key); 0 when it just did."""
+    now = time.monotonic()
+    with _seen_lock:
+        seen = _seen.get((what, key))
+        if seen is None or seen[0] != value:
+            _seen[(what, key)] = (value, now)
+            return 0.0
+        return now - seen[1]
+
+
+def _forget(what: str, keep: set[str]) -> None:
+    """Drop what was seen of heartbeats no longer there (a holder gone, a ticket served)."""
+    with _seen_lock:
+        for gone in [k for k in _seen if k[0] == what and k[1] not in keep]:
+            del _seen[gone]
 
 
 def _slug(device: str) -> str:
@@ -238,6 +290,15 @@ def _holder_path(device: str) -> Path:
     return lock_dir() / f"{_slug(device)}.holder.json"
 
 
+def _touch(ticket: Path, device: str) -> None:
+    """Renew a waiting ticket, recreating the line's folder if someone removed the lock folder."""
+    try:
+        ticket.touch()
+    except FileNotFoundError:
+        _queue_dir(device)
+        ticket.touch()
+
+
 def _ticket_pid(ticket: Path) -> int | None:
     try:
         return int(ticket.name.split("-")[1])
@@ -246,10 +307,17 @@ def _ticket_pid(ticket: Path) -> int | None:
 
 
 def _jobs_ahead(queue: Path, ticket: Path) -> int:
-    """Live tickets older than ours; a ticket of a dead process is swept away."""
+    """Live tickets older than ours; a ticket of a dead process is swept away, and one whose heartbeat
+    (its mtime) is older than STALE_TICKET_S is not counted. The mtime is the wall clock, but only the
+    order in line depends on it: a clock jump misjudges a ticket until its next touch (POLL_S), and
+    never frees or holds a device (that is the holder's heartbeat, below)."""
     ahead = 0
     now = time.time()
-    for other in queue.iterdir():
+    try:
+        others = list(queue.iterdir())
+    except FileNotFoundError:  # the lock folder was removed: no one is in line any more
+        return 0
+    for other in others:
         if other.name >= ticket.name:
             continue
         pid = _ticket_pid(other)
@@ -259,7 +327,7 @@ def _jobs_ahead(queue: Path, ticket: Path) -> int:
             other.unlink(missing_ok=True)
             continue
         try:
-            fresh = now - other.stat().st_mtime < STALE_TICKET_S
+            fresh = abs(now - other.stat().st_mtime) < STALE_TICKET_S
         except FileNotFoundError:  # its job took the lock or gave up meanwhile
             continue
         ahead += fresh
@@ -270,10 +338,14 @@ def _read_holder(device: str) -> tuple[Holder, str] | None:
     """The holder file's contents and token, or None when there is none (or it is unreadable)."""
     try:
         raw = json.loads(_holder_path(device).read_text())
-        holder = Holder(device=device, pid=int(raw["pid"]), label=str(raw.get("label", "")),
-                        started_at=float(raw["started_at"]), max_job_s=float(raw["max_job_s"]))
-        return holder, str(raw.get("token", ""))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        token = str(raw.get("token", ""))
+        beat = int(raw.get("beat", 0))
+        holder = Holder(device=device, pid=int(raw["pid"]), label=str(raw.get("label", ""))[:200],
+                        started_at=float(raw["started_at"]), max_job_s=min(float(raw["max_job_s"]), LONGEST_JOB_S),
+                        running_s=min(max(0.0, float(raw.get("running_s", 0.0))), LONGEST_JOB_S),
+                        silent_s=_silent_for("holder", f"{device} {token}", beat))
+        return holder, token
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError):
         return None
 
 
@@ -292,9 +364,19 @@ def current_holder(device: str) -> Holder | None:
 
 
 def _transaction(device: str) -> filelock.BaseFileLock:
-    """The short lock that makes one read-decide-write of the holder file atomic across processes."""
+    """The short lock that makes one read-decide-write of the holder file atomic across processes
+    (lock_dir() creates the folder again if it was removed)."""
     return filelock.FileLock(str(lock_dir() / f"{_slug(device)}.lock"), thread_local=False,
                              timeout=TRANSACTION_TIMEOUT_S)
+
+
+def _write_holder(device: str, token: str, label: str, max_job_s: float, started_at: float, beat: int,
+                  running_s: float) -> None:
+    path = _holder_path(device)
+    tmp = path.with_name(f"{path.name}.{token}.tmp")
+    tmp.write_text(json.dumps({"pid": os.getpid(), "label": label, "started_at": started_at, "max_job_s": max_job_s,
+                               "token": token, "beat": beat, "running_s": running_s}))
+    os.replace(tmp, path)
 
 
 def _try_claim(device: str, label: str, max_job_s: float, token: str) -> bool:
@@ -303,14 +385,64 @@ def _try_claim(device: str, label: str, max_job_s: float, token: str) -> bool:
         with _transaction(device).acquire(timeout=0):
             if current_holder(device) is not None:
                 return False
-            path = _holder_path(device)
-            tmp = path.with_name(f"{path.name}.{token}.tmp")
-            tmp.write_text(json.dumps({"pid": os.getpid(), "label": label, "started_at": time.time(),
-                                       "max_job_s": max_job_s, "token": token}))
-            os.replace(tmp, path)
+            _write_holder(device, token, label, max_job_s, time.time(), 0, 0.0)
+            _forget("holder", {f"{device} {token}"})
             return True
     except filelock.Timeout:  # another process is reading or writing the holder file this instant
         return False
+
+
+class _Heartbeat:
+    """Renews a job's turns every HEARTBEAT_S while the job is within its cap, from a daemon thread.
+
+    A suspended or hung process renews nothing, so a waiter takes over after the grace period. The
+    holder file is rewritten as it was (with the next beat), recreated with its folder if someone
+    removed them; `problem` says why the job must stop when that fails.
+    """
+
+    def __init__(self, tokens: list[tuple[str, str]], label: str, max_job_s: float, started: float) -> None:
+        self.tokens, self.label, self.max_job_s, self.started = tokens, label, max_job_s, started
+        self.wall_start = time.time()
+        self.problem: str | None = None
+        self.beat = 0
+        self.last_renewed = started
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="device-lease-heartbeat", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            running = time.monotonic() - self.started
+            if running > self.max_job_s:
+                return  # past the cap: the job should have stopped itself; the grace period starts now
+            self.renew(running)
+
+    @property
+    def renewing(self) -> bool:
+        """True while the heartbeat keeps up: a turn lost now was not lost to silence."""
+        return time.monotonic() - self.last_renewed < grace_s_from_env()
+
+    def renew(self, running_s: float) -> None:
+        """One heartbeat for every device still ours; a removed folder or file is written again."""
+        self.beat += 1
+        for device, token in self.tokens:
+            try:
+                with _transaction(device):
+                    current = _holder_token(device)
+                    if current not in (token, None):
+                        continue  # another job took the turn: check() says so
+                    _write_holder(device, token, self.label, self.max_job_s, self.wall_start, self.beat, running_s)
+                self.last_renewed = time.monotonic()
+            except (OSError, DashboardError, filelock.Timeout) as exc:
+                self.problem = (f"the lock folder for {device} was removed and cannot be written again ({exc}); "
+                                "this job stopped so two jobs never time the device at once; run it again")
 
 
 def _release(device: str, token: str) -> None:
@@ -344,7 +476,7 @@ def _hold_one(device: str, label: str, max_job_s: float, on_wait: WaitCallback |
             if on_wait is not None:
                 on_wait(device, 1 + ahead)  # the running job, plus older waiters
             time.sleep(POLL_S)
-            ticket.touch()  # heartbeat; also puts back a ticket another process swept by mistake
+            _touch(ticket, device)  # heartbeat; also puts back a ticket another process swept by mistake
         try:
             ticket.unlink(missing_ok=True)  # after the claim: waiters always see who runs
             yield token
@@ -374,9 +506,7 @@ def hold_devices(
     finish, error, cancel, Streamlit's stop and rerun, a closed tab's session shutdown; and by the
     kernel when the process dies.
     """
-    cap = max_job_s_from_env() if max_job_s is None else float(max_job_s)
-    if not cap > 0:
-        raise DashboardError(f"max_job_s must be a positive number of seconds, not {max_job_s!r}")
+    cap = max_job_s_from_env() if max_job_s is None else check_cap(max_job_s)
     wanted = tuple(sorted(set(devices)))
     held: set[str] = _held_here.__dict__.setdefault("devices", set())
     if held & set(wanted):
@@ -390,4 +520,6 @@ def hold_devices(
             held.add(device)
             stack.callback(held.discard, device)
         started = time.monotonic()
-        yield Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined, tokens=tuple(tokens))
+        lease = stack.enter_context(_Heartbeat(tokens, label, cap, started))
+        yield Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined, tokens=tuple(tokens),
+                  lease=lease)
