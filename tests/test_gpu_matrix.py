@@ -9,6 +9,7 @@ from core import notebook
 from core.matmul import engine
 from core.matmul.sweep import SweepConfig, plan_series
 from core.platform import device_lock, jobs
+from tests.conftest import GPU_MODELS
 
 CUDA = torch.device("cuda", 0)
 
@@ -80,3 +81,29 @@ def test_a_job_empties_the_gpu_cache_before_it_lets_the_gpu_go(gpu_model, monkey
     with jobs.run_job(["cpu", "cuda:1"], label="test"):
         order.append("work")
     assert order == ["work", "empty cuda:1", "unlock"]
+
+
+# The data sheets' dense peaks in TFLOP/s (T4 datasheet; A100 and H100 whitepapers): the table must give them
+DATASHEET_TFLOPS = {
+    "T4": {"float32": 8.1, "float16": 65, "float64": 0.25},
+    "A100-40GB": {"float32": 19.5, "tf32": 156, "bfloat16": 312, "float16": 312, "float64": 19.5},
+    "A100-80GB": {"float32": 19.5, "tf32": 156, "bfloat16": 312, "float16": 312, "float64": 19.5},
+    "H100": {"float32": 67, "tf32": 495, "bfloat16": 989, "float16": 989, "float64": 67},
+}
+
+
+def test_theoretical_peaks_follow_the_architecture(any_gpu):
+    from core.roofline import theory
+
+    name = next(k for k, m in GPU_MODELS.items() if m == any_gpu.model)
+    for key, tflops in DATASHEET_TFLOPS[name].items():
+        dtype, tf32 = ("float32", True) if key == "tf32" else (key, False)
+        peak = theory.cuda_peak(0, dtype, tf32=tf32)
+        assert peak.gflops is not None, peak.note
+        # H100's tensor figures are quoted at 1830 MHz, below the 1980 MHz boost clock torch reports
+        high = 1.09 if name == "H100" and key not in ("float32", "float64") else 1.02
+        assert tflops * 0.98 <= peak.gflops / 1e3 <= tflops * high, (key, peak)
+    if not any_gpu.model.has_bf16:  # a T4: no bfloat16 or TF32 line rather than an invented one
+        for dtype, tf32 in (("bfloat16", False), ("float32", True)):
+            peak = theory.cuda_peak(0, dtype, tf32=tf32)
+            assert peak.gflops is None and "unknown" in peak.note

@@ -88,7 +88,7 @@ def measure_roofs(s: Series, budget_s: float) -> DeviceRoofs:
             ph2d, pd2h = probes.copy_rates_gbs(device, pinned=True, budget_s=budget_s)
             copies = {"h2d_gbs": h2d, "d2h_gbs": d2h, "h2d_pinned_gbs": ph2d, "d2h_pinned_gbs": pd2h}
     if device.type == "cuda":
-        peak = theory.cuda_peak(device.index or 0, s.dtype)
+        peak = theory.cuda_peak(device.index or 0, s.dtype, tf32=bool(s.tf32))
     elif device.type == "cpu":
         peak = theory.cpu_peak(threads, s.dtype)
     else:

@@ -22,7 +22,27 @@ SIMD_BITS = {"AVX512": 512, "AVX2": 256, "SVE256": 256, "ZVECTOR": 128, "VSX": 1
 FMA_UNITS = 2  # per core: true of most desktop and server x86 and Apple cores since ~2013; a guess
 DTYPE_BITS = {"float32": 32, "float64": 64, "float16": 32, "bfloat16": 32}  # CPU half precision computes in float32
 FP32_LANES_PER_SM = {7: 64, 8: 64, 9: 128, 10: 128, 12: 128}  # by compute-capability major; 8.6 and 8.9 have 128
-CUDA_DTYPE_FACTOR = {"float32": 1.0, "float64": 1 / 32, "float16": 1.0, "bfloat16": 1.0}  # without tensor cores
+
+# Dense matmul flops per SM per clock (2 per FMA) for what torch's matmul runs on: tensor cores for
+# float16, bfloat16 and TF32 (and float64 from Ampere's A100 and Hopper on), the FP64 units otherwise.
+# Derived from each whitepaper's peak / (SMs x boost clock) and checked against its table:
+#   7.0 V100 (NVIDIA Tesla V100 whitepaper, 80 SMs, 1530 MHz): fp64 7.8, fp16 tensor 125 TFLOP/s
+#   7.5 T4 (NVIDIA T4 datasheet, Turing whitepaper; 40 SMs, 1590 MHz): fp16 tensor 65, fp64 1/32 of fp32
+#   8.0 A100 (NVIDIA A100 whitepaper, 108 SMs, 1410 MHz): fp64 tensor 19.5, TF32 156, fp16/bf16 312
+#   8.6 GA10x (NVIDIA Ampere GA102 whitepaper; A10: 72 SMs, 1695 MHz): fp16/bf16 125, TF32 62.5, fp64 1/64
+#   8.9 Ada (NVIDIA Ada whitepaper; L4: 58 SMs, 2040 MHz): fp16/bf16 121, TF32 60, fp64 1/64
+#   9.0 H100 SXM5 (NVIDIA H100 whitepaper, 132 SMs): fp64 tensor 67, TF32 495, fp16/bf16 989; its tensor
+#       figures are at 1830 MHz, below the 1980 MHz boost clock torch reports, so this line sits ~8% high
+# GeForce cards of 8.6 and 8.9 run float16 with float32 accumulation (what torch asks for) at half the
+# rate above. Capabilities not listed (10.x, 12.x, ...) get the float32 line only: unknown is not invented.
+TENSOR_FLOPS_PER_SM_CLOCK: dict[tuple[int, int], dict[str, int]] = {
+    (7, 0): {"float64": 64, "float16": 1024},
+    (7, 5): {"float64": 4, "float16": 1024},
+    (8, 0): {"float64": 128, "float16": 2048, "bfloat16": 2048, "tf32": 1024},
+    (8, 6): {"float64": 4, "float16": 1024, "bfloat16": 1024, "tf32": 512},
+    (8, 9): {"float64": 4, "float16": 1024, "bfloat16": 1024, "tf32": 512},
+    (9, 0): {"float64": 256, "float16": 4096, "bfloat16": 4096, "tf32": 2048},
+}
 
 
 @dataclass(frozen=True)
@@ -79,16 +99,30 @@ def cpu_peak(threads: int, dtype: str, *, capability: str | None = None, name: s
                                    f"({why})")
 
 
-def cuda_peak(index: int, dtype: str) -> TheoreticalPeak:
-    """SMs x clock x 2 x FP32 lanes per SM, from torch's device properties; unknown without a clock."""
+def cuda_peak(index: int, dtype: str, *, tf32: bool = False) -> TheoreticalPeak:
+    """SMs x clock x flops per SM per clock, from torch's device properties; unknown without a clock.
+
+    float32 (TF32 off): SMs x clock x 2 x FP32 lanes per SM. Other dtypes and TF32 from
+    TENSOR_FLOPS_PER_SM_CLOCK, by compute capability; unknown where the table has no figure
+    (bfloat16 or TF32 on a GPU without them, a capability not in the table).
+    """
     props = torch.cuda.get_device_properties(index)
     sms = getattr(props, "multi_processor_count", None)
     khz = getattr(props, "clock_rate", None)  # CUDA reports kHz; torch exposes it only in recent versions
-    lanes = FP32_LANES_PER_SM.get(int(props.major))
-    if (props.major, props.minor) in ((8, 6), (8, 7), (8, 9)):
+    capability = (int(props.major), int(props.minor))
+    lanes = FP32_LANES_PER_SM.get(capability[0])
+    if capability in ((8, 6), (8, 7), (8, 9)):
         lanes = 128
     if not sms or not khz or lanes is None:
         missing = "clock rate" if not khz else "SM count" if not sms else f"lanes per SM for {props.major}.{props.minor}"
         return TheoreticalPeak(None, f"unknown: torch does not expose the {missing}")
-    gflops = sms * khz / 1e6 * 2 * lanes * CUDA_DTYPE_FACTOR.get(dtype, 1.0)
-    return TheoreticalPeak(gflops, f"{sms} SMs x {khz / 1e6:.2f} GHz x 2 x {lanes} FP32 lanes per SM (no tensor cores)")
+    ghz = khz / 1e6
+    key = "tf32" if tf32 and dtype == "float32" else dtype
+    if key == "float32":
+        return TheoreticalPeak(sms * ghz * 2 * lanes, f"{sms} SMs x {ghz:.2f} GHz x 2 x {lanes} FP32 lanes per SM")
+    per_clock = TENSOR_FLOPS_PER_SM_CLOCK.get(capability, {}).get(key)
+    if per_clock is None:
+        return TheoreticalPeak(None, f"unknown: no {key} figure for compute capability {capability[0]}.{capability[1]}")
+    units = "FP64 units" if key == "float64" and per_clock < 2 * lanes else "tensor cores, dense"
+    return TheoreticalPeak(sms * ghz * per_clock,
+                           f"{sms} SMs x {ghz:.2f} GHz x {per_clock} {key} flops per SM per clock ({units})")
