@@ -56,6 +56,11 @@ def resolve_device(name: str) -> torch.device:
     key = name.strip().lower()
     if key == "auto":
         return torch.device(available_devices()[0])
+    index_text = key[len("cuda:"):] if key.startswith("cuda:") else ""
+    if index_text.isdecimal() and int(index_text) >= cuda_count():  # before torch, which keeps 8 bits: cuda:256 is 0
+        count = cuda_count()
+        where = f"only {count} CUDA device(s) are visible (cuda:0 to cuda:{count - 1})" if count else GET_A_GPU
+        raise DashboardError(f"device {name[:40]!r} is not available: {where}")
     try:
         device = torch.device(key)
     except (RuntimeError, ValueError):
