@@ -159,7 +159,7 @@ class Report:
 
 
 def check_devices(ctx: Context) -> CheckResult:
-    info = inspect_machine()
+    info = inspect_machine(free_memory=True)
     cpu = f"CPU {info.cpu.name}, {info.cpu.logical_cores} logical cores, torch uses {info.cpu.torch_threads} threads"
     gpus = [f"GPU {g.index} {g.name}, {gib(g.free_memory_bytes)} free of {gib(g.total_memory_bytes)}" for g in info.gpus]
     where = "; ".join(gpus) if gpus else "no CUDA GPU visible: the GPU checks will be skipped"

@@ -15,7 +15,7 @@ st.title("Hardware check")
 st.caption("Is there a GPU here, which one, and how much of its memory is free?")
 st.button("Refresh", key="hw_refresh", icon=":material/refresh:")
 
-info = inspect_machine()
+info = inspect_machine(free_memory=True)
 
 with st.container(border=True):
     st.subheader(f"CPU: {info.cpu.name}")

@@ -107,3 +107,14 @@ def test_theoretical_peaks_follow_the_architecture(any_gpu):
         for dtype, tf32 in (("bfloat16", False), ("float32", True)):
             peak = theory.cuda_peak(0, dtype, tf32=tf32)
             assert peak.gflops is None and "unknown" in peak.note
+
+
+def test_run_records_create_no_cuda_context_on_any_gpu(gpu_model):
+    from core.platform.hardware import inspect_machine
+
+    fake = gpu_model("A100-80GB", count=8)
+    info = inspect_machine()  # what every sweep, roofline and saved run records
+    assert fake.contexts == set() and [g.total_memory_bytes for g in info.gpus] == [80 * 2**30] * 8
+    assert all(g.free_memory_bytes is None for g in info.gpus)
+    asked = inspect_machine(free_memory=True)  # the Hardware page, `core devices`, the self-check
+    assert fake.contexts == set(range(8)) and asked.gpus[0].free_memory_bytes == fake.free

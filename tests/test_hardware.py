@@ -53,7 +53,7 @@ def test_no_gpu_here_is_reported_plainly():
 
 
 def test_fake_gpu_is_reported(fake_cuda):
-    info = hardware.inspect_machine()
+    info = hardware.inspect_machine(free_memory=True)
     assert len(info.gpus) == 1
     gpu = info.gpus[0]
     assert gpu.name == "Fake GPU 80GB"
@@ -68,7 +68,7 @@ def test_fake_gpu_is_reported(fake_cuda):
 
 def test_one_failing_query_leaves_the_rest(fake_cuda):
     fake_cuda.fail.add("mem_get_info")
-    info = hardware.inspect_machine()
+    info = hardware.inspect_machine(free_memory=True)
     gpu = info.gpus[0]
     assert gpu.name == "Fake GPU 80GB" and gpu.total_memory_bytes == 80 * 2**30
     assert gpu.free_memory_bytes is None and gpu.used_memory_bytes is None
@@ -77,7 +77,7 @@ def test_one_failing_query_leaves_the_rest(fake_cuda):
 
 def test_failing_properties_fall_back_to_driver_total(fake_cuda):
     fake_cuda.fail.add("get_device_properties")
-    gpu = hardware.inspect_machine().gpus[0]
+    gpu = hardware.inspect_machine(free_memory=True).gpus[0]
     assert gpu.name is None and gpu.compute_capability is None
     assert gpu.total_memory_bytes == 80 * 2**30
 

@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    info = inspect_machine()
+    info = inspect_machine(free_memory=True)
     if args.json:
         print_json(info.to_dict())
     else:

@@ -113,9 +113,11 @@ def inspect_cpu(notes: list[str]) -> CpuInfo:
     )
 
 
-def inspect_gpu(index: int, notes: list[str]) -> GpuInfo:
+def inspect_gpu(index: int, notes: list[str], free_memory: bool = False) -> GpuInfo:
+    """The GPU's properties; its free memory only when asked (see inspect_machine)."""
     props = _try(notes, f"GPU {index} properties", lambda: torch.cuda.get_device_properties(index))
-    free_total = _try(notes, f"GPU {index} free memory", lambda: torch.cuda.mem_get_info(index))
+    free_total = (_try(notes, f"GPU {index} free memory", lambda: torch.cuda.mem_get_info(index))
+                  if free_memory else None)
     total = getattr(props, "total_memory", None)
     if total is None and free_total is not None:
         total = int(free_total[1])
@@ -130,14 +132,20 @@ def inspect_gpu(index: int, notes: list[str]) -> GpuInfo:
     )
 
 
-def inspect_machine() -> MachineInfo:
-    """A fresh report; cheap enough (a few ms, plus CUDA init the first time) to call per refresh."""
+def inspect_machine(free_memory: bool = False) -> MachineInfo:
+    """A fresh report; cheap enough (a few ms, plus CUDA init the first time) to call per refresh.
+
+    `free_memory`: also ask each GPU's driver how much memory is free. That query creates a CUDA
+    context (hundreds of MB) on every GPU, and on a GPU in EXCLUSIVE_PROCESS mode it locks out the
+    other processes (a cold-start child, torchrun workers), so the records saved with each run leave
+    it out; the Hardware page, `python -m core devices` and the self-check ask for it.
+    """
     notes: list[str] = []
     cpu = inspect_cpu(notes)
     count = devices.cuda_count()
     if count == 0 and torch.version.cuda is not None:
         notes.append("torch was built with CUDA, but no CUDA device is visible (no driver, or CUDA_VISIBLE_DEVICES hides it)")
-    gpus = [inspect_gpu(i, notes) for i in range(count)]
+    gpus = [inspect_gpu(i, notes, free_memory) for i in range(count)]
     tf32 = bool(_try(notes, "TF32 setting", precision.tf32_enabled))
     return MachineInfo(
         cpu=cpu,
