@@ -82,6 +82,14 @@ def test_bad_choice_is_an_error_message_not_a_traceback(app, no_gpu):
     assert "choose at least one device" in app.error[0].value
 
 
+def test_on_a_server_with_several_gpus_the_default_is_one_gpu_and_the_cpu(app, gpu_model):
+    gpu_model("A100-80GB", count=8)
+    app.switch_page(PAGE).run()
+    assert not app.exception
+    assert app.multiselect(key="mm_devices").value == ["cuda:0", "cpu"]
+    assert "cuda:7" in app.multiselect(key="mm_devices").options
+
+
 def test_page_with_fake_gpu_offers_it_and_tf32(app, fake_cuda):
     app.switch_page(PAGE).run()
     assert not app.exception

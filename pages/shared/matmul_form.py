@@ -22,6 +22,12 @@ DEFAULT_SIZES = (64, 2048)
 FREE = None  # the threads option "free cores": resolved by the sweep's load probe
 
 
+def default_devices(available: list[str]) -> list[str]:
+    """The first GPU and the CPU: a sweep holds every device it times, so on an 8-GPU server the
+    default must not lock all eight (a user adds more on purpose)."""
+    return [d for d in available if d != "cpu"][:1] + ["cpu"]
+
+
 def _threads_label(threads: int | None) -> str:
     return "free cores" if threads is FREE else str(threads)
 
@@ -52,7 +58,8 @@ def sweep_form(gpu_here: bool) -> SweepForm:
     """Draw the settings box with its Run and Stop buttons."""
     with st.container(border=True):
         c1, c2, c3 = st.columns(3)
-        devices = c1.multiselect("Devices", available_devices(), default=available_devices(), key="mm_devices")
+        devices = c1.multiselect("Devices", available_devices(), default=default_devices(available_devices()),
+                                 key="mm_devices")
         dtypes = c2.multiselect("dtypes", dtype_choices(devices or ["cpu"]), default=["float32"], key="mm_dtypes",
                                 help="float16 on a CPU is very slow; the time guard skips sizes that would overrun the budget.")
         cores: list[int | None] = [FREE, *thread_choices()]
