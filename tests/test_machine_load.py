@@ -132,7 +132,9 @@ def test_matmul_json_and_text_carry_the_load(monkeypatch, capsys):
     monkeypatch.setattr(jobs, "probe_load", lambda: BUSY)
     assert main(["matmul", "--sizes", "16", "--budget", "0.05", "--json", "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["load"] == BUSY.to_json() and out["settings"]["threads"] == [None]
+    from core.matmul.sweep import default_race_threads
+    from core.platform.devices import has_gpu
+    assert out["load"] == BUSY.to_json() and out["settings"]["threads"] == list(default_race_threads(has_gpu()))
     assert main(["matmul", "--sizes", "16", "--budget", "0.05", "--quiet"]) == 0
     assert BUSY.notice in capsys.readouterr().out
 
