@@ -118,3 +118,44 @@ def test_run_records_create_no_cuda_context_on_any_gpu(gpu_model):
     assert all(g.free_memory_bytes is None for g in info.gpus)
     asked = inspect_machine(free_memory=True)  # the Hardware page, `core devices`, the self-check
     assert fake.contexts == set(range(8)) and asked.gpus[0].free_memory_bytes == fake.free
+
+
+# ---------------------------------------------------------------- a diverging run (issue 24, item 1)
+
+
+@pytest.mark.parametrize("preset", ["minibatch", "lecture"])
+def test_the_highest_learning_rate_a_user_may_pick_gives_the_diverged_message(preset):
+    from core.classifier.model import MAX_LR, preset_config
+    from core.classifier.training import features_for, train
+    from core.errors import DashboardError
+    from tests.review_fixtures import toy_reviews
+
+    # on the CPU the sigmoid saturates long before any NaN: the loss sat at ~48 and the run "finished"
+    config = preset_config(preset, epochs=6, device="cpu", hidden=8, weighting="binary", ngrams=1, lr=MAX_LR)
+    with pytest.raises(DashboardError, match="training diverged at learning rate 100"):
+        train(features_for(toy_reviews(60), config), config)
+
+
+def test_on_a_gpu_a_diverging_run_never_fires_the_sticky_device_assert(gpu_model, monkeypatch):
+    """CUDA's BCELoss checks its input with a device-side assert: NaN fails it at the next synchronize, for good."""
+    from core.classifier.model import ClassifierConfig
+    from core.classifier.training import features_for, train
+    from core.errors import DashboardError
+    from tests.review_fixtures import keep_cuda_on_cpu, toy_reviews
+
+    fake = gpu_model("T4")
+    keep_cuda_on_cpu(monkeypatch)
+    real_bce = torch.nn.functional.binary_cross_entropy
+
+    def cuda_bce(p, target, *args, **kwargs):
+        if torch.isnan(p.detach()).any() or ((p < 0) | (p > 1)).any():
+            fake.raise_later()  # the kernel's assert: nothing raises here, the next synchronize does
+            return real_bce(p.detach().nan_to_num(0.5).clamp(0, 1), target, *args, **kwargs)
+        return real_bce(p, target, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "binary_cross_entropy", cuda_bce)
+    monkeypatch.setattr("core.classifier.model.MAX_LR", 1e40)
+    config = ClassifierConfig(hidden=8, lr=1e30, batch_size=4, epochs=3, weighting="binary", ngrams=1, device="cuda")
+    with pytest.raises(DashboardError, match="training diverged"):
+        train(features_for(toy_reviews(60), ClassifierConfig(**{**config.to_dict(), "device": "cpu"})), config)
+    assert fake.sticky_error is None and fake.pending_error is None

@@ -37,8 +37,14 @@ from core.platform import clock
 from core.platform.jobs import Progress
 from core.results.train import TrainEpoch
 
-DIVERGED = ("training diverged at learning rate {lr:g}: the network's outputs became NaN; "
+DIVERGED = ("training diverged at learning rate {lr:g}: {why}; "
             "lower the learning rate (the default is 0.03)")
+NAN_OUTPUTS = "the network's outputs became NaN"
+# A mean BCE above this means the sigmoid is stuck at 0 or 1 on the wrong side for many reviews: a network
+# that only guesses scores ln 2 = 0.69, and BCELoss caps one review's loss at 100. Stuck outputs get no
+# gradient back (the cap's), so the run never recovers: at the highest rate a user may pick (100) the
+# loss sat at ~48 for every epoch on rt-polarity while the run "finished" at 50% accuracy.
+DIVERGED_LOSS = 10.0
 EVAL_BATCH = 2048  # rows per evaluation step: bounded memory, few steps
 
 Batch = SparseBatch | torch.Tensor
@@ -265,7 +271,10 @@ def _report(model: nn.Sequential, plan: Plan, config: ClassifierConfig, epoch: _
     loss_sum, nonfinite, seen = plan.total(sums)
     train_loss = loss_sum / seen
     if nonfinite or not math.isfinite(train_loss):
-        raise DashboardError(DIVERGED.format(lr=config.lr))
+        raise DashboardError(DIVERGED.format(lr=config.lr, why=NAN_OUTPUTS))
+    if train_loss > DIVERGED_LOSS:
+        raise DashboardError(DIVERGED.format(lr=config.lr, why=f"the training loss rose to {train_loss:.3g} (a network "
+                                                             "that only guesses scores 0.69), its outputs stuck at 0 or 1"))
     seconds, allreduce_s = plan.timing(epoch.train_s)
 
     def score(batch: Batch) -> torch.Tensor:
@@ -276,7 +285,7 @@ def _report(model: nn.Sequential, plan: Plan, config: ClassifierConfig, epoch: _
     test = evaluate(score, plan, "test")
     model.train()
     if (val is not None and not math.isfinite(val.loss)) or (plan.eval_rows("test") and not math.isfinite(test.loss)):
-        raise DashboardError(DIVERGED.format(lr=config.lr))  # the last step's weights, which no loss saw yet
+        raise DashboardError(DIVERGED.format(lr=config.lr, why=NAN_OUTPUTS))  # the last step's weights, unseen yet
     return TrainEpoch(epoch.number, train_loss, test.loss, test.accuracy, seconds, allreduce_seconds=allreduce_s,
                       val_loss=None if val is None else val.loss, val_accuracy=None if val is None else val.accuracy,
                       batches_done=batches_done, n_batches=plan.n_batches,
