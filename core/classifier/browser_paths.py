@@ -15,18 +15,28 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback, load_source
-from core.classifier.loaders import Reviews
+from core.classifier.loaders import ARCHIVE_SUFFIXES, TABLE_SUFFIXES, Reviews
 from core.errors import DashboardError
 from core.platform.paths import cache_dir
 
 DATA_ROOTS_ENV = "GPU_VS_CPU_DATA_ROOTS"  # folders, separated by os.pathsep, a browser user may read from
+# Folders that hold the system or everyone's homes: naming one would open the whole disk (or every
+# user's files) to a browser, so it is refused rather than obeyed.
+SYSTEM_FOLDERS = frozenset(Path(p) for p in ("/", "/etc", "/proc", "/sys", "/dev", "/root", "/home", "/boot", "/usr",
+                                             "/var", "/bin", "/sbin", "/lib", "/lib64", "/run", "/tmp", "/Users"))
 
 
 def data_roots() -> tuple[Path, ...]:
     """The folders a browser user may read reviews from, resolved; the data-set cache by default."""
     raw = os.environ.get(DATA_ROOTS_ENV, "")
     named = [Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip()]
-    return tuple(p.resolve() for p in (named or [cache_dir() / "datasets"]))
+    roots = tuple(p.resolve() for p in (named or [cache_dir() / "datasets"]))
+    for root in roots:
+        if root in SYSTEM_FOLDERS or root == Path.home().resolve():
+            raise DashboardError(f"the server's {DATA_ROOTS_ENV} names {root}, a system or home folder, which would "
+                                 "let every browser read it; name the folder that holds the review files instead "
+                                 "(e.g. /srv/reviews)")
+    return roots
 
 
 def refusal(roots: Sequence[Path]) -> str:
@@ -42,7 +52,8 @@ def allowed_path(text: str, roots: Sequence[Path] | None = None) -> Path:
     try:
         path = Path(text.strip()).expanduser().resolve()
         inside = any(path == root or path.is_relative_to(root) for root in roots)
-        if inside and path.exists():
+        readable = path.is_dir() or path.name.lower().endswith(TABLE_SUFFIXES + ARCHIVE_SUFFIXES)
+        if inside and path.exists() and readable:  # any other file: the same refusal as a missing one
             return path
     except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte, an unreadable parent
         pass

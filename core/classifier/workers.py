@@ -22,6 +22,7 @@ from core.errors import DashboardError
 from core.platform import torchrun
 from core.platform.device_lock import JobCancelled
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
+from core.platform.machine_load import usable_cores
 from core.platform.torchrun import DEFAULT_TIMEOUT_S
 from core.results.jsonio import to_jsonable
 from core.results.train import TrainEpoch, TrainRun
@@ -62,6 +63,10 @@ def launcher_command(workers: int, data: str, config: ClassifierConfig, threads:
 def check_workers(workers: int, config: ClassifierConfig) -> None:
     if not 1 <= workers <= MAX_WORKERS:
         raise DashboardError(f"--workers must be between 1 and {MAX_WORKERS}, not {workers}")
+    most = max(2, 2 * usable_cores())  # as Why parallel's processes: more only take turns on the same cores
+    if workers > most:
+        raise DashboardError(f"--workers {workers} is more than twice this machine's {usable_cores()} usable cores; "
+                             f"use at most {most}: more processes only take turns on the same cores")
     if config.preset != "minibatch":
         raise DashboardError("--workers trains the minibatch preset; drop --preset lecture or --workers")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from core.cli.output import format_table, print_json
 from core.errors import DashboardError
+from core.results.files import check_label
 from core.store import KINDS, MAX_IMPORT_BYTES, Store, StoredRun, listing_frame, open_store
 
 # argparse fields that are how the command was called, not settings of the run
@@ -176,6 +177,7 @@ def check_save_options(args: argparse.Namespace) -> None:
     """Refuse `--label` without `--save` before anything runs: the label would be silently dropped."""
     if getattr(args, "label", "") and not getattr(args, "save", False):
         raise DashboardError("--label names a saved run; add --save to save this run under it, or drop --label")
+    check_label(getattr(args, "label", "") or "", "--label")  # before the run: a bad label would lose it at the end
 
 
 def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:

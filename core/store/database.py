@@ -167,9 +167,14 @@ class Store:
         return f"PostgreSQL database {info.get('dbname') or info.get('user') or ''} on {where} (shared)"
 
     def _redact(self, text: str) -> str:
-        """A driver message with the URL's password, if it shows up in it, blanked out."""
+        """A driver message with the URL's password field blanked out where it shows up (the URL's
+        `:password@`, a conninfo's `password=`), and nothing else: a password `p` leaves "expired" whole."""
         found = re.search(r"://[^:/@]*:([^@]+)@", self._target) if self.dialect == "postgresql" else None
-        return text.replace(found.group(1), "***") if found else text
+        if not found:
+            return text
+        secret = re.escape(found.group(1))
+        text = re.sub(f":{secret}@", ":***@", text)
+        return re.sub(rf"(password\s*=\s*)(['\"]?){secret}\2", r"\1***", text)
 
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[_Tx]:
