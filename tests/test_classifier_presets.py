@@ -31,7 +31,7 @@ def test_the_minibatch_preset_is_todays_default_and_the_lecture_one_differs():
     assert preset_config("minibatch") == ClassifierConfig()
     lecture = preset_config("lecture", seed=3)
     assert (lecture.preset, lecture.epochs, lecture.seed, lecture.weight_decay) == ("lecture", 10, 3, 0.0)
-    assert (ClassifierConfig().weighting, lecture.weighting) == ("nbchars", "nb")  # the lecture keeps its words
+    assert preset_config("lecture", weighting="binary").weighting == "binary" and lecture.weighting == "nb"
     assert lecture.max_features is not None  # capped, so its dense matrix fits a laptop
     with pytest.raises(DashboardError, match="preset"):
         preset_config("huge")
