@@ -37,8 +37,10 @@ def _enter_key() -> None:
 
 st.title("Results")
 st.caption("Every saved sweep, training run and roofline, side by side: a student's laptop next to the lab's GPU.")
+state.setdefault("results_limit", board.PAGE_RUNS)
 try:
-    store, listing = board.read_board(store_url())
+    read = board.read_board(store_url(), limit=state.results_limit)
+    store, listing = read.store, read.listing
 except DashboardError as exc:
     st.error(str(exc), icon=":material/error:")
     st.stop()
@@ -62,6 +64,10 @@ with st.expander("Import a result file", icon=":material/upload_file:",
     st.button("Import", key="results_import", on_click=_import, icon=":material/upload:",
               **widgets.import_button(chosen_file))
 st.caption(f"Stored in the {store.describe()}.")
+if read.more:
+    st.caption(widgets.more_text(len(listing.runs), read.total))
+    st.button(widgets.MORE_LABEL, key="results_more", on_click=lambda: state.update(
+        results_limit=state.results_limit + board.PAGE_RUNS))
 for bad in listing.unreadable:
     st.warning(widgets.unreadable_text(bad), icon=":material/broken_image:")
     if access.may_delete(bad.owner):
@@ -101,12 +107,9 @@ if not (trainings := train_frame(chosen)).empty:
 if (rooflines := roofline_overlay(chosen)) is not None:  # the figure carries its own "Rooflines" title
     st.plotly_chart(rooflines, key="results_roofline_chart")
 st.subheader("Export and delete")
-files, problem = board.exports(store, ids)
-for column, b in zip(st.columns(2), widgets.download_buttons(files, len(ids))):
+for column, b in zip(st.columns(2), widgets.download_buttons(board.exports(shown), len(ids))):
     column.download_button(b.label, b.export.data, file_name=b.export.file_name, mime=b.export.mime, key=b.key,
                            icon=":material/download:")
-if problem:
-    st.error(problem, icon=":material/error:")
 with st.expander("Delete a run", icon=":material/delete:"):
     if key is not None and not access.instructor:
         st.caption(widgets.OWN_RUNS_ONLY)

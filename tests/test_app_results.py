@@ -300,3 +300,25 @@ def test_no_key_is_an_open_board_with_a_warning(app, saved):
     at = _open(app)
     assert "anyone who opens this page may delete any run" in _text(at)
     assert len(at.selectbox(key="results_delete_pick").options) == 3
+
+
+def test_a_large_board_reads_the_newest_runs_and_shows_more_on_request(app, saved, monkeypatch):
+    from core.store import board
+
+    monkeypatch.setattr(board, "PAGE_RUNS", 2)
+    at = _open(app)
+    assert sorted(at.dataframe[0].value["run"]) == [saved["lab"], saved["train"]]
+    assert "Showing the newest 2 of 3 saved runs" in _text(at)
+    at.button(key="results_more").click().run()
+    assert sorted(at.dataframe[0].value["run"]) == sorted(saved.values()) and not at.get("button") == []
+    assert "Showing the newest" not in _text(at)
+
+
+def test_imported_runs_are_marked_in_the_table_the_legend_and_the_filter(app, saved):
+    at = _upload(_open(app), "ben.json", json.dumps(matmul_payload(LAPTOP)).encode())
+    table = at.dataframe[0].value
+    assert sorted(table["source"]) == ["imported", "measured", "measured", "measured"]
+    names = [t.get("name") for t in json.loads(_charts(at)[0].proto.spec)["data"]]
+    assert any(n and n.endswith("(imported) · Ben's laptop") for n in names), names
+    at.multiselect(key="results_sources").set_value(["imported"]).run()
+    assert list(at.dataframe[0].value["source"]) == ["imported"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from core.store import open_store
 from core.store.board import Export, exports, run_title
 from core.store.records import RunListing
@@ -37,7 +39,7 @@ def test_the_compare_key_changes_with_the_runs_offered():
 
 
 def test_download_labels_count_the_runs_and_keys_name_the_format():
-    files = [Export("json", b"{}", "a.json", "application/json"), Export("csv", b"", "a.csv", "text/csv")]
+    files = [Export("json", lambda: b"{}", "a.json", "application/json"), Export("csv", lambda: b"", "a.csv", "text/csv")]
     one, many = widgets.download_buttons(files, 1), widgets.download_buttons(files, 3)
     assert [b.label for b in one] == ["Download the run shown (JSON, re-importable)",
                                       "Download the run shown (CSV, one row per point)"]
@@ -48,7 +50,8 @@ def test_download_labels_count_the_runs_and_keys_name_the_format():
 def test_core_exports_are_data_only(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'board.sqlite3'}")
     run_id = store.save("matmul", matmul_payload(LAPTOP), {"sizes": "256"})
-    files, problem = exports(store, [run_id])
-    assert problem is None and [(f.fmt, f.file_name, f.mime) for f in files] == [
+    files = exports(store.list_runs(run_ids=[run_id]))
+    assert [(f.fmt, f.file_name, f.mime) for f in files] == [
         ("json", "gpu-vs-cpu-results.json", "application/json"), ("csv", "gpu-vs-cpu-results.csv", "text/csv")]
-    assert files[0].data.startswith(b"{") and files[1].data
+    assert json.loads(files[0].data())["runs"][0]["uid"] == store.get(run_id).uid
+    assert files[1].data().decode() == store.export_csv([run_id]).decode()

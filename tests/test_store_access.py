@@ -66,3 +66,22 @@ def test_a_schema_1_store_upgrades_its_runs_to_measured_with_no_owner(tmp_path):
     assert run.source == "measured" and run.owner is None and open_store(url).schema_version() == 2
     with pytest.raises(DashboardError, match="saved by another browser session"):
         open_store(url).delete(run.run_id, Access(instructor=False, owner_token="ana"))
+
+
+def test_the_board_and_each_import_are_capped(store, monkeypatch):  # noqa: F811
+    store.save("matmul", matmul_payload(LAPTOP), {})
+    monkeypatch.setenv("GPU_VS_CPU_MAX_RUNS", "2")
+    store.save("matmul", matmul_payload(LAPTOP), {})
+    with pytest.raises(DashboardError, match="the board holds 2 runs and its limit is 2, so 1 more cannot be saved; "
+                                             "delete old runs .* or raise GPU_VS_CPU_MAX_RUNS"):
+        store.save("matmul", matmul_payload(LAPTOP), {})
+    monkeypatch.setenv("GPU_VS_CPU_MAX_RUNS", "100")
+    exported = json.loads(store.export_json())
+    exported["runs"] = [{**exported["runs"][0], "uid": f"u{i}"} for i in range(5)]
+    monkeypatch.setenv("GPU_VS_CPU_MAX_IMPORT_RUNS", "4")
+    with pytest.raises(DashboardError, match="the file adds 5 new runs, over the limit of 4 per import"):
+        store.import_json(json.dumps(exported).encode())
+    assert len(store.list_runs()) == 2, "nothing of a refused import is stored"
+    monkeypatch.setenv("GPU_VS_CPU_MAX_IMPORT_RUNS", "many")
+    with pytest.raises(DashboardError, match="GPU_VS_CPU_MAX_IMPORT_RUNS='many' is not a whole number"):
+        store.import_json(json.dumps(exported).encode())

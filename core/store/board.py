@@ -8,7 +8,7 @@ widget settings (labels, keys, button states) live in pages/shared/board_widgets
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -20,6 +20,7 @@ from core.store.database import Store, open_store
 from core.store.records import RunListing, StoredRun, UnreadableRun
 
 DEFAULT_COMPARE = 6  # newest runs drawn by default; more make an unreadable legend
+PAGE_RUNS = 500  # runs the Results page reads at first, and adds per "show more": a board of 10,000 stays fast
 ExportFormat = Literal["json", "csv"]  # re-importable, or one row per point
 
 
@@ -38,10 +39,24 @@ class Choices:
     sources: list[str]  # measured, imported, notebook: those the runs have
 
 
-def read_board(url: str | None) -> tuple[Store, RunListing]:
-    """The store and everything in it, unreadable rows set apart (they never fail the page)."""
+@dataclass(frozen=True)
+class Board:
+    """What the page reads: the store, its newest `limit` rows, and how many it holds in all."""
+
+    store: Store
+    listing: RunListing
+    total: int
+
+    @property
+    def more(self) -> int:
+        """Runs stored but not read (older than those shown)."""
+        return max(0, self.total - len(self.listing.runs) - len(self.listing.unreadable))
+
+
+def read_board(url: str | None, limit: int | None = None) -> Board:
+    """The store and its newest `limit` runs (all when None), unreadable rows set apart (they never fail the page)."""
     store = open_store(url)
-    return store, store.read_runs()
+    return Board(store, store.read_runs(limit=limit), store.count_runs())
 
 
 def choices(runs: Sequence[StoredRun]) -> Choices:
@@ -98,18 +113,21 @@ def delete_run(url: str | None, run_id: int | None, access: Access) -> Notice:
 
 @dataclass(frozen=True)
 class Export:
-    """One export file of the runs shown."""
+    """One export file of the runs shown, built only when called (Download pressed), never on every rerun."""
 
     fmt: ExportFormat
-    data: bytes
+    data: Callable[[], bytes]
     file_name: str
     mime: str
 
 
-def exports(store: Store, run_ids: Sequence[int]) -> tuple[list[Export], str | None]:
-    """The JSON export (re-importable) and the CSV table of the given runs, or why they cannot be made now."""
-    try:
-        return [Export("json", store.export_json(run_ids), "gpu-vs-cpu-results.json", "application/json"),
-                Export("csv", store.export_csv(run_ids), "gpu-vs-cpu-results.csv", "text/csv")], None
-    except DashboardError as exc:
-        return [], str(exc)
+def exports(runs: Sequence[StoredRun]) -> list[Export]:
+    """The JSON export (re-importable) and the CSV table of `runs`, oldest first, built from the runs
+    already read (no second query, so nothing can fail when Download is pressed)."""
+    from core.results.csvio import csv_text
+    from core.store.database import export_bytes
+    from core.store.frames import tidy_frame
+
+    oldest = sorted(runs, key=lambda r: (r.created_at, r.run_id))
+    return [Export("json", lambda: export_bytes(oldest), "gpu-vs-cpu-results.json", "application/json"),
+            Export("csv", lambda: csv_text(tidy_frame(oldest)).encode(), "gpu-vs-cpu-results.csv", "text/csv")]

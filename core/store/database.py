@@ -34,6 +34,10 @@ SQLITE_FILE = "results.sqlite3"  # in core.platform.paths.data_dir()
 DB_TIMEOUT_ENV = "GPU_VS_CPU_DB_TIMEOUT_S"  # how long one statement may wait for a lock, or run
 DEFAULT_DB_TIMEOUT_S = 5.0  # a save takes milliseconds; a lock held longer is a stuck client, not a queue
 MAX_DB_TIMEOUT_S = 600.0
+MAX_RUNS_ENV = "GPU_VS_CPU_MAX_RUNS"  # runs a board may hold: a flood of imports stops here, with a message
+DEFAULT_MAX_RUNS = 20_000
+MAX_IMPORT_ENV = "GPU_VS_CPU_MAX_IMPORT_RUNS"  # new runs one import may add
+DEFAULT_MAX_IMPORT = 2_000  # a whole class's export is a few hundred runs
 WAL_RETRY_S = 0.05  # pause between tries to switch a new file to WAL while another connection opens it
 PG_CONNECT_TIMEOUT_S = 5  # an unreachable server fails fast with a message, never hangs the page
 PG_MIGRATION_LOCK = 0x6776635F  # pg_advisory_xact_lock key ("gvc_"): one migrator at a time
@@ -67,6 +71,34 @@ def db_timeout_s() -> float:
         raise DashboardError(f"{DB_TIMEOUT_ENV}={raw[:40]!r} is not a number of seconds from 0.1 to "
                              f"{MAX_DB_TIMEOUT_S:g}; unset it for {DEFAULT_DB_TIMEOUT_S:g} s")
     return value
+
+
+def _count_setting(name: str, default: int, most: int) -> int:
+    """A whole-number setting from the environment, 1 to `most`; a bad one is one line naming it."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdecimal() or not 1 <= int(raw) <= most:
+        raise DashboardError(f"{name}={raw[:40]!r} is not a whole number from 1 to {most}; unset it for {default}")
+    return int(raw)
+
+
+def max_runs() -> int:
+    return _count_setting(MAX_RUNS_ENV, DEFAULT_MAX_RUNS, 10_000_000)
+
+
+def max_import_runs() -> int:
+    return _count_setting(MAX_IMPORT_ENV, DEFAULT_MAX_IMPORT, files.MAX_IMPORT_RUNS)
+
+
+def _check_room(tx: _Tx, adding: int) -> None:
+    """Refuse, before inserting, what would take the board past GPU_VS_CPU_MAX_RUNS."""
+    cap = max_runs()
+    held = int(tx.run("SELECT COUNT(*) FROM gvc_runs")[0][0])
+    if held + adding > cap:
+        raise DashboardError(f"the board holds {held} runs and its limit is {cap}, so {adding} more cannot be saved; "
+                             f"delete old runs (Results page, or `python -m core results delete`) or raise "
+                             f"{MAX_RUNS_ENV} on the server")
 
 
 def _ensure_wal(conn: sqlite3.Connection) -> None:
@@ -325,6 +357,7 @@ class Store:
                            machine=read_machine(extras["machine"], "machine"), settings=extras["settings"],
                            versions=software_versions(), result=result, provenance=Provenance(source=source))
         with self._transaction() as tx:
+            _check_room(tx, 1)
             run_id = _insert(tx, record, owner_token)
         assert run_id is not None, "a fresh uuid cannot collide"
         return run_id
@@ -351,6 +384,11 @@ class Store:
         new: list[int] = []
         with self._transaction() as tx:
             stored = _stored_uids(tx, [r.uid for r in records])
+            adding = len({r.uid for r in records} - stored)
+            if adding > (most := max_import_runs()):
+                raise DashboardError(f"the file adds {adding} new runs, over the limit of {most} per import "
+                                     f"({MAX_IMPORT_ENV}); import it in parts, or raise the limit on the server")
+            _check_room(tx, adding)
             for record in records:
                 if record.uid in stored:  # already here, or listed twice in the file
                     continue
@@ -363,9 +401,10 @@ class Store:
     # -- reading -----------------------------------------------------------------------------
 
     def read_runs(self, *, machine: str | None = None, device: str | None = None, kind: str | None = None,
-                  run_ids: Sequence[int] | None = None, source: str | None = None) -> RunListing:
+                  run_ids: Sequence[int] | None = None, source: str | None = None,
+                  limit: int | None = None) -> RunListing:
         """Saved runs, newest first (by `sort_at`: a forged future date never lifts a run), and the
-        rows that cannot be read; each filter left as None matches all."""
+        rows that cannot be read; each filter left as None matches all; `limit`: only the newest rows."""
         where: list[str] = ["1 = 1"]
         params: list[Any] = []
         if source is not None:
@@ -388,6 +427,9 @@ class Store:
             params.extend(keys)
         sql = (f"SELECT {', '.join('r.' + c.strip() for c in RUN_COLUMNS.split(','))} FROM gvc_runs r "
                f"WHERE {' AND '.join(where)} ORDER BY r.sort_at DESC, r.id DESC")
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(0, int(limit)))
         with self._transaction(write=False) as tx:
             rows = tx.run(sql, params)
         read = [_row_to_run(row) for row in rows]
@@ -398,6 +440,11 @@ class Store:
                   run_ids: Sequence[int] | None = None, source: str | None = None) -> list[StoredRun]:
         """The readable saved runs, newest first (`read_runs` also names the unreadable ones)."""
         return self.read_runs(machine=machine, device=device, kind=kind, run_ids=run_ids, source=source).runs
+
+    def count_runs(self) -> int:
+        """How many runs the store holds, readable or not (the page says how many it does not show)."""
+        with self._transaction(write=False) as tx:
+            return int(tx.run("SELECT COUNT(*) FROM gvc_runs")[0][0])
 
     def get(self, run_id: int) -> StoredRun:
         listing = self.read_runs(run_ids=[_run_key(run_id)])

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.plain_text import for_markdown
-from core.store.board import Export
+from core.store.board import PAGE_RUNS, Export
 from core.store.records import UnreadableRun
 
 UPLOAD_LABEL = "A file from `python -m core matmul --json`, `python -m core train --json`, or an export from this page"
@@ -80,3 +80,10 @@ def key_notice(outcome: bool | None) -> tuple[str, str]:
     if outcome is False:
         return "error", "That is not the instructor key."
     return "error", "Too many wrong keys in this browser session; the key field is locked. Open a new session."
+
+
+MORE_LABEL = f"Show {PAGE_RUNS} older runs"
+
+
+def more_text(shown: int, total: int) -> str:
+    return f"Showing the newest {shown:,} of {total:,} saved runs; filters and exports apply to those shown."
