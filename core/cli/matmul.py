@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 from core.cli.output import format_table, print_json
 from core.cli.results import add_save_options, check_save_options, save_if_requested
@@ -16,6 +17,8 @@ from core.matmul.sweep import (
     tf32_settings,
 )
 from core.platform.jobs import Progress
+from core.matmul.guess import compare_guess
+from core.results.guess import MATMUL_EXAMPLE, parse_matmul_guess
 from core.results.matmul import MatmulSweep
 
 EXAMPLE = "--sizes 256,512,1024"
@@ -32,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
     p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1)")
     p.add_argument("--end-to-end", action="store_true", help="also time copying inputs to the GPU and the result back")
+    p.add_argument("--guess", metavar="GUESS", help=f"your crossover prediction before the run, saved with it: {MATMUL_EXAMPLE}")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_save_options(p)
@@ -81,10 +85,13 @@ def _progress(progress: Progress[SweepEvent]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_save_options(args)
+    guess = parse_matmul_guess(args.guess)  # an unreadable guess fails before anything runs
     config = config_from_args(args)
     plan = plan_series(config)
     check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
     result = run_sweep(config, cli_hooks(on_progress=None if args.quiet else _progress))
+    if guess is not None:
+        result = replace(result, guess=guess)
     if result.stopped:
         print(f"stopped: {result.stop_reason}", file=sys.stderr)
     payload = result.to_json()
@@ -92,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(payload)
     else:
         print(render(result))
+    if (sentence := compare_guess(result)) is not None:
+        print(sentence, file=sys.stderr if args.json else sys.stdout)
     if result.results:  # a stopped sweep is saved too when asked: its payload says "stopped": true
         save_if_requested(args, "matmul", payload)
     elif args.save:

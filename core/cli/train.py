@@ -22,6 +22,8 @@ from core.classifier.training import predict, prepare, train
 from core.classifier.workers import check_workers, train_with_workers
 from core.platform.jobs import Progress
 from core.results.jsonio import to_jsonable
+from core.classifier.guess import compare_guess
+from core.results.guess import TRAIN_EXAMPLE, Guess, parse_train_guess
 from core.results.train import Prediction, TrainEpoch, TrainRun
 
 DEFAULTS = ClassifierConfig()
@@ -51,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="train on K data-parallel processes started by torchrun (minibatch preset; "
                         "README \"More than one machine\"); each uses cpu_count // K threads unless --threads")
     p.add_argument("--predict", metavar="FILE", help="print p(positive) for each line of FILE")
+    p.add_argument("--guess", metavar="GUESS", help=f"your prediction before the run, saved with it: {TRAIN_EXAMPLE}")
     p.add_argument("--json", action="store_true", help="print one JSON object; progress goes to stderr")
     add_save_options(p)
     p.set_defaults(handler=run)
@@ -100,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         if args.predict:
             raise DashboardError("--predict needs the trained weights in this process; drop --workers to use it")
     texts = read_predict_file(args.predict) if args.predict else []
+    guess = parse_train_guess(args.guess)  # a guess that cannot be read fails before any data is read
     out = sys.stderr if args.json else sys.stdout
 
     def downloading(done: int, total: int | None) -> None:
@@ -126,22 +130,25 @@ def run(args: argparse.Namespace) -> int:
               f"{report.seconds or 0:.3f} s", file=out, flush=True)
 
     if args.workers is not None:
-        return run_workers(args, config, reviews.source, baseline.accuracy, out)
+        return run_workers(args, config, reviews.source, baseline.accuracy, out, guess)
     result = train(features, config, cli_hooks(on_progress=progress))
     probabilities = predict(result, texts).tolist()  # empty for no texts
     predictions = tuple(Prediction(t, float(p)) for t, p in zip(texts, probabilities))
-    summary = to_jsonable(replace(result.run, baseline_accuracy=baseline.accuracy, predictions=predictions))
+    run = replace(result.run, baseline_accuracy=baseline.accuracy, predictions=predictions, guess=guess)
+    summary = to_jsonable(run)
     if args.json:  # the notice is in the object's `load` field
         print_json(summary)
     else:
         print(render(result, baseline.accuracy, summary["predictions"]))
+    if (sentence := compare_guess([run])) is not None:
+        print(sentence, file=out)
     if result.epochs:
         save_if_requested(args, "train", summary)
     return 0
 
 
 def run_workers(args: argparse.Namespace, config: ClassifierConfig, source: str, baseline_accuracy: float,
-                out: TextIO) -> int:
+                out: TextIO, guess: Guess | None = None) -> int:
     """--workers K: the run under torchrun, progress relayed per epoch, the same JSON plus workers/backend."""
 
     def progress(step: Progress[TrainEpoch]) -> None:
@@ -153,12 +160,14 @@ def run_workers(args: argparse.Namespace, config: ClassifierConfig, source: str,
 
     data = args.data.strip()  # a built-in name is on disk by now (load_source fetched it); workers never download
     run = replace(train_with_workers(data, config, args.workers, cli_hooks(on_progress=progress)),
-                  baseline_accuracy=baseline_accuracy)
+                  baseline_accuracy=baseline_accuracy, guess=guess)
     summary = to_jsonable(run)
     if args.json:
         print_json(summary)
     else:
         print(render_workers(run, source))
+    if (sentence := compare_guess([run])) is not None:
+        print(sentence, file=out)
     if run.epochs:
         save_if_requested(args, "train", summary)
     return 0

@@ -7,11 +7,12 @@ Streamlit ends a running script when the user presses Stop (or anything else tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from core.matmul.engine import Series
 from core.matmul.sweep import SweepConfig, SweepEvent, plan_series, sweep_of
 from core.platform.jobs import Progress
+from core.results.guess import Guess
 from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize
 
 
@@ -25,11 +26,12 @@ class SweepCollector:
     skipped: list[SkippedSize] = field(default_factory=list)
     final: MatmulSweep | None = None  # what run_sweep returned; None while running or after an interruption
     saved_run: int | None = None  # its run number on the Results page, once saved
+    guess: Guess | None = None  # the student's prediction, saved with the sweep
 
     @classmethod
-    def start(cls, config: SweepConfig) -> SweepCollector:
+    def start(cls, config: SweepConfig, guess: Guess | None = None) -> SweepCollector:
         """Plan the sweep (a bad choice raises DashboardError here, before anyone waits in line)."""
-        return cls(config, plan_series(config).series)
+        return cls(config, plan_series(config).series, guess=guess)
 
     def add(self, progress: Progress[SweepEvent]) -> None:
         """The `on_progress` hook: keep each result and skip the moment it is measured."""
@@ -42,8 +44,11 @@ class SweepCollector:
             self.skipped.append(event.skipped)
 
     def finish(self, result: MatmulSweep) -> MatmulSweep:
-        self.final = result
-        return result
+        self.final = self._with_guess(result)
+        return self.final
+
+    def _with_guess(self, result: MatmulSweep) -> MatmulSweep:
+        return result if self.guess is None else replace(result, guess=self.guess)
 
     @property
     def steps_total(self) -> int:
@@ -61,7 +66,7 @@ class SweepCollector:
         """The returned result, or (interrupted) what arrived before the interruption, marked stopped."""
         if self.final is not None:
             return self.final
-        return sweep_of(self.config, self.series, self.results, self.skipped, stopped=True)
+        return self._with_guess(sweep_of(self.config, self.series, self.results, self.skipped, stopped=True))
 
     def stop_summary(self) -> str | None:
         """'Stopped after 3 of 12 steps (why); ...' for a stopped sweep, None for a finished one."""

@@ -17,6 +17,7 @@ from pydantic import Field, PlainValidator
 from pydantic.dataclasses import dataclass
 
 from core.results import fields as f
+from core.results.guess import Guess
 from core.results.load import MachineLoad
 from core.results.machine import MachineInfo
 from core.results.schema import Declared, Kind, columns
@@ -167,6 +168,7 @@ class MatmulSweep(Kind):
     load: MachineLoad | None = LATE  # how busy the machine was as it started; None in files older than the field
     verdicts: tuple[Verdict, ...] | None = LATE  # per size and comparison: faster, same or unclear
     crossover: CrossoverInterval | None = LATE  # the headline comparison's crossover interval and call
+    guess: Guess | None = LATE  # the crossover the student predicted before the run (core.matmul.guess compares)
 
     @property
     def devices(self) -> list[str]:

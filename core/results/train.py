@@ -18,6 +18,7 @@ from pydantic import Field, PlainValidator, SerializerFunctionWrapHandler, model
 from pydantic.dataclasses import dataclass
 
 from core.results import fields as f
+from core.results.guess import Guess
 from core.results.load import MachineLoad
 from core.results.schema import Declared, Kind
 
@@ -96,6 +97,7 @@ class TrainRun(Kind):
     workers: f.OptionalSize = LATE  # data-parallel processes (torchrun); None for a one-process run
     backend: Annotated[str | None, PlainValidator(f.one_of(BACKENDS))] = LATE  # 'gloo' or 'nccl'
     load: MachineLoad | None = LATE  # how busy the machine was as it started; None in files older than the field
+    guess: Guess | None = LATE  # seconds per epoch or the GPU's speed-up, predicted before the run
 
     @property
     def devices(self) -> list[str]:

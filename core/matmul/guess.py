@@ -1,0 +1,64 @@
+"""One sentence that sets a student's crossover guess beside what the sweep measured.
+
+The measurement is the sweep's headline crossover interval (core.matmul.verdict): a guess inside
+(n_low, n_high] was right; one outside it is off by the factor to the nearer end. When the
+verdicts could not call the crossover (a busy or noisy machine) the sentence says the guess can be
+neither confirmed nor refuted, rather than pick a winner from noise.
+"""
+
+from __future__ import annotations
+
+from core.results.guess import CROSSOVER_N, NO_CROSSOVER, Guess
+from core.results.matmul import CrossoverInterval, MatmulSweep
+
+CLOSE_FACTOR = 1.5  # within 1.5x of the interval's nearer end is "close": a size step a sweep barely resolves
+
+
+def _guessed(g: Guess) -> str:
+    return "no crossover" if g.what == NO_CROSSOVER else f"a crossover at n = {g.value:,.0f}"
+
+
+def _interval(c: CrossoverInterval) -> str:
+    return f"at or below n = {c.n_high:,}" if c.n_low is None else f"between n = {c.n_low:,} and n = {c.n_high:,}"
+
+
+def _n_against(n: float, c: CrossoverInterval) -> str:
+    """How far a guessed n lies from a found interval, in words."""
+    assert c.n_high is not None
+    low = c.n_low or 0
+    if low < n <= c.n_high:
+        return "your guess lies inside it: right"
+    factor = n / c.n_high if n > c.n_high else (low / n if n > 0 else float("inf"))
+    side = "too large" if n > c.n_high else "too small"
+    closeness = "close, but " if factor <= CLOSE_FACTOR else ""
+    return f"{closeness}your guess is {side} by about {factor:.1f}×"
+
+
+def compare_guess(sweep: MatmulSweep, guess: Guess | None = None) -> str | None:
+    """'You guessed ...; measured ...: ...' for `guess` (default: the sweep's own), or None without one."""
+    g = guess or sweep.guess
+    if g is None or g.what not in (CROSSOVER_N, NO_CROSSOVER):
+        return None
+    c = sweep.crossover
+    you = f"You guessed {_guessed(g)}"
+    if c is None:  # a file older than the verdicts: only the interpolated headline
+        if sweep.crossover_n is None:
+            right = "right" if g.what == NO_CROSSOVER else "no crossover was measured in this range"
+            return f"{you}; measured: no crossover between the sizes timed ({right})."
+        measured = f"measured: the GPU wins from n ≈ {sweep.crossover_n:,.0f}"
+        if g.what == NO_CROSSOVER:
+            return f"{you}; {measured}, so there is one."
+        factor = max(g.value or 1, sweep.crossover_n) / max(min(g.value or 1, sweep.crossover_n), 1)
+        return f"{you}; {measured} (a factor of {factor:.1f} apart)."
+    if c.call == "unclear":
+        return (f"{you}; this run cannot tell where {c.a} starts to beat {c.b} (the machine was busy or the "
+                "timings too noisy), so your guess can be neither confirmed nor refuted: run it again.")
+    if c.call == "none":
+        largest = max((p.n for p in sweep.results), default=0)
+        verdict = "right" if g.what == NO_CROSSOVER else "none was measured"
+        return (f"{you}; measured: {c.a} does not beat {c.b} at any size up to n = {largest:,} "
+                f"(no crossover in this range: {verdict}).")
+    measured = f"measured: {c.a} beats {c.b} from a size {_interval(c)}"
+    if g.what == NO_CROSSOVER:
+        return f"{you}; {measured}, so there is one."
+    return f"{you}; {measured}; {_n_against(g.value or 0, c)}."
