@@ -39,7 +39,7 @@ st.title("Results")
 st.caption("Every saved sweep, training run and roofline, side by side: a student's laptop next to the lab's GPU.")
 state.setdefault("results_limit", board.PAGE_RUNS)
 try:
-    read = board.read_board(store_url(), limit=state.results_limit)
+    read = result_store.read_board(state.results_limit)
     store, listing = read.store, read.listing
 except DashboardError as exc:
     st.error(str(exc), icon=":material/error:")

@@ -59,6 +59,13 @@ def read_board(url: str | None, limit: int | None = None) -> Board:
     return Board(store, store.read_runs(limit=limit), store.count_runs())
 
 
+def board_version(url: str | None) -> tuple[str, int, int]:
+    """Which board (where it is kept) and what changes whenever it does (rows, highest id): a page
+    caches `read_board` by it. One cheap query."""
+    store = open_store(url)
+    return (store.describe(), *store.version())
+
+
 def choices(runs: Sequence[StoredRun]) -> Choices:
     present = {r.provenance.source for r in runs}
     return Choices(sorted({r.machine_label for r in runs}), sorted({d for r in runs for d in r.devices}),

@@ -441,6 +441,12 @@ class Store:
         """The readable saved runs, newest first (`read_runs` also names the unreadable ones)."""
         return self.read_runs(machine=machine, device=device, kind=kind, run_ids=run_ids, source=source).runs
 
+    def version(self) -> tuple[int, int]:
+        """(rows, highest id): changes with every save, import and delete, so a page caches a read by it."""
+        with self._transaction(write=False) as tx:
+            rows, top = tx.run("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM gvc_runs")[0]
+        return int(rows), int(top)
+
     def count_runs(self) -> int:
         """How many runs the store holds, readable or not (the page says how many it does not show)."""
         with self._transaction(write=False) as tx:

@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from core.errors import DashboardError
-from core.store import DATABASE_URL_ENV, open_store
+from core.store import DATABASE_URL_ENV, board, open_store
 from core.store.access import INSTRUCTOR_KEY_ENV, Access, configured_key, key_matches, new_owner_token
 
 OWNER_TOKEN = "board_owner_token"  # session state: this session's secret owner token (never shown)
@@ -88,3 +88,16 @@ def save_run(kind: str, payload: dict[str, Any], settings: dict[str, Any], *, la
         return None
     st.toast(f"Saved as run #{run_id} (see Results).", icon=":material/save:")
     return run_id
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _board_at(url: str | None, limit: int, version: tuple[str, int, int]) -> board.Board:
+    return board.read_board(url, limit)
+
+
+def read_board(limit: int) -> board.Board:
+    """The board's newest `limit` runs, read once per board version and shared by every session (the
+    runs are frozen): a rerun, or a second student, costs one COUNT query instead of reading and checking
+    every run again. Any save, import or delete changes the version."""
+    url = store_url()
+    return _board_at(url, limit, board.board_version(url))

@@ -1,0 +1,113 @@
+"""The Results page on a full board: first render, rerun, ten sessions at once, server memory after.
+
+For each board size (1,000 and 10,000 runs by default) a fresh SQLite store is filled through the
+store's own import (one-point matmul sweeps, as a flood of minimal runs would be), the real server
+is started on it (`streamlit run app.py`, see bench/classroom_server.py for the websocket client),
+and the bench reports: one session's first render of Results (after the server has served Home once,
+so module imports are not counted) and its rerun; 10 sessions opening Results at once (median and
+worst); the server's RSS before the sessions, at the end, and `--settle` seconds after they closed.
+
+    python bench/board_scale.py [--sizes 1000,10000] [--sessions 10] [--settle 30]
+
+Targets (issue 21) on the 2-core machine: first render <= 2 s, rerun <= 0.5 s with 10,000 runs; 10
+sessions at once: median <= 5 s; memory back within 10 % of its level before the sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.classroom_server import PAGES, Student, _free_port, _round, _start_server  # noqa: E402
+
+CHUNK = 2_000  # runs per import: the store's default cap per import
+
+
+def _runs(count: int, start: int) -> bytes:
+    """An export of `count` minimal one-point CPU sweeps with distinct uids."""
+    from core.results import files
+
+    runs = []
+    for i in range(start, start + count):
+        median = 0.001 + (i % 97) * 1e-5
+        point = {"device": "cpu", "n": 64, "dtype": "float32", "median_s": median, "iqr_s": 0.0, "samples": 3,
+                 "gflops": 2 * 64**3 / median / 1e9, "unsynced_s": None, "rel_error": None}
+        runs.append({"uid": f"bench-{i}", "kind": "matmul", "created_at": "2025-01-31T14:05:00Z", "label": f"student {i % 60}",
+                     "machine": {"cpu": {"name": f"CPU {i % 7}"}, "gpus": []}, "settings": {}, "versions": {},
+                     "payload": {"kind": "matmul", "schema_version": 2, "results": [point]}})
+    return json.dumps({"format": files.EXPORT_FORMAT, "format_version": 2, "runs": runs}).encode()
+
+
+def _fill(count: int) -> None:
+    from core.store import open_store
+
+    store = open_store()
+    for start in range(0, count, CHUNK):
+        store.import_json(_runs(min(CHUNK, count - start), start), file="bench.json")
+
+
+def measure(count: int, sessions: int, settle_s: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "GPU_VS_CPU_CACHE_DIR": f"{home}/cache", "GPU_VS_CPU_DATA_DIR": f"{home}/data",
+               "GPU_VS_CPU_LOCK_DIR": f"{home}/locks", "GPU_VS_CPU_MAX_RUNS": str(max(count, 20_000))}
+        env.pop("DATABASE_URL", None)
+        os.environ.update({k: env[k] for k in ("GPU_VS_CPU_DATA_DIR", "GPU_VS_CPU_MAX_RUNS")})
+        began = time.perf_counter()
+        _fill(count)
+        fill_s = time.perf_counter() - began
+        port = _free_port()
+        server = _start_server(port, env)
+        try:
+            url = f"ws://127.0.0.1:{port}/_stcore/stream"
+            proc = psutil.Process(server.pid)
+            warm = Student(url)
+            warm.open(PAGES["home"])
+            first_s = warm.open(PAGES["results"])
+            rerun_s = warm.open(PAGES["results"])
+            warm.close()
+            rss_before = proc.memory_info().rss / 2**20
+            students = [Student(url) for _ in range(sessions)]
+            times = _round(sessions, lambda i: students[i].open(PAGES["results"]))
+            rss_during = proc.memory_info().rss / 2**20
+            for student in students:
+                student.close()
+            time.sleep(settle_s)
+            rss_after = proc.memory_info().rss / 2**20
+        finally:
+            server.terminate()
+            server.wait(30)
+    return {"runs": count, "fill_s": round(fill_s, 1), "first_render_s": round(first_s, 2), "rerun_s": round(rerun_s, 2),
+            "sessions": sessions, "sessions_median_s": round(statistics.median(times), 2),
+            "sessions_worst_s": round(max(times), 2), "rss_before_mib": round(rss_before),
+            "rss_during_mib": round(rss_during), "rss_after_mib": round(rss_after), "settle_s": settle_s,
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument("--settle", type=float, default=30.0)
+    args = parser.parse_args()
+    rows = [measure(int(n), args.sessions, args.settle) for n in args.sizes.split(",")]
+    for row in rows:
+        print(json.dumps(row))
+    out = ROOT / "bench" / "results" / "board_scale.json"
+    out.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
