@@ -104,4 +104,5 @@ def keep_cuda_on_cpu(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(torch.Tensor, "to", fake_tensor_to)
     monkeypatch.setattr(nn.Module, "to", fake_module_to)
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self, *a, **k: self)  # page-locking needs a real driver
     return targets

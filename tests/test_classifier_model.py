@@ -8,7 +8,7 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from core.classifier.model import ClassifierConfig, build_model, forward, make_batch, resolve_input_mode
+from core.classifier.model import ClassifierConfig, SparseBatch, build_model, forward, make_batch, resolve_input_mode
 from core.errors import DashboardError
 
 
@@ -85,8 +85,54 @@ def test_the_gathered_first_layer_equals_embedding_bag_with_an_empty_review():
     assert isinstance(first, nn.Linear)
     ours = first_layer_sparse(first, batch)
     (grad_ours,) = torch.autograd.grad(ours.square().sum(), first.weight)
-    bag = torch.nn.functional.embedding_bag(batch.indices, first.weight.t(), batch.offsets, mode="sum",
+    assert isinstance(batch, SparseBatch)
+    offsets = torch.from_numpy(x.indptr[:-1].astype(np.int64))
+    bag = torch.nn.functional.embedding_bag(batch.indices, first.weight.t(), offsets, mode="sum",
                                             per_sample_weights=batch.values) + first.bias
     (grad_bag,) = torch.autograd.grad(bag.square().sum(), first.weight)
     assert torch.allclose(ours, bag, atol=1e-6) and torch.allclose(grad_ours, grad_bag, atol=1e-6)
     assert torch.equal(ours[2], first.bias.detach())
+
+
+def test_a_batch_reaches_a_gpu_without_making_the_host_wait(monkeypatch, fake_cuda):
+    """Every per-batch copy to a GPU is queued (pinned source, non_blocking), none reads the device back.
+
+    On the fake GPU the tensors stay on the CPU; what is recorded is how each copy was asked for. A
+    copy from pageable memory, or a `new_tensor` from a Python list, would make the host wait every
+    batch, and the GPU could never run ahead.
+    """
+    from core.classifier.features import build_features
+    from core.classifier.fit import MiniBatches
+    from core.classifier.loaders import Reviews
+
+    copies: list[tuple[bool, bool]] = []  # (source pinned, non_blocking) of each copy to the GPU
+    pinned: set[int] = set()
+    real_to = torch.Tensor.to
+
+    def pin_memory(self):
+        pinned.add(id(self))
+        return self
+
+    def to(self, *args, **kwargs):
+        device = torch.device(args[0]) if args and isinstance(args[0], (str, torch.device)) else None
+        if device is not None and device.type == "cuda":
+            copies.append((id(self) in pinned, bool(kwargs.get("non_blocking"))))
+            return self
+        return real_to(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", pin_memory)
+    monkeypatch.setattr(torch.Tensor, "to", to)
+    monkeypatch.setattr(torch.Tensor, "new_tensor", lambda *a, **k: pytest.fail("new_tensor copies to the device"))
+    texts = [f"a fine film {i}" for i in range(20)] + [f"a dull film {i}" for i in range(20)]
+    reviews = Reviews(tuple(texts), np.array([1] * 20 + [0] * 20, dtype=np.int8), "toy")
+    config = ClassifierConfig(batch_size=8, epochs=1)
+    features = build_features(reviews, weighting=config.weighting, ngrams=config.ngrams,
+                              max_features=config.max_features, test_size=0.25, val_fraction=0.0, seed=0)
+    for mode in ("sparse", "dense"):
+        copies.clear()
+        plan = MiniBatches(features, config, torch.device("cuda:0"), mode)
+        batch, target = next(plan.epoch())
+        p = forward(build_model(features.vocab_size, 4, seed=0), batch)  # the fake GPU's tensors are CPU ones
+        assert p.shape == target.shape
+        expected = 4 if mode == "sparse" else 2  # indices, owner, values, labels; or the dense rows and labels
+        assert copies == [(True, True)] * expected, mode

@@ -100,7 +100,7 @@ def test_chosen_device_gets_model_and_every_tensor(toy_features, fake_cuda, monk
     assert targets.count("model") == 1
     assert batches and all(d == torch.device("cuda:0") for d in batches)
     assert len(batches) >= n_batches  # every training batch (and every evaluation batch) went to the GPU
-    assert sum(t.startswith("tensor") for t in targets) >= 3 * n_batches  # indices, offsets, values... and labels
+    assert sum(t.startswith("tensor") for t in targets) >= 3 * n_batches  # indices, owner, values... and labels
     assert fake_cuda.events.count("sync") >= 2  # the clock waited for the device before each reading
 
 

@@ -30,7 +30,9 @@ import torch
 from torch import nn
 
 from core.classifier.features import Features
-from core.classifier.model import ClassifierConfig, SparseBatch, build_model, forward, make_batch, make_sgd
+from core.classifier.model import (
+    ClassifierConfig, SparseBatch, build_model, forward, make_batch, make_sgd, to_device,
+)
 from core.classifier.reports import Evaluation, describe
 from core.errors import DashboardError
 from core.platform import clock
@@ -125,7 +127,9 @@ class MiniBatches(OneProcess):
 
     def move(self, x: sp.csr_matrix, y: np.ndarray) -> Step:
         """These rows only, as a batch on the device (every placement goes through .to, which tests watch)."""
-        return make_batch(x, self.mode).to(self.device), labels(y).to(self.device)
+        batch = make_batch(x, self.mode)
+        moved = batch.to(self.device) if isinstance(batch, SparseBatch) else to_device(batch, self.device)
+        return moved, to_device(labels(y), self.device)
 
     def split(self, split: str) -> tuple[sp.csr_matrix, np.ndarray]:
         f = self.features
