@@ -8,9 +8,11 @@ from core.charts.matmul import (
 from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.matmul.collector import SweepCollector
+from core.matmul.guess import compare_guess
 from core.matmul.sweep import results_frame, run_sweep, sweep_json_text
 from core.platform.devices import has_gpu
 from core.results.csvio import csv_text
+from core.results.guess import parse_matmul_guess
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
 from pages.shared.matmul_form import sweep_form
@@ -38,7 +40,7 @@ if not (gpu_here := has_gpu()):
 form = sweep_form(gpu_here)
 if form.run:
     try:
-        sweep = SweepCollector.start(form.config())  # a bad choice is refused here, before waiting in line
+        sweep = SweepCollector.start(form.config(), parse_matmul_guess(state.mm_guess))  # refused here, before waiting
         progress = st.empty()
 
         def on_progress(step) -> None:
@@ -60,16 +62,18 @@ if sweep is not None and sweep.has_steps:
     shown = sweep.result()
     if stopped := sweep.stop_summary():
         st.warning(stopped, icon=":material/stop_circle:")
+    frame, crossovers = results_frame(shown.results), shown.crossovers
+    for c in [c for c in crossovers if c.gpu_vs_cpu] or crossovers:  # the first result, right under Run
+        box = {"found": st.success, "unclear": st.warning}.get(c.call or "", st.success if c.n is not None else st.info)
+        box(f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
+    if guessed := compare_guess(shown):
+        st.info(guessed, icon=":material/psychology_alt:")
     load_notice(shown.load)
     st.caption(sweep.save_note())
     if sweep.can_save:
         st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save, args=(sweep,))
     for note in shown.notes:
         st.info(note)
-    frame, crossovers = results_frame(shown.results), shown.crossovers
-    for c in [c for c in crossovers if c.gpu_vs_cpu] or crossovers:
-        box = {"found": st.success, "unclear": st.warning}.get(c.call or "", st.success if c.n is not None else st.info)
-        box(f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
     if shown.verdicts:
         with st.expander("Verdict per size: faster, same, or cannot tell"):
             st.caption("ratio: the slower median over the faster (compared: the second over the first); the 95 % "

@@ -9,6 +9,7 @@ from core.classifier.runs import DONE
 from core.classifier.training import predict
 from core.errors import DashboardError
 from core.plain_text import for_markdown
+from core.results.guess import parse_train_guess
 from core.results.jsonio import to_jsonable
 from pages.shared.classifier_widgets import (
     data_choice, preset_race_view, run_history, run_metrics, scaling_section, settings_form, workbench,
@@ -25,9 +26,10 @@ bench.mark_interrupted()  # a run still 'running' at the top of the script was s
 st.title("Review classifier")
 st.caption("The lecture's network, `Linear(V, hidden) → ReLU → Linear(hidden, 1) → Sigmoid` with BCELoss and SGD, "
            "learns to tell positive from negative movie reviews. Only the device changes between runs.")
-choice = data_choice()
+with st.sidebar:  # the settings; the main column keeps the buttons and what they produce (a projector's 720 rows)
+    choice = data_choice()
 settings = settings_form(waiting_for=choice.waiting_for)
-status, metrics_slot, loss_slot, acc_slot = st.empty(), st.empty(), st.empty(), st.empty()
+status, guess_slot, metrics_slot, loss_slot, acc_slot = st.empty(), st.empty(), st.empty(), st.empty(), st.empty()
 
 if settings.train or settings.race or settings.both:
     def on_progress(step) -> None:
@@ -46,6 +48,7 @@ if settings.train or settings.race or settings.both:
 
     try:
         config = settings.config()
+        guess = parse_train_guess(st.session_state.clf_guess)  # an unreadable guess is refused before anything runs
         if bench.needs_loading(choice):
             with st.spinner("reading reviews"):
                 bar = st.progress(0.0)
@@ -55,11 +58,13 @@ if settings.train or settings.race or settings.both:
             if bench.needs_prepare(config):
                 with st.spinner("building the document-term matrix and the LogisticRegression baseline"):
                     bench.prepared(config, turn.hooks)
-            bench.train(config, turn.hooks, race=settings.race, both=settings.both, on_done=save)
+            bench.train(config, turn.hooks, race=settings.race, both=settings.both, on_done=save, guess=guess)
         status.empty()
     except DashboardError as exc:
         status.error(for_markdown(str(exc)))  # it may name an uploaded file: the uploader chose that name
 
+if bench.guess_note:  # ---- the guess beside the measurement, right under the buttons
+    guess_slot.info(bench.guess_note, icon=":material/psychology_alt:")
 if bench.runs:  # ---- the latest run (from the session, so it survives reruns and Stop)
     last, base = bench.runs[-1], bench.runs[-1].baseline
     with metrics_slot.container():

@@ -203,7 +203,7 @@ def test_both_presets_without_a_gpu_show_the_cpu_half_and_what_a_gpu_would(app, 
     texts = [m.value for m in app.markdown]
     assert any(EXPLANATION in t and WITHOUT_GPU in t for t in texts)
     assert [r.config.preset for r in app.session_state["clf_bench"].runs] == ["lecture", "minibatch"]
-    assert [p.proto.page for p in app.get("page_link")][-1].endswith("why_parallel")  # the chain-of-steps section
+    assert [p.proto.page for p in app.main.get("page_link")][-1].endswith("why_parallel")  # the chain-of-steps section (the sidebar links Hardware check)
 
 
 def test_both_presets_with_a_gpu_race_four_runs(app, fake_cuda, monkeypatch, toy_csv):

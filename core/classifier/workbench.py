@@ -19,6 +19,7 @@ from core.classifier.baseline import BaselineResult
 from core.classifier.browser_paths import load_for_browser
 from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback
 from core.classifier.features import Features
+from core.classifier.guess import compare_guess
 from core.classifier.loaders import Reviews, load_uploads
 from core.classifier.model import ClassifierConfig
 from core.classifier.preset_race import PresetRace, preset_race, race_configs
@@ -29,6 +30,7 @@ from core.classifier.training import prepare, train
 from core.errors import DashboardError
 from core.platform.devices import available_devices, has_gpu
 from core.platform.jobs import JobHooks, Progress
+from core.results.guess import Guess
 from core.results.train import TrainEpoch
 
 UPLOAD, PATH = "upload", "path"  # the data sources besides BUILTIN_DATASETS' names
@@ -117,6 +119,7 @@ class Workbench:
     shared_features: SharedBuilds[tuple[Features, BaselineResult]] | None = None  # the server's, for every session
     shared_reviews: SharedBuilds[Reviews] | None = None  # the server's built-in data sets, read once
     reviews_id: str = ""  # the loaded reviews' content, for `shared_features`; "" until first needed
+    guess_note: str | None = None  # the latest run's guess set beside its measurement (core.classifier.guess)
 
     def mark_interrupted(self) -> None:
         """At the top of a script run nothing trains, so a run still 'running' was stopped."""
@@ -170,17 +173,22 @@ class Workbench:
                                                  None if hooks is None else hooks.should_stop)
 
     def train(self, config: ClassifierConfig, hooks: JobHooks, *, race: bool = False, both: bool = False,
-              on_done: Callable[[TrainResult, BaselineResult], None] | None = None) -> list[TrainResult]:
+              on_done: Callable[[TrainResult, BaselineResult], None] | None = None,
+              guess: Guess | None = None) -> list[TrainResult]:
         """Train one run (or a CPU-then-GPU race) on the prepared features, recording every report.
 
         `hooks.on_progress` hears a start line per run (item None) and every report (item: an
         TrainEpoch), with the run's label in the message; `on_done` gets each run that finished
         all its epochs (with the baseline it is compared with), at once, so a page can save it.
+        `guess` (the student's prediction) is saved with every run and `guess_note` compares it.
         """
-        results = []
+        results: list[TrainResult] = []
+        self.guess_note = None
         for cfg in both_configs(config) if both else run_configs(config, race=race):
             features, baseline = self.prepared(cfg, hooks)
-            results.append(self._one_run(features, baseline, cfg, hooks))
+            result = self._one_run(features, baseline, cfg, hooks)
+            results.append(result if guess is None else replace(result, run=replace(result.run, guess=guess)))
+            self.guess_note = compare_guess([r.run for r in results], guess)  # each run adds to the comparison
             if on_done is not None and should_save(results[-1]):
                 on_done(results[-1], baseline)
         if both:

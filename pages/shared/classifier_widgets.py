@@ -24,6 +24,7 @@ from core.classifier.shared_builds import SharedBuilds
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload, Workbench
 from core.errors import DashboardError
 from core.plain_text import for_markdown
+from core.results.guess import TRAIN_EXAMPLE
 from core.platform.devices import NEEDS_GPU, available_devices, has_gpu
 from core.platform.units import percent
 from pages.shared.device_wait import page_job
@@ -85,11 +86,20 @@ class SettingsForm:
 
 
 def settings_form(waiting_for: str = "") -> SettingsForm:
-    """The preset, the settings expander, the device, the Results name, and the Train, Race, Both and Stop buttons.
+    """The preset, the settings and the device in the sidebar; the guess, the Results name and the Train,
+    Race, Both and Stop buttons in one row of the main column, so that at a projector's 1280 × 720 the
+    buttons, the progress and the first result fit above the fold.
 
     Each preset keeps its own widgets (keys `clf_*` for mini-batch, `clf_*_lecture` for the lecture), so
     switching shows that preset's defaults and keeps what was typed for the other. `waiting_for` names
     what the runs still need (an upload that has not reached the server): Train, Race and Both wait."""
+    with st.sidebar:
+        values = _settings()
+    return _action_row(values, waiting_for)
+
+
+def _settings() -> dict[str, Any]:
+    """The preset, the vectorizer and model settings (one column: the sidebar is narrow) and the device."""
     preset = st.radio("Preset", list(PRESETS), format_func=PRESETS.get, key="clf_preset", horizontal=True,
                       help="the lecture: the whole dense matrix on the device, one full-batch update per step (10 in "
                            "all); mini-batch: sparse batches of 64 with momentum and weight decay (the best accuracy)")
@@ -99,7 +109,7 @@ def settings_form(waiting_for: str = "") -> SettingsForm:
         return f"clf_{name}_lecture" if lecture else f"clf_{name}"
 
     with st.expander("Vectorizer and model settings", expanded=False):
-        c1, c2, c3, c4 = st.columns(4)
+        c1 = c2 = c3 = c4 = st.container()
         v: dict[str, Any] = dict(
             preset=preset,
             weighting=c1.selectbox("Weighting", list(WEIGHTINGS), list(WEIGHTINGS).index(d.weighting),
@@ -129,12 +139,20 @@ def settings_form(waiting_for: str = "") -> SettingsForm:
                                         help="sparse sums the weights of the words present; dense builds each batch "
                                              "as a full (batch x vocabulary) matrix first: same numbers, more work"),
             )
-    d1, d2 = st.columns(2)
-    v["device"] = d1.selectbox("Device", ["auto", *available_devices()] if has_gpu() else ["cpu"], key="clf_device")
-    d2.text_input("Name for the Results page (optional)", key="clf_label", max_chars=200,
-                  placeholder="e.g. Ana's laptop", help="finished runs are saved for the Results page under this name")
+    v["device"] = st.selectbox("Device", ["auto", *available_devices()] if has_gpu() else ["cpu"], key="clf_device")
     if not has_gpu():
         gpu_badge("runs use the CPU; with a GPU you could race the same run on both and compare them by wall time")
+    return {**{f: getattr(d, f) for f in ("batch_size", "input_mode")}, **v}
+
+
+def _action_row(v: dict[str, Any], waiting_for: str) -> SettingsForm:
+    """Your guess, the Results name, and the Train, Race, Both and Stop buttons, side by side."""
+    g1, g2 = st.columns(2)
+    g1.text_input("Your guess", key="clf_guess", max_chars=40, placeholder=TRAIN_EXAMPLE,
+                  help="before you press Train or Race: seconds per epoch, or how many times faster the GPU is. "
+                       "Saved with the run; the page compares it with the measurement afterwards")
+    g2.text_input("Name for the Results page (optional)", key="clf_label", max_chars=200,
+                  placeholder="e.g. Ana's laptop", help="finished runs are saved for the Results page under this name")
     buttons = st.container(horizontal=True)
     wait = f". Waiting for {waiting_for}" if waiting_for else ""
     train = buttons.button("Train", type="primary", key="clf_train", icon=":material/play_arrow:",
@@ -151,7 +169,7 @@ def settings_form(waiting_for: str = "") -> SettingsForm:
         st.caption(f"*Train* and *Both presets* wait for {waiting_for}.")
     if not has_gpu():
         st.caption(f"*Race CPU vs GPU* is off: it {NEEDS_GPU}.")
-    return SettingsForm({**{f: getattr(d, f) for f in ("batch_size", "input_mode")}, **v}, train, race, both)
+    return SettingsForm(v, train, race, both)
 
 
 def preset_race_view(race: PresetRace) -> None:

@@ -1,4 +1,4 @@
-"""The Matmul race's settings box: its widgets, laid out, and the SweepConfig they describe.
+"""The Matmul race's settings (in the sidebar) and its Run row: the widgets, and the SweepConfig they describe.
 
 Not a page (app.py does not list it). Widget keys are `mm_*`; the choices offered come from core
 (`dtype_choices`, `size_choices`, `thread_choices`, `TF32_CHOICES`), so the page cannot offer what
@@ -16,6 +16,7 @@ from core.matmul.sweep import (
     thread_choices,
 )
 from core.platform.devices import NEEDS_GPU, available_devices
+from core.results.guess import MATMUL_EXAMPLE
 
 BUDGETS_S = [0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0]
 DEFAULT_SIZES = (64, 2048)
@@ -55,37 +56,41 @@ class SweepForm:
 
 
 def sweep_form(gpu_here: bool) -> SweepForm:
-    """Draw the settings box with its Run and Stop buttons."""
-    with st.container(border=True):
-        c1, c2, c3 = st.columns(3)
-        devices = c1.multiselect("Devices", available_devices(), default=default_devices(available_devices()),
+    """Draw the settings in the sidebar and the guess, the name, Run and Stop in one row under the title.
+
+    The sidebar keeps the page's main column for what the class watches: at a projector's 1280 × 720
+    the Run button, the progress and the first result all fit above the fold."""
+    with st.sidebar:
+        st.subheader("Race settings")
+        devices = st.multiselect("Devices", available_devices(), default=default_devices(available_devices()),
                                  key="mm_devices")
-        dtypes = c2.multiselect("dtypes", dtype_choices(devices or ["cpu"]), default=["float32"], key="mm_dtypes",
+        dtypes = st.multiselect("dtypes", dtype_choices(devices or ["cpu"]), default=["float32"], key="mm_dtypes",
                                 help="float16 on a CPU is very slow; the time guard skips sizes that would overrun the budget.")
         cores: list[int | None] = [FREE, *thread_choices()]
-        threads = c3.multiselect("CPU threads (each is a series)", cores, key="mm_threads", format_func=_threads_label,
+        threads = st.multiselect("CPU threads (each is a series)", cores, key="mm_threads", format_func=_threads_label,
                                  default=list(default_race_threads(gpu_here)),  # two series that differ
                                  help="free cores: as many threads as other programs leave idle when the sweep starts")
-        c1, c2, c3 = st.columns([2, 1, 1])
-        end_to_end = c3.checkbox("End to end (with copies)", value=False, key="mm_end_to_end", disabled=not gpu_here,
+        end_to_end = st.checkbox("End to end (with copies)", value=False, key="mm_end_to_end", disabled=not gpu_here,
                                  help="also time the copies to and from the GPU" + ("" if gpu_here else f": {NEEDS_GPU}"))
         options = size_choices(devices or ["cpu"], dtypes or ["float32"], end_to_end=end_to_end)
-        sizes = c1.select_slider("Matrix sizes n (log scale; larger sizes offered while memory allows)", options,
+        sizes = st.select_slider("Matrix sizes n (log scale; larger sizes offered while memory allows)", options,
                                  value=(min(DEFAULT_SIZES[0], options[-1]), min(DEFAULT_SIZES[1], options[-1])),
                                  key="mm_sizes")
-        per_doubling = c2.selectbox("Sizes per doubling", [1, 2, 4], key="mm_per_doubling")
-        budget = c3.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget")
-        c1, c2, c3 = st.columns(3)
-        tf32 = c1.radio("TF32 for CUDA float32", list(TF32_CHOICES), horizontal=True, key="mm_tf32",
+        per_doubling = st.selectbox("Sizes per doubling", [1, 2, 4], key="mm_per_doubling")
+        budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget")
+        tf32 = st.radio("TF32 for CUDA float32", list(TF32_CHOICES), horizontal=True, key="mm_tf32",
                         disabled=not any(d.startswith("cuda") for d in devices),
                         help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it, so it is off "
                              "unless a CUDA GPU is among the devices.")
-        unsynced = c2.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced", disabled=not gpu_here,
+        unsynced = st.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced", disabled=not gpu_here,
                                help="the classic bug: reading the clock without synchronizing. "
                                     + ("" if gpu_here else f"It {NEEDS_GPU}: on a CPU nothing is asynchronous."))
-        c3.text_input("Name for the Results page (optional)", key="mm_label", max_chars=200,
-                      placeholder="e.g. Ana's laptop", help="finished sweeps are saved there, under this name")
-        b1, b2 = c3.columns(2)
-        run = b1.button("Run", type="primary", key="mm_run", icon=":material/play_arrow:")
-        b2.button("Stop", key="mm_stop", icon=":material/stop:")
+    c1, c2, c3, c4 = st.columns([3, 3, 1, 1], vertical_alignment="bottom")
+    c1.text_input("Your guess", key="mm_guess", max_chars=40, placeholder=MATMUL_EXAMPLE,
+                  help="before you press Run: from which size n does the faster series win? Saved with the run; "
+                       "the page compares it with the measurement afterwards")
+    c2.text_input("Name for the Results page (optional)", key="mm_label", max_chars=200,
+                  placeholder="e.g. Ana's laptop", help="finished sweeps are saved there, under this name")
+    run = c3.button("Run", type="primary", key="mm_run", icon=":material/play_arrow:")
+    c4.button("Stop", key="mm_stop", icon=":material/stop:")
     return SweepForm(run, devices, dtypes, threads, sizes, per_doubling, budget, tf32, unsynced, end_to_end)
