@@ -52,7 +52,11 @@ if (result := state.rl_result) is not None:
         st.warning("Stopped before the last step: what was measured is shown, and not saved.", icon=":material/stop_circle:")
     load_notice(result.load)
     box = st.success if result.predicted_crossover_n and result.measured_crossover_n else st.info
+    box = st.warning if result.noisy_series else box
     box(crossover_sentence(result), icon=":material/insights:")
+    for roofs in result.devices_roofs:
+        for note in roofs.notes or ():
+            st.caption(f"{roofs.series}: {note}")
     if accuracy := model_error_text(result):
         st.caption(accuracy)
     t1, t2 = st.tabs(["Roofline", "Time against the model"])
@@ -61,7 +65,10 @@ if (result := state.rl_result) is not None:
                "Dotted: the theoretical peak. Markers: the sweep's products; hover for n, time and share of the roof.")
     t2.plotly_chart(model_figure(result), key="rl_model_chart")
     t2.caption("Markers: measured seconds per product. Lines: t(n) = overhead + max(2n³/peak, bytes/bandwidth), "
-               "from the measured constants alone (dashed: plus the copies to and from the GPU).")
+               "from the measured constants alone (dashed: plus the copies to and from the GPU). Grey band: the "
+               "crossover sizes the constants' spread over their repeats allows. Small products are timed with "
+               "warm caches (their matrices stay in cache from one repetition to the next), so they look faster "
+               "than the bandwidth roof, measured from RAM, predicts; the Matmul race's cold-cache switch shows the difference.")
     st.dataframe(roofs_table(result), hide_index=True, key="rl_table")
     for note in result.notes:
         st.info(note)

@@ -31,7 +31,8 @@ def test_json_from_a_real_process_has_the_issue_shape():
     assert all(d["peak_gflops"] > 0 and d["bandwidth_gbs"] > 0 and d["launch_s"] > 0 for d in obj["devices"])
     assert obj["points"] and all(POINT_KEYS <= set(p) for p in obj["points"])
     assert all(p["intensity"] == pytest.approx(2 * p["n"] / 12) for p in obj["points"])
-    for key in ("predicted_crossover_n", "measured_crossover_n"):
+    assert all(isinstance(d["noisy"], list) and isinstance(d["notes"], list) for d in obj["devices"])
+    for key in ("predicted_crossover_n", "measured_crossover_n", "predicted_crossover_low", "predicted_crossover_high"):
         assert obj[key] is None or (isinstance(obj[key], int) and obj[key] >= 1)
 
 
@@ -40,7 +41,7 @@ def test_tables_progress_and_the_plain_words(capsys):
     out, err = capsys.readouterr()
     assert "peak GFLOP/s" in out and "ridge flop/B" in out and "model ms" in out
     assert "theoretical peak of cpu float32" in out and "a guess" in out
-    assert "measuring the roofs of cpu float32" in err
+    assert "measuring the roofs (round 1 of 3)" in err and "noisy" in out
 
 
 @pytest.mark.parametrize("args, message", [

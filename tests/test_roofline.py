@@ -40,6 +40,7 @@ class StepClock:
 def step_clock(monkeypatch) -> StepClock:
     fake = StepClock(0.02)
     monkeypatch.setattr(clock, "read_clock", fake.read)
+    monkeypatch.setattr(probes, "CPU_STREAM_BYTES", 1 << 16)  # the fake clock times every copy alike: keep them cheap
     return fake
 
 
@@ -140,20 +141,28 @@ def test_launch_cost_is_the_median_of_a_tiny_product(step_clock):
 
 
 def test_wake_cost_is_what_a_split_add_takes_beyond_its_share(monkeypatch):
-    """One thread: 40 µs of work. Split over two: 20 µs each, and the 30 µs measured holds 10 µs of waking."""
+    """One thread: 40 µs of work. Split over two: 20 µs each, and the 30 µs measured holds 10 µs of waking.
+    The two are timed in alternation (A, B, B, A, ...), so a neighbour slows both alike."""
     seen = []
 
-    def fake_measure(fn, device, *, budget_s, **kw):
+    def fake_block(fn, calls, device, **kw):
         seen.append(torch.get_num_threads())
-        fn()
-        per_call = {1: 40e-6, 2: 30e-6, 4: 5e-6}[torch.get_num_threads()]
-        return Measurement((per_call,) * 5, 1, per_call)
+        return calls * {1: 40e-6, 2: 30e-6, 4: 5e-6}[torch.get_num_threads()]
 
-    monkeypatch.setattr(timing, "measure", fake_measure)
+    monkeypatch.setattr(timing, "time_block", fake_block)
     before = torch.get_num_threads()
     assert probes.wake_s(2, budget_s=0.2) == pytest.approx(10e-6)
-    assert seen == [1, 2] and torch.get_num_threads() == before, "threads restored"
+    assert torch.get_num_threads() == before, "threads restored"
+    rounds = seen[6:12]  # after each one's cold call, warm probe and first block: alternating rounds
+    assert rounds == [2, 1, 1, 2, 2, 1]
     assert probes.wake_s(4, budget_s=0.2) == 0.0  # faster than a perfect split: noise, never a negative cost
+
+
+def test_the_fixed_costs_are_a_low_quantile_not_the_median(monkeypatch):
+    """A neighbour's stalls only add time: three of eight blocks slowed tenfold leave the launch cost alone."""
+    samples = (1e-5,) * 5 + (1e-4,) * 3
+    monkeypatch.setattr(timing, "measure", lambda fn, device, **kw: Measurement(samples, 1, 1e-5))
+    assert probes.launch_s(torch.device("cpu"), torch.float32, budget_s=0.2) == pytest.approx(1e-5)
 
 
 def test_the_wake_cost_moves_the_predicted_crossover_where_a_second_thread_pays_off():
@@ -198,12 +207,12 @@ def test_a_stop_between_steps_returns_what_was_measured(step_clock, monkeypatch)
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     asked = []
 
-    def stop() -> bool:  # Stop pressed once both series' roofs are measured and one product is timed
+    def stop() -> bool:  # asked before the rounds, before rounds 2 and 3, before each size: Stop once n = 8 is timed
         asked.append(1)
-        return len(asked) > 3
+        return len(asked) > 4
 
     result = run_roofline(RooflineConfig(sizes=(8, 16), budget_s=1.0), JobHooks(should_stop=stop))
-    assert result.stopped and len(result.devices_roofs) == 2 and len(result.points) == 1
+    assert result.stopped and len(result.devices_roofs) == 2 and [p.n for p in result.points] == [8, 8]
 
 
 def test_the_guard_skips_a_size_the_best_rate_says_overruns(step_clock):

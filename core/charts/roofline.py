@@ -17,6 +17,7 @@ from core.plain_text import for_plotly
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
 from core.roofline.model import RooflineModel
 from core.roofline.run import model_of
+from core.roofline.spread import THEORY_BELOW
 from core.store.records import StoredRun
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
@@ -32,6 +33,11 @@ def share_of_roof(point: RooflinePoint, roofs: DeviceRoofs) -> float | None:
     if point.gflops is None or point.intensity is None or not roofs.peak_gflops or not roofs.bandwidth_gbs:
         return None
     return point.gflops / min(roofs.peak_gflops, roofs.bandwidth_gbs * point.intensity)
+
+
+def theory_below(roofs: DeviceRoofs) -> bool:
+    """Did the series beat its theoretical peak (the theory's clock is the base clock, or a guess)?"""
+    return any(note.startswith(THEORY_BELOW) for note in roofs.notes or ())
 
 
 def roofline_figure(run: RooflineRun) -> go.Figure:
@@ -58,8 +64,9 @@ def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
         name = for_plotly(prefix + roofs.series)
         if roofs.peak_gflops and roofs.bandwidth_gbs and roofs.ridge_intensity:
             ridge = roofs.ridge_intensity
+            noisy = f" (noisy: {', '.join(roofs.noisy or ())})" if roofs.noisy else ""
             fig.add_scatter(x=[lo, ridge, hi], y=[roofs.bandwidth_gbs * lo, roofs.peak_gflops, roofs.peak_gflops],
-                            mode="lines", name=f"{name} roofs", line=dict(color=color), legendgroup=name,
+                            mode="lines", name=f"{name} roofs{noisy}", line=dict(color=color), legendgroup=name,
                             hovertemplate=f"{name}<br>%{{x:.3g}} flop/B: roof %{{y:.4g}} GFLOP/s<extra></extra>")
             fig.add_scatter(x=[ridge], y=[roofs.peak_gflops], mode="markers", name=f"{name} ridge", legendgroup=name,
                             marker=dict(symbol="diamond", size=11, color=color), showlegend=False,
@@ -67,8 +74,9 @@ def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
                                            f"arithmetic<br>{roofs.bandwidth_gbs:.3g} GB/s, {roofs.peak_gflops:.4g} "
                                            "GFLOP/s<extra></extra>"))
         if roofs.theoretical_gflops:
+            below = " (" + THEORY_BELOW + ")" if theory_below(roofs) else ""
             fig.add_scatter(x=[lo, hi], y=[roofs.theoretical_gflops] * 2, mode="lines", legendgroup=name,
-                            name=f"{name} theoretical peak", line=dict(color=color, dash="dot", width=1),
+                            name=f"{name} theoretical peak{below}", line=dict(color=color, dash="dot", width=1),
                             hovertemplate=f"{name} theoretical peak %{{y:.4g}} GFLOP/s<extra></extra>")
         pts = [p for p in _points(run, roofs.series) if p.gflops and p.intensity]
         shares = [share_of_roof(p, roofs) for p in pts]
@@ -112,6 +120,9 @@ def model_figure(run: RooflineRun) -> go.Figure:
             e2e = [p for p in pts if p.end_to_end_s]
             fig.add_scatter(x=[p.n for p in e2e], y=unit.scale(p.end_to_end_s for p in e2e), mode="markers", legendgroup=name,
                             name=f"{name} measured with copies", marker=dict(color=color, size=9, symbol="circle-open"))
+    low, high = run.predicted_crossover_low, run.predicted_crossover_high
+    if low is not None and (high is None or high > low):
+        fig.add_vrect(x0=low, x1=high or max(grid), fillcolor="gray", opacity=0.12, line_width=0)  # the page names it
     for n, label, dash in ((run.predicted_crossover_n, "predicted", "dash"), (run.measured_crossover_n, "measured", "dot")):
         if n is not None:
             fig.add_vline(x=n, line=dict(color="black", dash=dash, width=1), annotation_text=f"{label} n ≈ {n:,}")
@@ -120,12 +131,21 @@ def model_figure(run: RooflineRun) -> go.Figure:
     return style(fig, title=None, height=HEIGHT)
 
 
+def _range(roofs: DeviceRoofs, name: str, scale: float = 1.0) -> str:
+    """'1.2–1.9' over a constant's repeats, '' where it has none (an older file)."""
+    limits = roofs.spread(name)
+    return "" if limits is None else f"{limits[0] * scale:.3g}–{limits[1] * scale:.3g}"
+
+
 def roofs_table(run: RooflineRun) -> pd.DataFrame:
-    """One row per series: the constants the model uses, and where the theoretical peak came from."""
-    rows = [{"series": d.series, "peak GFLOP/s": d.peak_gflops, "theoretical GFLOP/s": d.theoretical_gflops,
-             "bandwidth GB/s": d.bandwidth_gbs, "ridge (flop/B)": d.ridge_intensity,
-             "launch µs": None if d.launch_s is None else d.launch_s * 1e6,
-             "wake µs": None if d.wake_s is None else d.wake_s * 1e6, "H2D GB/s": d.h2d_gbs, "D2H GB/s": d.d2h_gbs,
+    """One row per series: the constants the model uses with their ranges over repeats, which are noisy,
+    and where the theoretical peak came from."""
+    rows = [{"series": d.series, "peak GFLOP/s": d.peak_gflops, "peak range": _range(d, "peak_gflops"),
+             "theoretical GFLOP/s": d.theoretical_gflops, "bandwidth GB/s": d.bandwidth_gbs,
+             "bandwidth range": _range(d, "bandwidth_gbs"), "ridge (flop/B)": d.ridge_intensity,
+             "launch µs": None if d.launch_s is None else d.launch_s * 1e6, "launch range": _range(d, "launch_s", 1e6),
+             "wake µs": None if d.wake_s is None else d.wake_s * 1e6, "wake range": _range(d, "wake_s", 1e6),
+             "noisy": ", ".join(d.noisy or ()), "H2D GB/s": d.h2d_gbs, "D2H GB/s": d.d2h_gbs,
              "H2D pinned GB/s": d.h2d_pinned_gbs, "D2H pinned GB/s": d.d2h_pinned_gbs,
              "theoretical peak from": d.theoretical_note} for d in run.devices_roofs]
     return pd.DataFrame(rows)

@@ -13,7 +13,7 @@ from core.matmul.engine import DTYPES
 from core.platform.devices import available_devices, has_gpu
 from core.platform.jobs import Progress
 from core.results.roofline import RooflineRun
-from core.roofline.explain import crossover_sentence, model_errors
+from core.roofline.explain import crossover_sentence, left_out_text, model_errors
 from core.roofline.run import RooflineConfig, run_roofline
 
 
@@ -65,16 +65,20 @@ def micro(seconds: float | None) -> float | None:
 
 def render(result: RooflineRun) -> str:
     roofs = [[d.series, d.peak_gflops, d.theoretical_gflops, d.bandwidth_gbs, d.ridge_intensity,
-              micro(d.launch_s), micro(d.wake_s), d.h2d_gbs, d.d2h_gbs] for d in result.devices_roofs]
+              micro(d.launch_s), micro(d.wake_s), d.h2d_gbs, d.d2h_gbs, ", ".join(d.noisy or ()) or "-"]
+             for d in result.devices_roofs]
     lines = [format_table(["series", "peak GFLOP/s", "theory GFLOP/s", "GB/s", "ridge flop/B", "launch µs",
-                           "wake µs", "H2D GB/s", "D2H GB/s"], roofs), ""]
+                           "wake µs", "H2D GB/s", "D2H GB/s", "noisy"], roofs), ""]
     points = [[p.series, p.n, p.intensity, p.gflops, None if p.median_s is None else p.median_s * 1e3,
                None if p.predicted_s is None else p.predicted_s * 1e3] for p in result.points]
     lines += [format_table(["series", "n", "flop/B", "GFLOP/s", "measured ms", "model ms"], points), ""]
     lines += [f"theoretical peak of {d.series}: {d.theoretical_note}" for d in result.devices_roofs]
+    lines += [f"{d.series}: {note}" for d in result.devices_roofs for note in d.notes or ()]
     errors = model_errors(result)
     if errors.median_abs is not None:
         lines.append(f"model error for n >= {errors.min_n}: median |error| {errors.median_abs:.0%} over {errors.count} points")
+    if skipped := left_out_text(result, errors):
+        lines.append(skipped)
     lines.append(crossover_sentence(result))
     if result.load is not None and result.load.notice:
         lines.append(result.load.notice)

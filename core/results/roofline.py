@@ -4,6 +4,11 @@ Version 1. Each measured series (a device, a dtype, and on the CPU a thread coun
 in `devices`; every timed product of the sweep is a row of `points`, with its arithmetic
 intensity, its rate and the model's prediction for it. A field the machine could not give (no
 GPU: the copy rates; no clock: the theoretical peak) is null, never a made-up number.
+
+Later keys: each series' `spreads` (the lowest and highest repeat of each constant), `noisy` (the
+constants whose repeats disagreed, or that were measured while the machine was busy) and `notes`,
+written only when set, so an older file (no key: not known) reads and writes as before; the run's
+`predicted_crossover_low`/`_high` (the crossover the constants' spread allows), null when unknown.
 """
 
 from __future__ import annotations
@@ -24,6 +29,17 @@ LATE = Field(default=None, exclude_if=f.omitted_when_none)  # a key a later rele
 
 
 @dataclass(frozen=True, kw_only=True)
+class Spread(Declared):
+    """One constant's repeats (core.roofline.spread): the lowest and highest figure, and how busy the machine was."""
+
+    name: f.Name  # the DeviceRoofs field it spreads: "bandwidth_gbs", "launch_s", "wake_s", "peak_gflops"
+    low: f.Number
+    high: f.Number
+    repeats: f.Count  # how many figures the range is over (for the peak: the best product's samples)
+    others_cores: f.Number = None  # CPU other programs used while the repeats ran, in cores
+
+
+@dataclass(frozen=True, kw_only=True)
 class DeviceRoofs(Declared):
     """One series' measured constants: the two roofs, the fixed cost of one operation, the copy rates."""
 
@@ -41,6 +57,17 @@ class DeviceRoofs(Declared):
     h2d_pinned_gbs: f.Number = None
     d2h_pinned_gbs: f.Number = None
     theoretical_note: f.Note = ""  # how the theoretical peak was derived, and whether it is a guess
+    spreads: tuple[Spread, ...] | None = LATE  # each constant's range over its repeats; None in older files
+    noisy: tuple[f.Name, ...] | None = LATE  # names of the constants too noisy to state as facts
+    notes: tuple[f.Note, ...] | None = LATE  # why they are noisy; "theory underestimates this machine"
+
+    def spread(self, name: str) -> tuple[float, float] | None:
+        """(low, high) of a constant over its repeats; None where not measured or from an older file."""
+        found = next((s for s in self.spreads or () if s.name == name), None)
+        return None if found is None or found.low is None or found.high is None else (found.low, found.high)
+
+    def is_noisy(self, name: str) -> bool:
+        return name in (self.noisy or ())
 
     @model_validator(mode="before")
     @classmethod
@@ -100,6 +127,14 @@ class RooflineRun(Kind):
     settings: f.Settings = Field(default_factory=dict)
     machine: MachineInfo = Field(default_factory=dict)
     load: MachineLoad | None = LATE  # how busy the machine was as it started; None in files older than the field
+    predicted_crossover_low: f.OptionalSize = None  # the crossover the constants' spread allows, from ... (always
+    predicted_crossover_high: f.OptionalSize = None  # written; null in older files) ... to (null with a low: beyond
+    # the model's search range)
+
+    @property
+    def noisy_series(self) -> list[str]:
+        """Series with at least one constant flagged noisy."""
+        return [d.series for d in self.devices_roofs if d.noisy]
 
     @property
     def devices(self) -> list[str]:

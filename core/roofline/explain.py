@@ -16,27 +16,42 @@ class ModelErrors:
     count: int
     median_abs: float | None  # median |predicted - measured| / measured over points with n >= min_n
     worst: tuple[str, int, float] | None  # (series, n, signed error) of the worst point
+    left_out: tuple[str, ...] = ()  # series whose constants were flagged noisy: their points are not scored
 
 
 def model_errors(run: RooflineRun, min_n: int = MODEL_MIN_N) -> ModelErrors:
+    """The model's error on the sweep, leaving out series with a noisy constant: a prediction from a
+    busy machine's start-up cost says nothing about the model (it once read +70739 %)."""
+    left_out = tuple(run.noisy_series)
     errors = [(p.series or p.device, p.n, (p.predicted_s - p.median_s) / p.median_s) for p in run.points
-              if p.n >= min_n and p.predicted_s is not None and p.median_s]
+              if p.n >= min_n and p.predicted_s is not None and p.median_s and (p.series or p.device) not in left_out]
     if not errors:
-        return ModelErrors(min_n, 0, None, None)
+        return ModelErrors(min_n, 0, None, None, left_out)
     worst = max(errors, key=lambda e: abs(e[2]))
-    return ModelErrors(min_n, len(errors), statistics.median(abs(e[2]) for e in errors), worst)
+    return ModelErrors(min_n, len(errors), statistics.median(abs(e[2]) for e in errors), worst, left_out)
+
+
+def left_out_text(run: RooflineRun, errors: ModelErrors) -> str:
+    """'Not scored: cpu float32 2 threads (noisy: wake_s).' or ''."""
+    if not errors.left_out:
+        return ""
+    roofs = {d.series: d for d in run.devices_roofs}
+    named = "; ".join(f"{s} (noisy: {', '.join(roofs[s].noisy or ())})" for s in errors.left_out if s in roofs)
+    return f"Not scored, their constants were too noisy to test the model with: {named}."
 
 
 def model_error_text(run: RooflineRun) -> str:
     """How far the model is from the sweep, and the two reasons it misses where it does; '' without points."""
     errors = model_errors(run)
+    skipped = left_out_text(run, errors)
     if errors.median_abs is None or errors.worst is None:
-        return ""
+        return skipped
     series, n, worst = errors.worst
     return (f"Model against the sweep for n ≥ {errors.min_n}: median |error| {errors.median_abs:.0%} over "
             f"{errors.count} products; worst {worst:+.0%} ({series}, n = {n:,}). Small products fit in cache, so the "
             "bandwidth roof (measured from RAM) overstates their cost, and mid-size ones run below the peak the "
-            "largest reach; on a busy machine a second thread can stall for milliseconds, which no constant predicts.")
+            "largest reach; on a busy machine a second thread can stall for milliseconds, which no constant predicts."
+            + (" " + skipped if skipped else ""))
 
 
 def crossover_ratio(run: RooflineRun) -> float | None:
@@ -44,6 +59,15 @@ def crossover_ratio(run: RooflineRun) -> float | None:
     if run.predicted_crossover_n is None or run.measured_crossover_n is None:
         return None
     return run.predicted_crossover_n / run.measured_crossover_n
+
+
+def predicted_range(run: RooflineRun) -> str:
+    """' (the constants' spread allows n ≈ 60 to 110)', or '' where the run has no interval (older files)."""
+    low, high = run.predicted_crossover_low, run.predicted_crossover_high
+    if low is None or (low == high == run.predicted_crossover_n):
+        return ""
+    upper = "beyond 131,072" if high is None else f"{high:,}"
+    return f" (the constants' spread allows n ≈ {low:,} to {upper})"
 
 
 def crossover_sentence(run: RooflineRun) -> str:
@@ -57,6 +81,7 @@ def crossover_sentence(run: RooflineRun) -> str:
     start = "to start (launch and synchronize)" if gpu else "to start (waking the other threads)"
     predicted = ("the model predicts no crossover up to n = 131,072" if run.predicted_crossover_n is None
                  else f"the model predicts the crossover at n ≈ {run.predicted_crossover_n:,}")
+    predicted += predicted_range(run)
     measured = ("the sweep found none in its range" if run.measured_crossover_n is None
                 else f"the sweep measured it at n ≈ {run.measured_crossover_n:,}")
     ratio = crossover_ratio(run)
@@ -68,6 +93,10 @@ def crossover_sentence(run: RooflineRun) -> str:
         text += (f" Starting one product costs {fast.overhead_s * 1e6:.3g} µs with {who}{parts} against "
                  f"{slow.overhead_s * 1e6:.3g} µs for {run.baseline}; its roof is {fast.peak_gflops or 0:.3g} GFLOP/s "
                  f"against {slow.peak_gflops or 0:.3g}.")
+        noisy = [f"{d.series}: {', '.join(d.noisy or ())}" for d in (fast, slow) if d.noisy]
+        if noisy:
+            text += (f" Cannot tell on a machine this busy: some of these constants are noisy ({'; '.join(noisy)}), "
+                     "see their ranges in the table.")
     if run.predicted_crossover_n is not None and run.predicted_crossover_n > 1:
         pays, its = ("pays", "its") if gpu else ("pay", "their")
         text += (f" Below n ≈ {run.predicted_crossover_n:,}, {who} {pays} more {start} than {its} faster arithmetic "

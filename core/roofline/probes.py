@@ -4,16 +4,24 @@ Each probe is one callable timed by `core.platform.timing.measure` (warm-up, a s
 every clock read, blocks of at least 10 ms, median), the same engine that times the Matmul race,
 so a roof and a matmul point are measured the same way. The compute roof needs no probe of its
 own: it is the best rate among the sweep's large products.
+
+Each function gives one repeat's figure; core.roofline.run calls them REPEATS times, the series
+taking turns, and core.roofline.spread turns the repeats into a constant and its spread. The
+fixed costs are a low quantile of the samples (spread.LOW_QUANTILE), not their median: a
+neighbour's stall only ever adds time.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 
+from core.matmul.paired import interleave
 from core.platform import timing
 from core.platform.timing import Measurement
+from core.roofline.spread import LOW_QUANTILE, quantile
 
 CPU_STREAM_BYTES = 64 * 2**20  # per buffer: twice most L3 caches, so the copy streams from RAM
 GPU_STREAM_BYTES = 256 * 2**20  # far above any GPU's L2
@@ -37,10 +45,11 @@ def bandwidth_gbs(device: torch.device, dtype: torch.dtype, *, budget_s: float, 
 
 
 def launch_s(device: torch.device, dtype: torch.dtype, *, budget_s: float) -> float:
-    """Median time of one tiny product (n = LAUNCH_N), synced like every other measurement."""
+    """Low quantile of the time of one tiny product (n = LAUNCH_N), synced like every other measurement."""
     a = torch.ones(LAUNCH_N, LAUNCH_N, dtype=dtype, device=device)
     out = torch.empty_like(a)
-    return timing.measure(functools.partial(torch.matmul, a, a, out=out), device, budget_s=budget_s).median_s
+    m = timing.measure(functools.partial(torch.matmul, a, a, out=out), device, budget_s=budget_s)
+    return quantile(m.times_s, LOW_QUANTILE)
 
 
 def wake_s(threads: int, *, budget_s: float) -> float:
@@ -49,17 +58,23 @@ def wake_s(threads: int, *, budget_s: float) -> float:
     A tiny product runs on one thread whatever the setting, so `launch_s` cannot see what a product
     big enough to split pays to wake the other threads, and that cost decides where more threads
     start to win. An add of one grain per thread is split evenly: on k threads its work takes 1/k of
-    the one-thread time, and what it takes beyond that is the wake-up. Never below zero.
+    the one-thread time, and what it takes beyond that is the wake-up. The two are timed in
+    alternation (core.matmul.paired.interleave), so a neighbour slows both; each is a low quantile
+    of its samples. Never below zero.
     """
     cpu = torch.device("cpu")
     x = torch.ones(threads * WAKE_ELEMENTS_PER_THREAD)
     out = torch.empty_like(x)
     add = functools.partial(torch.add, x, 1.0, out=out)
-    with timing.torch_threads(1):
-        one = timing.measure(add, cpu, budget_s=budget_s / 2).median_s
-    with timing.torch_threads(threads):
-        split = timing.measure(add, cpu, budget_s=budget_s / 2).median_s
-    return max(0.0, split - one / threads)
+
+    def on(count: int) -> Callable[[int], float]:
+        def block(calls: int) -> float:
+            with timing.torch_threads(count):
+                return timing.time_block(add, calls, cpu)
+        return block
+
+    one, split = interleave([on(1), on(threads)], budget_s)
+    return max(0.0, quantile(split.times_s, LOW_QUANTILE) - quantile(one.times_s, LOW_QUANTILE) / threads)
 
 
 def copy_rates_gbs(device: torch.device, *, pinned: bool, budget_s: float,

@@ -1,7 +1,9 @@
 """A roofline run: measure each series' roofs, time the sweep, fit the model, predict and measure the crossover.
 
 `run_roofline(config, hooks)` holds its devices through `core.platform.jobs.run_job` like the
-Matmul race, times every product with the race's own engine (`core.matmul.engine.time_matmul`),
+Matmul race, measures each constant REPEATS times with the series' probes taking turns
+(core.roofline.spread makes them a constant with its spread and its noisy flag), times every size
+with the race's own paired rounds (`core.matmul.paired.time_interleaved`),
 and returns the result record (`core.results.roofline.RooflineRun`) that the CLI prints, the page
 draws and the store saves. With a GPU the comparison is the GPU against the CPU; without one it is
 all CPU threads against one, so the prediction can be checked on any machine.
@@ -9,25 +11,30 @@ all CPU threads against one, so the prediction can be checked on any machine.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 import torch
 
 from core.errors import DashboardError
 from core.matmul.crossover import find_crossover
-from core.matmul.engine import DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, time_matmul
+from core.matmul.engine import (DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_memory,
+                                memory_need)
+from core.matmul.paired import time_interleaved
 from core.matmul.sweep import SweepConfig, comparisons, plan_series
 from core.platform import timing
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
+from core.platform.machine_load import cpu_reading, others_between
 from core.results.matmul import MatmulPoint
-from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
+from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun, Spread
 from core.roofline import probes, theory
 from core.roofline.model import RooflineModel, intensity, predict_crossover
+from core.roofline.spread import REPEATS, THEORY_BELOW, constant, flags, others_over, spread_of
 
 DEFAULT_SIZES = (16, 32, 64, 128, 256, 512, 1024)
 GPU_SIZES = (2048, 4096)  # added when a GPU is chosen: its crossover and its peak lie higher
@@ -75,13 +82,73 @@ def plan(config: RooflineConfig) -> tuple[list[Series], tuple[Series, Series] | 
     return series, (pairs[0] if pairs else None)
 
 
-def measure_roofs(s: Series, budget_s: float) -> DeviceRoofs:
-    """Bandwidth, launch cost, copy rates and the theoretical peak of one series (peak_gflops comes from the sweep)."""
+Probe = Callable[[], float]  # one repeat's figure of one constant
+
+
+def _probes(s: Series, budget_s: float) -> dict[str, Probe]:
+    """The repeated probes of one series, each with its share of the per-measurement budget."""
     device, dtype = torch.device(s.device), DTYPES[s.dtype]
+    share = budget_s / REPEATS
+    out: dict[str, Probe] = {
+        "bandwidth_gbs": functools.partial(probes.bandwidth_gbs, device, dtype, budget_s=share),
+        "launch_s": functools.partial(probes.launch_s, device, dtype, budget_s=share),
+    }
+    if device.type == "cpu" and (s.threads or torch.get_num_threads()) > 1:
+        out["wake_s"] = functools.partial(probes.wake_s, s.threads or torch.get_num_threads(), budget_s=share)
+    return out
+
+
+@dataclass
+class _Repeats:
+    """What the rounds gathered for one constant of one series: its figures, and the CPU others used meanwhile."""
+
+    values: list[float] = field(default_factory=list)
+    windows: list[tuple[float | None, float]] = field(default_factory=list)  # (others' cores, seconds) per repeat
+
+    def spread(self, name: str) -> Spread:
+        return spread_of(name, self.values, others_over(self.windows))
+
+
+def _timed(probe: Probe) -> tuple[float, float | None, float]:
+    """(the probe's figure, cores others used meanwhile, seconds it took)."""
+    before = cpu_reading()
+    value = probe()
+    after = cpu_reading()
+    seconds = after.at_s - before.at_s if before is not None and after is not None else 0.0
+    return value, others_between(before, after), seconds
+
+
+def probe_rounds(series: Sequence[Series], budget_s: float, job: RunningJob | None = None,
+                 total: int = 0) -> tuple[dict[str, dict[str, _Repeats]], bool]:
+    """Every series' probes, REPEATS rounds of them, the series taking turns (A, B, B, A, ...).
+
+    Returns {series label: {constant: its repeats}} and whether a stop was asked (then with the
+    rounds finished so far; at least one, so every series measured has figures).
+    """
+    plans = {s.label: _probes(s, budget_s) for s in series}
+    found: dict[str, dict[str, _Repeats]] = {s.label: {name: _Repeats() for name in plans[s.label]} for s in series}
+    order = list(series)
+    for r in range(REPEATS):
+        if job is not None:
+            if r > 0 and job.stop_requested():
+                return found, True
+            job.report(Progress(r, total, f"measuring the roofs (round {r + 1} of {REPEATS})"))
+        for s in order:
+            with timing.torch_threads(s.threads if s.device == "cpu" else None):
+                for name, probe in plans[s.label].items():
+                    value, others, seconds = _timed(probe)
+                    found[s.label][name].values.append(value)
+                    found[s.label][name].windows.append((others, seconds))
+        order.reverse()
+    return found, False
+
+
+def roofs_of(s: Series, repeats: dict[str, _Repeats], budget_s: float) -> DeviceRoofs:
+    """One series' roofs from its repeats, plus what is measured once: copy rates, the theoretical peak."""
+    device = torch.device(s.device)
+    values = {name: constant(name, r.values) for name, r in repeats.items() if r.values}
+    spreads = tuple(r.spread(name) for name, r in repeats.items() if r.values)
     with timing.torch_threads(s.threads if device.type == "cpu" else None) as threads:
-        bandwidth = probes.bandwidth_gbs(device, dtype, budget_s=budget_s)
-        launch = probes.launch_s(device, dtype, budget_s=budget_s)
-        wake = probes.wake_s(threads, budget_s=budget_s) if device.type == "cpu" and threads > 1 else None
         copies: dict[str, float | None] = {}
         if device.type == "cuda":
             h2d, d2h = probes.copy_rates_gbs(device, pinned=False, budget_s=budget_s)
@@ -93,17 +160,44 @@ def measure_roofs(s: Series, budget_s: float) -> DeviceRoofs:
         peak = theory.cpu_peak(threads, s.dtype)
     else:
         peak = theory.TheoreticalPeak(None, f"unknown on {device.type}")
+    noisy, notes = flags(spreads)
     return DeviceRoofs(device=s.device, dtype=s.dtype, series=s.label, threads=threads if device.type == "cpu" else None,
                        peak_gflops=None, theoretical_gflops=peak.gflops, theoretical_note=peak.note,
-                       bandwidth_gbs=bandwidth, launch_s=launch, wake_s=wake, **copies)
+                       bandwidth_gbs=values.get("bandwidth_gbs"), launch_s=values.get("launch_s"),
+                       wake_s=values.get("wake_s"), spreads=spreads, noisy=noisy, notes=notes, **copies)
 
 
-def model_of(roofs: DeviceRoofs) -> RooflineModel | None:
-    """The model a series' roofs define; None while a roof is missing (nothing timed yet)."""
-    if not roofs.peak_gflops or not roofs.bandwidth_gbs or roofs.overhead_s is None:
+def measure_roofs(s: Series, budget_s: float) -> DeviceRoofs:
+    """The roofs of one series alone (its probes repeated, no other series to alternate with)."""
+    found, _ = probe_rounds([s], budget_s)
+    return roofs_of(s, found[s.label], budget_s)
+
+
+Bound = Literal["value", "fast", "slow"]
+
+
+def _bound(roofs: DeviceRoofs, name: str, bound: Bound, *, roof: bool) -> float | None:
+    """A constant, or the end of its spread that makes the series fast (high roof, low cost) or slow."""
+    value: float | None = getattr(roofs, name)
+    limits = roofs.spread(name)
+    if bound == "value" or value is None or limits is None:
+        return value
+    return limits[1 if (bound == "fast") == roof else 0]
+
+
+def model_of(roofs: DeviceRoofs, bound: Bound = "value") -> RooflineModel | None:
+    """The model a series' roofs define; None while a roof is missing (nothing timed yet).
+
+    bound "fast" or "slow" takes every constant at the end of its spread that makes the series
+    fastest or slowest: the predicted crossover's interval comes from these.
+    """
+    peak = _bound(roofs, "peak_gflops", bound, roof=True)
+    bandwidth = _bound(roofs, "bandwidth_gbs", bound, roof=True)
+    launch = _bound(roofs, "launch_s", bound, roof=False)
+    if not peak or not bandwidth or launch is None:
         return None
-    return RooflineModel(roofs.overhead_s, roofs.peak_gflops, roofs.bandwidth_gbs, roofs.dtype, roofs.h2d_gbs,
-                         roofs.d2h_gbs)
+    overhead = launch + (_bound(roofs, "wake_s", bound, roof=False) or 0.0)
+    return RooflineModel(overhead, peak, bandwidth, roofs.dtype, roofs.h2d_gbs, roofs.d2h_gbs)
 
 
 def point_of(r: MatmulPoint, model: RooflineModel | None) -> RooflinePoint:
@@ -114,31 +208,49 @@ def point_of(r: MatmulPoint, model: RooflineModel | None) -> RooflinePoint:
         predicted_end_to_end_s=None if model is None or not r.is_gpu else model.end_to_end_s(r.n))
 
 
+def _ready(s: Series, n: int, best: dict[Series, float], budget_s: float) -> str | None:
+    """Why size n of series s is not timed (the time guard, the memory guard), or None."""
+    guess = 2 * n**3 / best[s] if s in best else 0.0
+    if GUARD_CALLS * guess > budget_s:
+        return (f"n={n:,} on {s.label} skipped: at least {guess:.3g} s per product (2n^3 at the best rate so far), "
+                f"so warm-up plus one timed product would overrun the {budget_s:g} s budget; raise the budget to time it")
+    try:
+        check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=s.is_gpu, check_error=False))
+    except DoesNotFit as exc:
+        return f"n={n:,} on {s.label} skipped: {exc}"
+    return None
+
+
 def _sweep(job: RunningJob, series: Sequence[Series], config: RooflineConfig, notes: list[str],
            done: int, total: int) -> tuple[list[MatmulPoint], bool]:
-    """Every size of every series, smallest first; a size that would overrun the budget is skipped."""
+    """Every size, smallest first, its series timed in alternation (the Matmul race's paired rounds);
+    a size that would overrun the budget or not fit is skipped for that series."""
     results: list[MatmulPoint] = []
     best: dict[Series, float] = {}  # the best rate so far: one stalled size (a descheduled thread) must not skip the rest
     for n in config.sizes:
+        if job.stop_requested():
+            return results, True
+        job.report(Progress(done, total, f"timing n={n:,} on {len(series)} series in alternation"))
+        done += 1
+        ready = []
         for s in series:
-            if job.stop_requested():
-                return results, True
-            job.report(Progress(done, total, f"timing n={n:,} on {s.label}"))
-            done += 1
-            guess = 2 * n**3 / best[s] if s in best else 0.0
-            if GUARD_CALLS * guess > config.budget_s:
-                notes.append(f"n={n:,} on {s.label} skipped: at least {guess:.3g} s per product (2n^3 at the best "
-                             f"rate so far), so warm-up plus one timed product would overrun the {config.budget_s:g} s "
-                             "budget; raise the budget to time it")
-                continue
-            options = MatmulOptions(budget_s=config.budget_s, unsynced=False, end_to_end=s.is_gpu, check_error=False)
-            try:
-                result = time_matmul(s, n, options)
-            except (DoesNotFit, RanOutOfMemory) as exc:
-                notes.append(f"n={n:,} on {s.label} skipped: {exc}")
-                continue
-            best[s] = max(best.get(s, 0.0), (result.gflops or 0.0) * 1e9)  # FLOP/s
-            results.append(result)
+            refusal = _ready(s, n, best, config.budget_s)
+            if refusal is None:
+                ready.append(s)
+            else:
+                notes.append(refusal)
+        if not ready:
+            continue
+        options = MatmulOptions(budget_s=config.budget_s, unsynced=False, end_to_end=any(s.is_gpu for s in ready),
+                                check_error=False)
+        try:
+            points = time_interleaved(ready, n, options)
+        except RanOutOfMemory as exc:
+            notes.append(f"n={n:,} skipped: {exc}")
+            continue
+        for s, point in zip(ready, points):
+            best[s] = max(best.get(s, 0.0), (point.gflops or 0.0) * 1e9)  # FLOP/s
+            results.append(point)
     return results, False
 
 
@@ -149,22 +261,50 @@ def run_roofline(config: RooflineConfig, hooks: JobHooks | None = None) -> Roofl
     config = replace(config, sizes=sizes)
     machine = inspect_machine().to_dict()
     notes: list[str] = []
-    total = len(series) * (1 + len(config.sizes))
+    total = REPEATS + len(config.sizes)
     roofs: list[DeviceRoofs] = []
     stopped, results = False, list[MatmulPoint]()
     with run_job(sorted({s.device for s in series}), hooks, label="roofline", measure_load=True) as job:
         start = time.perf_counter()
-        for i, s in enumerate(series):
-            if job.stop_requested():
-                stopped = True
-                break
-            job.report(Progress(i, total, f"measuring the roofs of {s.label}"))
-            roofs.append(measure_roofs(s, config.budget_s))
+        stopped = job.stop_requested()
         if not stopped:
-            results, stopped = _sweep(job, series, config, notes, len(series), total)
+            found, stopped = probe_rounds(series, config.budget_s, job, total)
+            roofs = [roofs_of(s, found[s.label], config.budget_s) for s in series]
+        if not stopped:
+            results, stopped = _sweep(job, series, config, notes, REPEATS, total)
         wall = time.perf_counter() - start
     run = assemble(config, series, pair, roofs, results, notes=notes, stopped=stopped, wall_s=wall, machine=machine)
     return replace(run, load=job.load)
+
+
+def peak_of(s: Series, results: Sequence[MatmulPoint], roofs: DeviceRoofs) -> DeviceRoofs:
+    """The series' roofs with its compute roof: the best product's median rate, its spread the rates at that
+    product's quartiles (its samples are its repeats), flagged like the probed constants."""
+    timed = [r for r in results if r.series == s.label and r.gflops is not None and r.median_s]
+    if not timed:
+        return replace(roofs, peak_gflops=None)
+    top = max(timed, key=lambda r: r.gflops or 0.0)
+    flops = 2 * top.n**3 / 1e9
+    q1, q3 = top.q1_s or top.median_s or 0.0, top.q3_s or top.median_s or 0.0
+    peak = Spread(name="peak_gflops", low=flops / q3 if q3 else None, high=flops / q1 if q1 else None,
+                  repeats=top.samples, others_cores=top.others_cores)
+    noisy, notes = flags([peak])
+    extra = []
+    if roofs.theoretical_gflops and (top.gflops or 0.0) > roofs.theoretical_gflops:
+        extra.append(f"{THEORY_BELOW}: measured {top.gflops:.4g} GFLOP/s against {roofs.theoretical_gflops:.4g} "
+                     "in theory; the theoretical peak uses the base clock, or a guess of it")
+    return replace(roofs, peak_gflops=top.gflops, spreads=(*(roofs.spreads or ()), peak),
+                   noisy=(*(roofs.noisy or ()), *noisy), notes=(*(roofs.notes or ()), *notes, *extra))
+
+
+def crossover_bounds(challenger: DeviceRoofs, baseline: DeviceRoofs) -> tuple[int | None, int | None, int | None]:
+    """(predicted, lowest, highest) crossover: from the constants, then from the ends of their spreads
+    that favour the challenger most and least. None: no crossover up to the model's search range."""
+    def at(fast: Bound, slow: Bound) -> int | None:
+        a, b = model_of(challenger, fast), model_of(baseline, slow)
+        value = None if a is None or b is None else predict_crossover(a, b)
+        return None if value is None else max(1, round(value))
+    return at("value", "value"), at("fast", "slow"), at("slow", "fast")
 
 
 def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Series, Series] | None,
@@ -172,26 +312,22 @@ def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Serie
              stopped: bool = False, wall_s: float | None = None, machine: dict[str, Any] | None = None) -> RooflineRun:
     """The record from what was measured: each series' peak is its best product, then the model's predictions."""
     by_label = {r.series: r for r in roofs}
-    fitted: dict[str, DeviceRoofs] = {}
-    for s in series:
-        if s.label in by_label:
-            rates = [r.gflops for r in results if r.series == s.label and r.gflops is not None]
-            fitted[s.label] = replace(by_label[s.label], peak_gflops=max(rates) if rates else None)
+    fitted = {s.label: peak_of(s, results, by_label[s.label]) for s in series if s.label in by_label}
     models = {label: model_of(r) for label, r in fitted.items()}
     points = tuple(point_of(r, models.get(r.label)) for r in results)
-    predicted = measured = None
+    predicted = low = high = measured = None
     if pair is not None:
-        challenger, baseline = (models.get(p.label) for p in pair)
+        challenger, baseline = (fitted.get(p.label) for p in pair)
         if challenger is not None and baseline is not None:
-            value = predict_crossover(challenger, baseline)
-            predicted = None if value is None else max(1, round(value))
+            predicted, low, high = crossover_bounds(challenger, baseline)
         measured = measured_crossover(results, pair)
     return RooflineRun(
         devices_roofs=tuple(fitted.values()), points=points, predicted_crossover_n=predicted,
         measured_crossover_n=measured, challenger=pair[0].label if pair else None,
         baseline=pair[1].label if pair else None, notes=tuple(notes), stopped=stopped, wall_s=wall_s,
         finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), settings=config.to_dict(),
-        machine=machine if machine is not None else {})
+        machine=machine if machine is not None else {}, predicted_crossover_low=low,
+        predicted_crossover_high=None if low is None else high)
 
 
 def measured_crossover(results: Sequence[MatmulPoint], pair: tuple[Series, Series]) -> int | None:

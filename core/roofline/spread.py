@@ -1,0 +1,102 @@
+"""How a constant's repeats become one figure with its spread, and when it is too noisy to state as a fact.
+
+The roofline measures each constant REPEATS times, the series' probes taking turns (A, B, B, A, ...),
+so a neighbour that starts halfway through slows both series alike. Noise on a shared machine only
+ever adds time (a descheduled thread, a cache another program emptied), never removes it, so:
+
+- a roof (bandwidth, peak) is the best sustained figure: the highest repeat, each repeat itself a
+  median over blocks (sustained, not one lucky block);
+- a fixed cost (launch, thread wake-up) is a low quantile (LOW_QUANTILE) of each repeat's samples,
+  which ignores the blocks a neighbour slowed, and the constant is the median of the repeats, which
+  ignores one repeat that ran beside a neighbour all the way through (a minimum would keep the one
+  repeat whose one-thread part happened to be slowed, making the wake-up look free);
+- its spread is the lowest and the highest repeat; it is `noisy` when the highest is more than
+  NOISY_FACTOR times the lowest (times under TIME_FLOOR_S counted as TIME_FLOOR_S: a wake-up of 0
+  against 1 µs is not a disagreement anyone could act on), or when other programs took at least
+  BUSY_OTHERS_CORES of a core while the repeats ran (machine_load's rule, as the Matmul verdicts use).
+
+A noisy constant is still shown, with its range, but the model's error summary leaves its series
+out and the page says what it is, so a busy machine's 1.27e+05 µs start-up cost is never a fact.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from core.platform.machine_load import BUSY_OTHERS_CORES
+from core.results.roofline import Spread
+
+REPEATS = 3  # figures per constant: the fewest whose median ignores one bad repeat
+NOISY_FACTOR = 1.5  # highest repeat over lowest beyond which the repeats disagree (a quiet 2-core laptop: < 1.2)
+LOW_QUANTILE = 0.25  # of a fixed cost's samples: below the median, where a neighbour's stalls do not reach
+TIME_FLOOR_S = 2e-6  # fixed costs below 2 µs are within a clock read and a Python call of each other
+ROOFS = ("bandwidth_gbs", "peak_gflops")  # best repeat; the others (launch_s, wake_s) take the median
+THEORY_BELOW = "theory underestimates this machine (boost clock?)"
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default rule)."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def constant(name: str, repeats: Sequence[float]) -> float:
+    """The figure a constant's repeats give: the best for a roof, the median for a fixed cost."""
+    if not repeats:
+        raise ValueError(f"no repeats of {name}")
+    return max(repeats) if name in ROOFS else statistics.median(repeats)
+
+
+def spread_of(name: str, repeats: Sequence[float], others_cores: float | None = None) -> Spread:
+    return Spread(name=name, low=min(repeats), high=max(repeats), repeats=len(repeats), others_cores=others_cores)
+
+
+def disagree(spread: Spread) -> bool:
+    """Do the repeats differ by more than NOISY_FACTOR (fixed costs floored at TIME_FLOOR_S)?"""
+    if spread.low is None or spread.high is None or spread.repeats < 2:
+        return False
+    floor = 0.0 if spread.name in ROOFS else TIME_FLOOR_S
+    return max(spread.high, floor) > NOISY_FACTOR * max(spread.low, floor, 1e-300)
+
+
+def busy(spread: Spread) -> bool:
+    return spread.others_cores is not None and spread.others_cores >= BUSY_OTHERS_CORES
+
+
+def why_noisy(spread: Spread, unit: str, scale: float = 1.0) -> str | None:
+    """The note a noisy constant carries (None when it is not noisy): its range, and busy or not."""
+    reasons = []
+    if disagree(spread):
+        reasons.append(f"its {spread.repeats} repeats ranged from {(spread.low or 0) * scale:.3g} to "
+                       f"{(spread.high or 0) * scale:.3g} {unit} (more than {NOISY_FACTOR:g}x apart)")
+    if busy(spread):
+        reasons.append(f"other programs used {spread.others_cores:.1f} cores while it was measured")
+    return f"{spread.name} is noisy: " + " and ".join(reasons) if reasons else None
+
+
+UNITS = {"bandwidth_gbs": ("GB/s", 1.0), "peak_gflops": ("GFLOP/s", 1.0), "launch_s": ("µs", 1e6),
+         "wake_s": ("µs", 1e6)}
+
+
+def flags(spreads: Sequence[Spread]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(names of the noisy constants, a note for each) among `spreads`."""
+    names, notes = [], []
+    for s in spreads:
+        unit, scale = UNITS.get(s.name, ("", 1.0))
+        note = why_noisy(s, unit, scale)
+        if note is not None:
+            names.append(s.name)
+            notes.append(note)
+    return tuple(names), tuple(notes)
+
+
+def others_over(windows: Sequence[tuple[float | None, float]]) -> float | None:
+    """Cores others used over several (others_cores, seconds) windows: the time-weighted mean."""
+    known = [(o, s) for o, s in windows if o is not None and s > 0]
+    if not known:
+        return None
+    return sum(o * s for o, s in known) / sum(s for _, s in known)
