@@ -14,6 +14,7 @@ PAGES = [
     st.Page("pages/review_classifier.py", title="Review classifier", icon=":material/reviews:"),
     st.Page("pages/why_parallel.py", title="Why parallel", icon=":material/call_split:"),
     st.Page("pages/results.py", title="Results", icon=":material/leaderboard:"),
+    st.Page("pages/class_board.py", title="Class board", icon=":material/co_present:"),
 ]
 
 mark_entered()

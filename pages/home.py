@@ -24,6 +24,8 @@ In class, go through the pages in this order:
 5. **Why parallel**: the idea behind it, measured: one worker counting marbles against many,
    why a chain of tiny steps gains nothing, and why timing without synchronizing lies.
 6. **Results**: every run saved, so a laptop CPU and the lab GPU can share one chart.
+7. **Class board**: for the projector. The class's runs appear as they land, with every
+   guess typed in *Your guess* beside what was measured, and the CPUs and GPUs in the room.
 
 The same work runs without a browser: `python -m core --help`.
 """

@@ -1,0 +1,58 @@
+"""The Class board's figures: the class's guesses against what it measured, and the hardware in the room."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from core.charts.axis_style import linear_axis, log_axis, style
+from core.plain_text import for_plotly
+from core.store.class_board import Hardware, Spread
+
+GUESSED, MEASURED = "guessed", "measured"
+GUESS_COLOR, MEASURED_COLOR = "#7b3294", "#1a9641"
+JITTER = 0.12  # markers of one row spread this far up and down, so equal guesses do not hide each other
+HEIGHT = 300
+
+
+def _jitter(count: int) -> list[float]:
+    """Deterministic offsets in [-JITTER, JITTER], the same picture on every refresh."""
+    return [JITTER * (((i * 7) % 11) / 5 - 1) for i in range(count)]
+
+
+def spread_figure(spread: Spread, *, title: str, x_title: str, none_word: str = "no crossover") -> go.Figure:
+    """Two rows on a log axis: every guess, and every measurement (a crossover interval as a bar),
+    with the measured median as a dashed line, so the class sees how its predictions fell."""
+    fig = go.Figure()
+    rows = {GUESSED: 1.0, MEASURED: 0.0}
+    fig.add_trace(go.Scatter(x=spread.guessed, y=[rows[GUESSED] + j for j in _jitter(len(spread.guessed))],
+                             mode="markers", name=f"guesses ({len(spread.guessed)})",
+                             marker=dict(size=12, color=GUESS_COLOR, opacity=0.7)))
+    for i, (low, high) in enumerate(spread.intervals):
+        fig.add_trace(go.Scatter(x=[low, high], y=[rows[MEASURED]] * 2, mode="lines", showlegend=i == 0,
+                                 name="measured interval", line=dict(width=10, color=MEASURED_COLOR), opacity=0.25))
+    fig.add_trace(go.Scatter(x=spread.measured, y=[rows[MEASURED] + j for j in _jitter(len(spread.measured))],
+                             mode="markers", name=f"measured ({len(spread.measured)})",
+                             marker=dict(size=12, color=MEASURED_COLOR, symbol="diamond")))
+    values = [*spread.guessed, *spread.measured, *(x for pair in spread.intervals for x in pair)] or [1.0, 10.0]
+    fig.update_layout(xaxis=log_axis(values, x_title, headroom=0.05, below=0.05),
+                      yaxis=dict(tickvals=list(rows.values()), ticktext=list(rows), range=[-0.5, 1.5]))
+    if (median := spread.measured_median) is not None:
+        fig.add_vline(x=median, line=dict(dash="dash", color=MEASURED_COLOR),
+                      annotation_text=f"measured median {median:,.3g}", annotation_position="top")
+    nones = [f"{spread.none_guessed} guessed {none_word}"] if spread.none_guessed else []
+    nones += [f"{spread.none_measured} measured {none_word}"] if spread.none_measured else []
+    shown = title + (f" ({'; '.join(nones)})" if nones else "")
+    return style(fig, title=shown, height=HEIGHT)
+
+
+def hardware_figure(hardware: Sequence[Hardware]) -> go.Figure:
+    """A bar per CPU and GPU model: how many machines on the board have it."""
+    names = [for_plotly(f"{h.kind}: {h.name}") for h in hardware]
+    counts = [h.machines for h in hardware]
+    colors = ["#2c7bb6" if h.kind == "CPU" else "#d7191c" for h in hardware]
+    fig = go.Figure(go.Bar(x=counts, y=names, orientation="h", marker_color=colors, text=counts,
+                           textposition="outside"))
+    fig.update_layout(xaxis=linear_axis(counts, "machines"), yaxis=dict(autorange="reversed", automargin=True))
+    return style(fig, title="CPUs and GPUs in the room", height=max(200, 60 + 28 * len(hardware)), legend=False)

@@ -1,0 +1,206 @@
+"""The Class board: the class's latest runs for the projector, read incrementally from the store.
+
+A board refreshes itself every few seconds in every open browser. So that 60 open boards cost the
+server little, a refresh first asks the store for its version (`Store.version()`: row count and
+highest id, one cheap query) and reads nothing more when it has not changed; when runs were only
+added, it reads just the new ids; only a delete (the count falls behind the ids) rereads the newest
+MAX_BOARD_RUNS. The board is ordered by arrival (run id), newest first: a projector shows what just
+landed, whatever date an imported file claims.
+
+What the board shows is derived here, without streamlit or plotly: the rows grouped by name or
+machine, the guesses against the measured crossovers and speed-ups (the same `crossover` and
+`headline` the race page and Results use), and the CPUs and GPUs in the room.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Guess
+from core.results.matmul import MatmulSweep
+from core.results.train import TrainRun
+from core.store.database import Store
+from core.store.records import StoredRun
+
+MAX_BOARD_RUNS = 200  # the newest runs a board keeps: a class of 60 running a few times each
+DEFAULT_REFRESH_S = 5.0  # how often an open board asks the store whether anything changed
+MIN_REFRESH_S, MAX_REFRESH_S = 1.0, 60.0
+
+
+@dataclass(frozen=True)
+class ClassBoard:
+    """The runs a board shows, newest first, and the store version they were read at."""
+
+    version: tuple[int, int] = (0, 0)  # Store.version(): (rows, highest id)
+    runs: tuple[StoredRun, ...] = ()
+    reads: int = 0  # rows read from the store over this board's life (the cost a refresh adds)
+
+
+def refresh(store: Store, board: ClassBoard | None = None) -> ClassBoard:
+    """The board as the store has it now, reading only what changed since `board`."""
+    version = store.version()
+    if board is not None and version == board.version:
+        return board
+    if board is not None and 0 < version[1] - board.version[1] <= MAX_BOARD_RUNS:
+        new_ids = list(range(board.version[1] + 1, version[1] + 1))
+        listing = store.read_runs(run_ids=new_ids)
+        added = len(listing.runs) + len(listing.unreadable)
+        if board.version[0] + added == version[0]:  # nothing was deleted meanwhile: merge the new rows
+            runs = _newest_first([*listing.runs, *board.runs])
+            return ClassBoard(version, runs, board.reads + added)
+    listing = store.read_runs(limit=MAX_BOARD_RUNS)
+    read = len(listing.runs) + len(listing.unreadable)
+    return ClassBoard(version, _newest_first(listing.runs), (board.reads if board else 0) + read)
+
+
+def _newest_first(runs: list[StoredRun]) -> tuple[StoredRun, ...]:
+    return tuple(sorted(runs, key=lambda r: r.run_id, reverse=True)[:MAX_BOARD_RUNS])
+
+
+def who(run: StoredRun) -> str:
+    """The group a run belongs to on the board: its name, else its machine."""
+    return run.label or run.machine_label
+
+
+def guess_text(guess: Guess | None) -> str:
+    """How the board shows a guess: as typed, or '' for none."""
+    if guess is None:
+        return ""
+    return guess.text or ("no crossover" if guess.what == NO_CROSSOVER else f"{guess.value:g}")
+
+
+def run_guess(run: StoredRun) -> Guess | None:
+    result = run.result
+    return result.guess if isinstance(result, (MatmulSweep, TrainRun)) else None
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    """One line of the board's table."""
+
+    who: str
+    machine: str
+    run_id: int
+    when: str  # 'HH:MM' (UTC) of the run's arrival
+    kind: str
+    result: str
+    guess: str
+
+
+def grouped_rows(board: ClassBoard) -> list[BoardRow]:
+    """Every run as a row, grouped by name or machine (the group with the newest run first), newest first within."""
+    groups: dict[str, list[StoredRun]] = defaultdict(list)
+    for run in board.runs:  # newest first, so groups come out ordered by their newest run
+        groups[who(run)].append(run)
+    return [BoardRow(who=name, machine=run.machine_label, run_id=run.run_id, when=run.created_at[11:16],
+                     kind=run.kind, result=run.headline, guess=guess_text(run_guess(run)))
+            for name, runs in groups.items() for run in runs]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Guesses of one quantity against what the class measured, each as plain numbers."""
+
+    guessed: list[float] = field(default_factory=list)
+    measured: list[float] = field(default_factory=list)  # a point per run (an interval's upper end for matmul)
+    intervals: list[tuple[float, float]] = field(default_factory=list)  # matmul: (n_low or n_high/2, n_high]
+    none_guessed: int = 0  # "no crossover" guesses
+    none_measured: int = 0  # runs that found no crossover (or, for speed-ups, could not tell)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.guessed or self.measured or self.none_guessed or self.none_measured)
+
+    @property
+    def measured_median(self) -> float | None:
+        return statistics.median(self.measured) if self.measured else None
+
+
+def crossover_spread(board: ClassBoard) -> Spread:
+    """Crossover guesses (n) against the crossovers the class's sweeps measured."""
+    guessed, measured, intervals, none_g, none_m = [], [], [], 0, 0
+    for run in board.runs:
+        sweep = run.result
+        if not isinstance(sweep, MatmulSweep):
+            continue
+        g = sweep.guess
+        if g is not None and g.what == CROSSOVER_N and g.value:
+            guessed.append(g.value)
+        none_g += g is not None and g.what == NO_CROSSOVER
+        c = sweep.crossover
+        if c is not None and c.call == "found" and c.n_high is not None:
+            measured.append(float(c.n_high))
+            intervals.append((float(c.n_low or c.n_high / 2), float(c.n_high)))
+        elif c is None and sweep.crossover_n:
+            measured.append(sweep.crossover_n)
+        elif c is not None and c.call == "none" or c is None and not sweep.crossover_n:
+            none_m += 1
+    return Spread(guessed, measured, intervals, none_g, none_m)
+
+
+def _epoch_median(run: TrainRun) -> float | None:
+    seconds = [e.seconds for e in run.epochs if e.seconds]  # finished epochs' synchronized training seconds
+    return statistics.median(seconds) if seconds else None
+
+
+def speedup_spread(board: ClassBoard) -> Spread:
+    """The GPU's speed-up: guesses against each machine's measured CPU over GPU seconds per epoch
+    (the newest CPU and GPU runs of one preset on one machine, as a race saves them)."""
+    guessed: list[float] = []
+    newest: dict[tuple[str, str | None, bool], float] = {}  # (machine, preset, on a GPU) -> seconds per epoch
+    for run in board.runs:  # newest first: the first seen is kept
+        train = run.result
+        if not isinstance(train, TrainRun):
+            continue
+        if train.guess is not None and train.guess.what == SPEEDUP and train.guess.value:
+            guessed.append(train.guess.value)
+        seconds = _epoch_median(train)
+        if seconds:
+            newest.setdefault((run.machine_label, train.preset, train.device != "cpu"), seconds)
+    measured = [cpu / newest[(m, p, True)] for (m, p, gpu), cpu in newest.items() if not gpu and (m, p, True) in newest]
+    return Spread(guessed, measured)
+
+
+def epoch_spread(board: ClassBoard) -> Spread:
+    """Seconds per epoch: guesses against every training run's median epoch."""
+    guessed, measured = [], []
+    for run in board.runs:
+        train = run.result
+        if not isinstance(train, TrainRun):
+            continue
+        if train.guess is not None and train.guess.what == EPOCH_S and train.guess.value:
+            guessed.append(train.guess.value)
+        if (seconds := _epoch_median(train)) is not None:
+            measured.append(seconds)
+    return Spread(guessed, measured)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One CPU or GPU model in the room and how many machines on the board have it."""
+
+    kind: str  # 'CPU' or 'GPU'
+    name: str
+    machines: int
+
+
+def room_hardware(board: ClassBoard) -> list[Hardware]:
+    """The CPUs and GPUs of the machines that saved runs, most common first (a machine counted once)."""
+    machines = {run.machine_label: run.machine for run in board.runs}
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for machine in machines.values():
+        cpu = machine.get("cpu")
+        counts[("CPU", str(cpu.get("name") or "unknown CPU") if isinstance(cpu, dict) else "unknown CPU")] += 1
+        gpus = {str(g.get("name") or "GPU") for g in machine.get("gpus") or [] if isinstance(g, dict)}
+        if machine.get("mps_available"):
+            gpus.add("Apple GPU (MPS)")
+        for name in gpus or {"no GPU"}:
+            counts[("GPU", name)] += 1
+    return [Hardware(kind, name, n) for (kind, name), n in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))]
+
+
+def changed(store: Store, board: ClassBoard) -> bool:
+    """Has anything been saved, imported or deleted since `board` was read? One cheap query."""
+    return store.version() != board.version

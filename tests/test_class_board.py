@@ -1,0 +1,145 @@
+"""The Class board's store reads (only what changed), its grouping, spreads and hardware; its figures; its page."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from core.charts.class_board import hardware_figure, spread_figure
+from core.store import open_store
+from core.store.class_board import (
+    ClassBoard, changed, crossover_spread, epoch_spread, grouped_rows, refresh, room_hardware, speedup_spread,
+)
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+
+
+def _matmul(machine=LAB, guess=None, crossover=None) -> dict:
+    payload = matmul_payload(machine)
+    if guess is not None:
+        payload["guess"] = guess
+    if crossover is not None:
+        payload["crossover"] = crossover
+    return payload
+
+
+def _train(device="cpu", seconds=4.0, guess=None, machine=LAB) -> dict:
+    payload = train_payload(device, seconds=seconds)
+    payload["preset"] = "minibatch"
+    if guess is not None:
+        payload["guess"] = guess
+    return payload
+
+
+class CountingStore:
+    """The real store, counting the rows each read returns (the cost of a refresh)."""
+
+    def __init__(self, store):
+        self.store, self.rows_read, self.reads = store, 0, 0
+
+    def version(self):
+        return self.store.version()
+
+    def read_runs(self, **kwargs):
+        listing = self.store.read_runs(**kwargs)
+        self.reads += 1
+        self.rows_read += len(listing.runs) + len(listing.unreadable)
+        return listing
+
+
+def test_refresh_reads_nothing_when_nothing_changed_and_only_the_new_runs_after_a_save():
+    store = open_store()
+    store.save("matmul", _matmul(), label="Ana")
+    counting = CountingStore(store)
+    board = refresh(counting, None)
+    assert [r.label for r in board.runs] == ["Ana"] and counting.rows_read == 1
+    assert refresh(counting, board) is board and counting.reads == 1  # unchanged: the version query only
+    assert not changed(store, board)
+    store.save("train", _train(), label="Ben")
+    store.save("matmul", _matmul(LAPTOP), label="Cy")
+    assert changed(store, board)
+    newer = refresh(counting, board)
+    assert [r.label for r in newer.runs] == ["Cy", "Ben", "Ana"]  # newest first
+    assert counting.rows_read == 3 and newer.reads == 3  # the two new rows, not all three again
+
+
+def test_a_delete_rereads_the_board():
+    store = open_store()
+    first = store.save("matmul", _matmul(), label="Ana")
+    board = refresh(store)
+    store.delete(first)
+    store.save("matmul", _matmul(), label="Ben")  # same count, higher id: still a reread
+    assert [r.label for r in refresh(store, board).runs] == ["Ben"]
+
+
+def test_rows_are_grouped_by_name_or_machine_newest_group_first():
+    store = open_store()
+    store.save("matmul", _matmul(), label="Ana")
+    store.save("matmul", _matmul(LAPTOP))  # no name: grouped by its machine
+    store.save("train", _train(guess={"what": "epoch_s", "value": 2.0, "text": "2 s"}), label="Ana")
+    rows = grouped_rows(refresh(store))
+    assert [(r.who, r.kind) for r in rows] == [("Ana", "train"), ("Ana", "matmul"),
+                                               ("Student Laptop CPU i5", "matmul")]
+    assert rows[0].guess == "2 s" and rows[1].guess == "" and "accuracy" in rows[0].result
+
+
+def test_spreads_put_guesses_beside_what_was_measured():
+    store = open_store()
+    found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
+    store.save("matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
+    store.save("matmul", _matmul(guess={"what": "no_crossover", "text": "none"},
+                                 crossover={"a": "x", "b": "y", "call": "none"}))
+    store.save("train", _train("cpu", 4.0, guess={"what": "speedup", "value": 10.0, "text": "10x"}))
+    store.save("train", _train("cuda:0", 0.5))
+    board = refresh(store)
+    crossover = crossover_spread(board)
+    assert crossover.guessed == [1000.0] and crossover.none_guessed == 1
+    assert crossover.measured == [512.0] and crossover.intervals == [(256.0, 512.0)] and crossover.none_measured == 1
+    speedup = speedup_spread(board)
+    assert speedup.guessed == [10.0] and speedup.measured == [pytest.approx(8.0)]
+    assert sorted(epoch_spread(board).measured) == [0.5, 4.0]
+
+
+def test_room_hardware_counts_each_machine_once():
+    store = open_store()
+    for machine in (LAB, LAB, LAPTOP):
+        store.save("matmul", _matmul(copy.deepcopy(machine)))
+    hardware = {(h.kind, h.name): h.machines for h in room_hardware(refresh(store))}
+    assert hardware == {("CPU", "Lab Xeon 8480C"): 1, ("CPU", "Student Laptop CPU i5"): 1,
+                        ("GPU", "NVIDIA H200"): 1, ("GPU", "no GPU"): 1}
+
+
+def test_figures_draw_guesses_measurements_and_hardware():
+    store = open_store()
+    found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
+    store.save("matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
+    board = refresh(store)
+    fig = spread_figure(crossover_spread(board), title="t", x_title="n")
+    assert list(fig.data[0].x) == [1000.0] and list(fig.data[-1].x) == [512.0]
+    assert fig.layout.xaxis.type == "log" and any("median 512" in a.text for a in fig.layout.annotations)
+    bars = hardware_figure(room_hardware(board))
+    assert list(bars.data[0].y) == ["CPU: Lab Xeon 8480C", "GPU: NVIDIA H200"]
+    empty = spread_figure(crossover_spread(ClassBoard()), title="t", x_title="n")
+    assert empty.layout.xaxis.type == "log"
+
+
+def test_page_without_runs_says_how_to_fill_it(app):
+    app.switch_page("pages/class_board.py").run()
+    assert not app.exception
+    assert app.title[0].value == "Class board"
+    assert any("No runs yet" in i.value for i in app.info)
+    assert app.number_input(key="cb_every").value == 5.0
+
+
+def test_page_shows_the_runs_and_a_run_saved_later_after_the_next_check(app):
+    store = open_store()
+    store.save("matmul", _matmul(guess={"what": "crossover_n", "value": 700.0, "text": "700"}), label="Ana")
+    app.switch_page("pages/class_board.py").run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert list(table["who"]) == ["Ana"] and list(table["guess"]) == ["700"]
+    assert {c.proto.id for c in app.get("plotly_chart")}  # the crossover and hardware charts
+    store.save("train", _train(), label="Ben")
+    app.run()  # what the fragment's next check triggers: a rerun that reads the new run only
+    assert list(app.dataframe[0].value["who"]) == ["Ben", "Ana"]
+    assert app.session_state["cb_board"].reads == 2
