@@ -12,6 +12,7 @@ import csv
 import io
 import re
 import tarfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,9 @@ MAX_REVIEWS = 1_000_000  # IMDB has 50,000 labelled reviews; a million short lin
 MIN_PER_CLASS = 2  # a stratified train/test split needs at least two reviews of each class
 SNIFF_BYTES = 8192  # how much of a file the binary check and the separator guess look at
 CONTROL_SHARE_MAX = 0.05  # more control characters than this in the first bytes: not text
+MAX_HEADER_BYTES = 64 * 2**10  # a review table's header names a few columns; a longer first line is refused unread
+MAX_COLUMNS = 1_000  # columns a table may have (checked on the header, before any parser builds a table)
+_PARSE_LOCK = threading.Lock()  # one table parsed at a time per server: two tabs never build two big tables at once
 
 RT_POS, RT_NEG = "rt-polarity.pos", "rt-polarity.neg"
 TEXT_COLUMNS = ("text", "review", "sentence", "content", "comment")  # accepted names, case-insensitive
@@ -178,9 +182,31 @@ def _find_column(columns: Sequence[str], wanted: Sequence[str]) -> str | None:
     return next((by_name[w] for w in wanted if w in by_name), None)
 
 
+def _check_header(data: bytes, name: str) -> None:
+    """Refuse, from the first bytes alone, a header too long or with too many columns: the parser would
+    build a table of a million columns (gigabytes, tens of seconds) before any later check could refuse it."""
+    head = data[:MAX_HEADER_BYTES + 1]
+    end = head.find(b"\n")
+    if end < 0 and len(data) > MAX_HEADER_BYTES:
+        raise DashboardError(f"the first line of {name} is longer than {MAX_HEADER_BYTES // 2**10} KiB; a review table's "
+                             "header names a text and a label column")
+    header = head if end < 0 else head[:end]
+    sep = b"\t" if name.lower().endswith((".tsv", ".tab")) or (not name.lower().endswith(".csv") and b"\t" in header) \
+        else b","
+    if header.count(sep) + 1 > MAX_COLUMNS:
+        raise DashboardError(f"{name} has {header.count(sep) + 1:,} columns, more than the {MAX_COLUMNS:,} this "
+                             "dashboard reads; keep the text and label columns")
+
+
 def parse_table(data: bytes, name: str) -> Reviews:
     """A CSV or TSV with a header naming a text column and a label column (see TEXT_COLUMNS, LABEL_COLUMNS)."""
     _check_size(len(data), name)
+    _check_header(data, name)
+    with _PARSE_LOCK:
+        return _parse_table(data, name)
+
+
+def _parse_table(data: bytes, name: str) -> Reviews:
     text = decode_text(data, name)
     if not text.strip():
         raise DashboardError(f"{name} is empty; expected {ACCEPTED}")
