@@ -86,8 +86,8 @@ if sweep is not None and sweep.has_steps:
         st.caption("No *forgot to synchronize* figure: the CPU runs each product to the end before returning, "
                    "so there is nothing asynchronous to forget. On a GPU the difference is dramatic.")
     t1, t2, t3 = st.tabs(["Time", "GFLOP/s", "Speed-up"])
-    t1.plotly_chart(time_figure(frame), key="mm_time_chart")
-    t2.plotly_chart(gflops_figure(frame), key="mm_gflops_chart")
+    t1.plotly_chart(time_figure(frame, cache=shown.cache), key="mm_time_chart")
+    t2.plotly_chart(gflops_figure(frame, cache=shown.cache), key="mm_gflops_chart")
     t3.plotly_chart(speedup_figure(frame, crossovers), key="mm_speedup_chart")
     st.caption(f"Black markers: {LECTURE_SENTENCE}. Bars: interquartile range of the samples.")
     for skip in shown.skipped:

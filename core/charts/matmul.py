@@ -58,14 +58,23 @@ def _lecture_point(fig: go.Figure, y: float, label: str, symbol: str) -> tuple[f
     return (LECTURE_N, y, label)
 
 
-def time_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
+CACHE_TITLES = {"warm": "warm cache", "cold": "cold cache: evicted before each call"}
+
+
+def cache_title(title: str, cache: str | None) -> str:
+    """The chart's title with the cache it was timed with (None: an older run, which was warm, says nothing)."""
+    return title if cache is None else f"{title} · {CACHE_TITLES.get(cache, cache)}"
+
+
+def time_figure(frame: pd.DataFrame, *, lecture: bool = True, cache: str | None = None) -> go.Figure:
     """Median time per product, with the interquartile range as error bars; log-log.
 
     Where measured, GPU series also get a dashed line for the unsynchronized (wrong) figure and a
     dotted one for end to end (copies included), so the bug and the copy cost sit beside the truth.
-    One unit (ms or µs) for the whole axis, chosen from the data and the lecture's points.
+    One unit (ms or µs) for the whole axis, chosen from the data and the lecture's points. The
+    title names the cache (`cache`, the sweep's "warm" or "cold").
     """
-    title = "Time per product (median; bars: interquartile range)"
+    title = cache_title("Time per product (median; bars: interquartile range)", cache)
     if frame.empty:
         return _empty(title)
     seconds = [*frame["median_s"], *frame["unsynced_s"], *frame["end_to_end_s"]]
@@ -106,9 +115,9 @@ def time_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
     return fig
 
 
-def gflops_figure(frame: pd.DataFrame, *, lecture: bool = True) -> go.Figure:
-    """Throughput 2n³/t against size: where each device reaches its speed."""
-    title = "Throughput (2n³ / median time)"
+def gflops_figure(frame: pd.DataFrame, *, lecture: bool = True, cache: str | None = None) -> go.Figure:
+    """Throughput 2n³/t against size: where each device reaches its speed (title: the cache it was timed with)."""
+    title = cache_title("Throughput (2n³ / median time)", cache)
     if frame.empty:
         return _empty(title)
     colors = _colors(frame)

@@ -9,6 +9,7 @@ from dataclasses import replace
 from core.cli.output import format_table, print_json
 from core.cli.results import add_save_options, check_save_options, save_if_requested
 from core.cli.waiting import cli_hooks
+from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
 from core.matmul.engine import DTYPES
@@ -35,6 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
     p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1)")
     p.add_argument("--end-to-end", action="store_true", help="also time copying inputs to the GPU and the result back")
+    p.add_argument("--cache", default="warm", choices=list(CACHE_CHOICES),
+                   help="warm (default): matrices stay in cache between repetitions; cold: caches evicted before "
+                        "each timed call, outside the clock")
     p.add_argument("--guess", metavar="GUESS", help=f"your crossover prediction before the run, saved with it: {MATMUL_EXAMPLE}")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -75,7 +79,7 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         kwargs["threads"] = default_race_threads(has_gpu())
     kwargs["dtypes"] = tuple(d.strip() for d in args.dtype.split(","))
     kwargs["tf32"] = tf32_settings(args.tf32)
-    return SweepConfig(budget_s=_budget(args.budget), end_to_end=args.end_to_end, **kwargs)
+    return SweepConfig(budget_s=_budget(args.budget), end_to_end=args.end_to_end, cache=args.cache, **kwargs)
 
 
 def _progress(progress: Progress[SweepEvent]) -> None:
@@ -129,6 +133,9 @@ def render(result: MatmulSweep) -> str:
     if not any(r.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
     lines.append(f"wall time {result.wall_s or 0:.1f} s, of which timed {result.timed_s or 0:.1f} s")
+    if result.cache is not None:
+        lines.append(f"cache: {result.cache}" + (" (evicted before each timed call, outside the clock)"
+                                                 if result.cache == "cold" else " (matrices stay in cache between calls)"))
     if result.load is not None and result.load.notice:
         lines.append(result.load.notice)
     return "\n".join(lines)

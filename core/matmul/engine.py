@@ -24,6 +24,7 @@ from typing import TypeVar
 import torch
 
 from core.platform import timing
+from core.platform.cache import cache_flush
 from core.platform.devices import device_key, is_async, resolve_device, synchronize
 from core.errors import DashboardError
 from core.platform.memory import free_device_bytes, release_device_memory
@@ -93,6 +94,7 @@ class MatmulOptions:
     end_to_end: bool = False  # also time copying the inputs in and the result out (GPU only)
     check_error: bool = True  # relative error against a float64 CPU reference on ERROR_ROWS rows
     seed: int = 0  # for the inputs and the sampled rows, so a rerun times the same matrices
+    cache: str = "warm"  # "cold": evict the caches before each timed call, outside the clock (core.platform.cache)
 
 
 def measured_point(series: Series, n: int, compute: Measurement, unsynced: Measurement | None,
@@ -312,12 +314,14 @@ def measure_unsynced(fn: Callable[[], object], device: torch.device, truth: Meas
 
 
 def measure_product(fn: Callable[[], object], device: torch.device, *, budget_s: float,
-                    unsynced: bool) -> tuple[Measurement, Measurement | None]:
+                    unsynced: bool, flush: timing.Flush | None = None) -> tuple[Measurement, Measurement | None]:
     """The true (synchronized) time of `fn`, and on an asynchronous device the unsynced one.
 
     Kept apart from tensor creation so tests can drive it with a fake device and a fake clock.
+    With a `flush` (cold caches) the true time is one call per sample, each after a flush; the
+    unsynced figure, a demonstration of the bug, stays warm.
     """
-    truth = timing.measure(fn, device, budget_s=budget_s)
+    truth = timing.measure(fn, device, budget_s=budget_s, flush=flush)
     if not (unsynced and is_async(device)):
         return truth, None
     return truth, measure_unsynced(fn, device, truth, budget_s=UNSYNCED_BUDGET_FRACTION * budget_s)
@@ -407,7 +411,9 @@ def _time_matmul(series: Series, device: torch.device, n: int, options: MatmulOp
     with timing.torch_threads(cpu_threads) as threads, tf32_matmul(tf32, device) as tf32_in_effect:
         ops = make_operands(device, DTYPES[series.dtype], n, seed=options.seed, end_to_end=options.end_to_end)
         synchronize(device)  # randn is queued on a GPU: finish it before the first clock read
-        compute, unsynced = measure_product(product(ops), device, budget_s=options.budget_s, unsynced=options.unsynced)
+        flush = cache_flush(device, options.cache)
+        compute, unsynced = measure_product(product(ops), device, budget_s=options.budget_s, unsynced=options.unsynced,
+                                            flush=flush)
         copy_in = copy_out = None
         if options.end_to_end and device.type != "cpu":
             copy_in, copy_out = measure_copies(ops, device, budget_s=COPY_BUDGET_FRACTION * options.budget_s)

@@ -19,6 +19,9 @@ is that setting's own product.
 
 The CPU that other programs used during the size (machine_load's counters read before and after)
 is kept on each point as `others_cores`: its verdict is "unclear" when that is a busy machine.
+
+With cold caches (options.cache, core.platform.cache) every block is one call, each preceded by
+its device's flush outside the clock; the flushes' cost counts against the size's budget.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from core.matmul import engine
 from core.matmul.engine import DTYPES, COPY_BUDGET_FRACTION, MatmulOptions, RanOutOfMemory, Series
 from core.matmul.verdict import MIN_SAMPLES
 from core.platform import timing
+from core.platform.cache import CacheFlush, cache_flush
 from core.platform.devices import resolve_device, synchronize
 from core.platform.machine_load import cpu_reading, others_between
 from core.platform.timing import MAX_CALLS_PER_BLOCK, MIN_BLOCK_S, Measurement
@@ -52,34 +56,36 @@ def block_calls(probe_s: float) -> int:
 
 
 def interleave(blocks: Sequence[Block], budget_s: float, *, min_rounds: int = MIN_ROUNDS,
-               max_rounds: int = MAX_ROUNDS) -> list[Measurement]:
+               max_rounds: int = MAX_ROUNDS, single_calls: bool = False, overhead_s: float = 0.0) -> list[Measurement]:
     """Sample every block in alternating rounds within `budget_s` (cold calls included); one
     Measurement per block, each with the same number of samples.
 
     Round 0 is each series' warm probe (a sample when one call fills a block, else followed by one
     block); later rounds alternate the order. A round starts while it is expected to fit the
-    budget, and always until every series has `min_rounds` samples.
+    budget, and always until every series has `min_rounds` samples. `single_calls`: every block is
+    one call (cold caches: the blocks flush before their call, `overhead_s` each, counted in the
+    budget but not in the times).
     """
     firsts = [block(1) for block in blocks]  # cold: library set-up, page faults; never a sample
-    spent = sum(firsts)
+    spent = sum(firsts) + overhead_s * len(blocks)
     calls: list[int] = []
     times: list[list[float]] = []
     for block in blocks:
         probe = block(1)
-        calls.append(block_calls(probe))
+        calls.append(1 if single_calls else block_calls(probe))
         sample = probe if calls[-1] == 1 else block(calls[-1]) / calls[-1]
-        spent += probe + (0.0 if calls[-1] == 1 else sample * calls[-1])
+        spent += probe + overhead_s + (0.0 if calls[-1] == 1 else sample * calls[-1])
         times.append([sample])
     order = list(range(len(blocks)))
     while len(times[0]) < max_rounds:
-        expected = sum(statistics.median(t) * c for t, c in zip(times, calls))
+        expected = sum(statistics.median(t) * c + overhead_s for t, c in zip(times, calls))
         if len(times[0]) >= min_rounds and spent + expected > budget_s:
             break
         order.reverse()
         for i in order:
             elapsed = blocks[i](calls[i])
             times[i].append(elapsed / calls[i])
-            spent += elapsed
+            spent += elapsed + overhead_s
     return [Measurement(tuple(t), c, first) for t, c, first in zip(times, calls, firsts)]
 
 
@@ -90,6 +96,7 @@ class _Contender:
     series: Series
     device: torch.device
     ops: engine.Operands
+    flush: CacheFlush | None = None  # cold caches: run before each timed call, outside the clock
     threads: int | None = None  # torch's thread count in effect (CPU)
     tf32: bool | None = None  # TF32 in effect (CUDA float32)
 
@@ -104,11 +111,14 @@ class _Contender:
     def block(self, calls: int) -> float:
         with timing.torch_threads(self.cpu_threads) as threads, engine.tf32_matmul(self.tf32_setting) as tf32:
             self.threads, self.tf32 = threads, tf32
+            if self.flush is not None:
+                self.flush()  # before time_block's first clock read (which waits for it on a GPU)
             return timing.time_block(engine.product(self.ops), calls, self.device)
 
 
 def _contenders(series: Sequence[Series], n: int, options: MatmulOptions) -> list[_Contender]:
     shared: dict[tuple[str, str, bool | None], engine.Operands] = {}
+    flushes: dict[str, CacheFlush | None] = {}
     out = []
     for s in series:
         device = resolve_device(s.device)
@@ -118,7 +128,9 @@ def _contenders(series: Sequence[Series], n: int, options: MatmulOptions) -> lis
             shared[key] = engine.make_operands(device, DTYPES[s.dtype], n, seed=options.seed,
                                                end_to_end=options.end_to_end)
             synchronize(device)  # randn is queued on a GPU: finish it before the first clock read
-        out.append(_Contender(s, device, shared[key]))
+        if s.device not in flushes:
+            flushes[s.device] = cache_flush(device, options.cache)
+        out.append(_Contender(s, device, shared[key], flushes[s.device]))
     return out
 
 
@@ -148,7 +160,10 @@ def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = 
     try:
         contenders = _contenders(series, n, options)
         before = cpu_reading()
-        measured = interleave([c.block for c in contenders], options.budget_s * len(contenders))
+        cold = options.cache == "cold"
+        overhead = max((c.flush.cost_s for c in contenders if c.flush is not None), default=0.0)
+        measured = interleave([c.block for c in contenders], options.budget_s * len(contenders), single_calls=cold,
+                              overhead_s=overhead)
         others = others_between(before, cpu_reading())
         return [_point(c, n, m, options, others) for c, m in zip(contenders, measured)]
     except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised

@@ -25,6 +25,7 @@ import torch
 from core.matmul import verdict
 from core.matmul.crossover import Crossover, crossover_from_frame
 from core.matmul.paired import time_interleaved
+from core.platform.cache import check_cache
 from core.platform.devices import device_key, resolve_device
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
@@ -131,6 +132,7 @@ class SweepConfig:
     end_to_end: bool = False  # also time the copies to and from the GPU
     check_error: bool = True  # relative error against a float64 CPU reference on a few rows
     seed: int = 0  # same seed, same matrices
+    cache: str = "warm"  # "cold": caches evicted before each timed call, outside the clock (core.platform.cache)
 
     def __post_init__(self) -> None:
         if not self.sizes:
@@ -154,11 +156,12 @@ class SweepConfig:
             raise DashboardError("choose TF32 off, on, or both")
         if not (0 < self.budget_s <= MAX_BUDGET_S):
             raise DashboardError(f"the time budget per size must be between 0 and {MAX_BUDGET_S:.0f} s, got {self.budget_s}")
+        check_cache(self.cache)
 
     @property
     def options(self) -> MatmulOptions:
         return MatmulOptions(budget_s=self.budget_s, unsynced=self.unsynced, end_to_end=self.end_to_end,
-                             check_error=self.check_error, seed=self.seed)
+                             check_error=self.check_error, seed=self.seed, cache=self.cache)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -394,7 +397,7 @@ def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[Ma
         notes=tuple(notes), settings={**config.to_dict(), "series": [s.label for s in series]}, stopped=stopped,
         wall_s=wall_s, timed_s=sum(r.timed_s or 0.0 for r in results), finished_at=finished_at, machine=machine,
         stop_reason=stop_reason, load=load, verdicts=tuple(verdicts) if comparisons(series) else None,
-        crossover=headline_interval(crossovers))
+        crossover=headline_interval(crossovers), cache=config.cache)
 
 
 def sweep_json_text(result: MatmulSweep) -> str:

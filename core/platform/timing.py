@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
@@ -22,6 +23,14 @@ from core.errors import DashboardError
 
 MIN_BLOCK_S = 0.010  # 10 ms per timed block: a clock read plus a sync (~10 us) stays below 0.1%
 MAX_CALLS_PER_BLOCK = 1_000_000
+
+
+class Flush(Protocol):
+    """A hook run before each timed block, outside the clock (core.platform.cache's cold caches)."""
+
+    cost_s: float  # seconds one call takes, counted against the budget but never timed
+
+    def __call__(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -102,30 +111,40 @@ def measure(
     min_samples: int = 5,
     max_samples: int = 200,
     sync: bool = True,
+    flush: Flush | None = None,
 ) -> Measurement:
     """Time `fn` on `device` within about `budget_s` seconds of wall time, warm-up included.
 
     Fast calls are grouped into blocks of at least MIN_BLOCK_S so the clock's resolution and
     the sync cost do not matter; a call slower than the whole budget is timed once. Sampling
     stops at max_samples, or once min_samples are in and the budget is spent, or when the next
-    block would overrun the budget.
+    block would overrun the budget. With a `flush` (cold caches) every block is one call and the
+    flush runs before it, outside the clock; its cost counts against the budget.
     """
     if budget_s <= 0:
         raise DashboardError(f"time budget must be positive, got {budget_s} s")
     if min_samples < 1 or max_samples < min_samples:
         raise DashboardError(f"need 1 <= min_samples <= max_samples, got {min_samples} and {max_samples}")
-    first = time_block(fn, 1, device)  # cold: library set-up, kernel selection, page faults
-    probe = time_block(fn, 1, device, sync=sync)  # warm
-    calls = 1 if probe >= MIN_BLOCK_S else min(MAX_CALLS_PER_BLOCK, math.ceil(MIN_BLOCK_S / max(probe, 1e-9)))
+    overhead = 0.0 if flush is None else flush.cost_s
+
+    def block(calls: int, synced: bool = sync) -> float:
+        if flush is not None:
+            flush()  # before the first clock read, which waits for it on a GPU: never timed
+        return time_block(fn, calls, device, sync=synced)
+
+    first = block(1, True)  # cold: library set-up, kernel selection, page faults
+    probe = block(1)  # warm
+    calls = 1 if probe >= MIN_BLOCK_S or flush is not None else min(MAX_CALLS_PER_BLOCK,
+                                                                     math.ceil(MIN_BLOCK_S / max(probe, 1e-9)))
     times: list[float] = [probe] if calls == 1 else []
-    spent = first + probe
+    spent = first + probe + 2 * overhead
     while len(times) < max_samples:
-        expected = (statistics.median(times) if times else probe) * calls
+        expected = (statistics.median(times) if times else probe) * calls + overhead
         if times and (spent + expected > budget_s) and (len(times) >= min_samples or spent > budget_s / 2):
             break
-        block = time_block(fn, calls, device, sync=sync)
-        times.append(block / calls)
-        spent += block
+        elapsed = block(calls)
+        times.append(elapsed / calls)
+        spent += elapsed + overhead
     return Measurement(tuple(times), calls, first, synchronized=sync)
 
 

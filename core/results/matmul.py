@@ -28,6 +28,7 @@ OLD_KIND_NAMES = ("matmul_race",)  # version 1's name for the same object
 TIME_COLUMNS = ("median_s", "end_to_end_s")  # what a crossover may compare
 VERDICT_CALLS = ("faster", "same", "unclear")  # core.matmul.verdict's calls for one size
 CROSSOVER_CALLS = ("found", "none", "unclear")  # and for a comparison's crossover
+CACHE_CHOICES = ("warm", "cold")  # core.platform.cache's: the matrices left in cache between repetitions, or evicted
 LATE = Field(default=None, exclude_if=f.omitted_when_none)  # a key a later release added: written only when set
 
 
@@ -168,6 +169,7 @@ class MatmulSweep(Kind):
     load: MachineLoad | None = LATE  # how busy the machine was as it started; None in files older than the field
     verdicts: tuple[Verdict, ...] | None = LATE  # per size and comparison: faster, same or unclear
     crossover: CrossoverInterval | None = LATE  # the headline comparison's crossover interval and call
+    cache: Annotated[str | None, PlainValidator(f.one_of(CACHE_CHOICES))] = LATE  # "warm" or "cold"; None: older, warm
     guess: Guess | None = LATE  # the crossover the student predicted before the run (core.matmul.guess compares)
 
     @property

@@ -15,6 +15,7 @@ from core.matmul.sweep import (
     TF32_CHOICES, SweepConfig, default_race_threads, dtype_choices, log_sizes, size_choices, tf32_settings,
     thread_choices,
 )
+from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import NEEDS_GPU, available_devices
 from core.results.guess import MATMUL_EXAMPLE
 
@@ -47,12 +48,14 @@ class SweepForm:
     tf32: str
     unsynced: bool
     end_to_end: bool
+    cache: str = "warm"
 
     def config(self) -> SweepConfig:
         """The sweep these choices ask for; a bad combination raises DashboardError."""
         return SweepConfig(sizes=log_sizes(*self.sizes, self.per_doubling), devices=tuple(self.devices),
                            dtypes=tuple(self.dtypes), threads=tuple(self.threads), tf32=tf32_settings(self.tf32),
-                           budget_s=float(self.budget_s), unsynced=self.unsynced, end_to_end=self.end_to_end)
+                           budget_s=float(self.budget_s), unsynced=self.unsynced, end_to_end=self.end_to_end,
+                           cache=self.cache)
 
 
 def sweep_form(gpu_here: bool) -> SweepForm:
@@ -85,6 +88,10 @@ def sweep_form(gpu_here: bool) -> SweepForm:
         unsynced = st.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced", disabled=not gpu_here,
                                help="the classic bug: reading the clock without synchronizing. "
                                     + ("" if gpu_here else f"It {NEEDS_GPU}: on a CPU nothing is asynchronous."))
+        cache = st.radio("Cache", list(CACHE_CHOICES), horizontal=True, key="mm_cache",
+                         help="warm: the same matrices stay in cache from one repetition to the next, as in a loop "
+                              "(small products look fast). cold: the caches are evicted before each timed call, "
+                              "outside the clock, as if the program had touched other data in between.")
     c1, c2, c3, c4 = st.columns([3, 3, 1, 1], vertical_alignment="bottom")
     c1.text_input("Your guess", key="mm_guess", max_chars=40, placeholder=MATMUL_EXAMPLE,
                   help="before you press Run: from which size n does the faster series win? Saved with the run; "
@@ -93,4 +100,4 @@ def sweep_form(gpu_here: bool) -> SweepForm:
                   placeholder="e.g. Ana's laptop", help="finished sweeps are saved there, under this name")
     run = c3.button("Run", type="primary", key="mm_run", icon=":material/play_arrow:")
     c4.button("Stop", key="mm_stop", icon=":material/stop:")
-    return SweepForm(run, devices, dtypes, threads, sizes, per_doubling, budget, tf32, unsynced, end_to_end)
+    return SweepForm(run, devices, dtypes, threads, sizes, per_doubling, budget, tf32, unsynced, end_to_end, cache)

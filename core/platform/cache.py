@@ -1,0 +1,124 @@
+"""Cold caches on purpose: evict the caches before each timed call, outside the clock.
+
+A benchmark that repeats one product on the same matrices times it with warm caches: from the
+second call on, a small product's A, B and C sit in the CPU's caches (or the GPU's L2), so it runs
+faster than it would in a program that touched other data in between. That is the default (what
+torch.utils.benchmark does, and what a loop over one layer sees); "cold" is the other honest answer.
+With cold caches each repetition is one call, and before it:
+
+- on the CPU a buffer twice the last-level cache is read and written (an add, not a memset: glibc's
+  memset of a large buffer uses non-temporal stores, which bypass the cache and evict nothing), so
+  whatever the product left in any cache level is gone;
+- on a GPU a buffer the size of its L2 is zeroed, as Triton's `do_bench` does before every repetition.
+
+Neither is timed: the flush runs before the block's first clock read, and that read synchronizes the
+device first, so a GPU's queued zeroing finishes outside the timed interval too (tests/test_cache.py
+checks the order under a fake clock).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from core.errors import DashboardError
+from core.platform.devices import synchronize
+from core.results.matmul import CACHE_CHOICES  # the page's radio and `matmul --cache`; warm is the default
+SYS_CPU = Path("/sys/devices/system/cpu")
+FALLBACK_LLC_BYTES = 32 * 2**20  # a desktop or server L3 of today; used where the OS will not say
+MIN_LLC_BYTES, MAX_LLC_BYTES = 2**20, 2**30  # a size outside is a misread (a unit lost), not a cache
+FALLBACK_L2_BYTES = 256 * 2**20  # do_bench's buffer, for a GPU whose properties lack L2_cache_size
+EVICT_FACTOR = 2  # CPU: touch twice the last-level cache (its replacement policy is not pure LRU)
+
+
+def check_cache(choice: str) -> str:
+    if choice not in CACHE_CHOICES:
+        raise DashboardError(f"cache must be one of {', '.join(CACHE_CHOICES)}, not {choice!r}")
+    return choice
+
+
+def parse_size(text: str) -> int | None:
+    """'32768K', '8M', '1024' (bytes) as in /sys/.../cache/index*/size; None if unreadable."""
+    text = text.strip().upper()
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in "KMG" else text
+    return int(digits) * scale if digits.isdigit() else None
+
+
+def llc_from_sys(root: Path = SYS_CPU) -> int | None:
+    """The largest cache of the highest level listed under /sys (Linux), in bytes."""
+    best: tuple[int, int] | None = None
+    for index in root.glob("cpu*/cache/index*"):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = parse_size((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if size is not None and kind in ("Unified", "Data") and (best is None or (level, size) > best):
+            best = (level, size)
+    return None if best is None else best[1]
+
+
+def llc_from_sysconf() -> int | None:
+    """glibc's view (it reads CPUID): level 3, else level 2; None where sysconf has no such name."""
+    for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
+        try:
+            value = os.sysconf(name)
+        except (ValueError, OSError, AttributeError):
+            continue
+        if value > 0:
+            return int(value)
+    return None
+
+
+def llc_bytes(root: Path = SYS_CPU) -> int:
+    """The CPU's last-level cache in bytes: /sys, then sysconf, then FALLBACK_LLC_BYTES; a size outside
+    MIN_LLC_BYTES..MAX_LLC_BYTES is taken for a misread and skipped."""
+    for found in (llc_from_sys(root), llc_from_sysconf()):
+        if found is not None and MIN_LLC_BYTES <= found <= MAX_LLC_BYTES:
+            return found
+    return FALLBACK_LLC_BYTES
+
+
+def gpu_l2_bytes(device: torch.device) -> int:
+    """The GPU's L2 in bytes from its properties (FALLBACK_L2_BYTES where torch does not say)."""
+    if device.type != "cuda":
+        return FALLBACK_L2_BYTES
+    size = getattr(torch.cuda.get_device_properties(device.index or 0), "L2_cache_size", 0)
+    return int(size) if isinstance(size, int) and size > 0 else FALLBACK_L2_BYTES
+
+
+@dataclass
+class CacheFlush:
+    """The hook run before each timed call with cold caches; `cost_s` (one flush, measured once) lets
+    a time budget count the flushes it does not time."""
+
+    buffer: torch.Tensor
+    device: torch.device
+    cost_s: float = 0.0
+
+    def __call__(self) -> None:
+        if self.device.type == "cpu":
+            self.buffer.add_(1)  # reads and writes every line
+        else:
+            self.buffer.zero_()  # as do_bench; the next clock read synchronizes before it starts
+
+
+def cache_flush(device: torch.device, cache: str) -> CacheFlush | None:
+    """The flush for `device` with cold caches; None with warm ones (nothing to do)."""
+    if check_cache(cache) == "warm":
+        return None
+    nbytes = EVICT_FACTOR * llc_bytes() if device.type == "cpu" else gpu_l2_bytes(device)
+    flush = CacheFlush(torch.zeros(nbytes // 4, dtype=torch.int32, device=device), device)
+    flush()  # first touch: page faults, not a flush's cost
+    synchronize(device)
+    start = time.perf_counter()
+    flush()
+    synchronize(device)
+    flush.cost_s = time.perf_counter() - start
+    return flush
