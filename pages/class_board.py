@@ -8,10 +8,11 @@ import streamlit as st
 
 from core.charts.class_board import hardware_figure, spread_figure
 from core.errors import DashboardError
+from core.plain_text import for_markdown
 from core.store import open_store
 from core.store.class_board import (
     DEFAULT_REFRESH_S, MAX_BOARD_RUNS, MAX_REFRESH_S, MIN_REFRESH_S, changed, crossover_spread, epoch_spread,
-    grouped_rows, refresh, room_hardware, speedup_spread,
+    grouped_rows, refresh, room_hardware, speedup_spread, who,
 )
 from pages.shared.entry import through_app
 from pages.shared.result_store import store_url
@@ -23,7 +24,7 @@ st.title("Class board")
 st.caption(f"Every run the class saves lands here within seconds: the newest {MAX_BOARD_RUNS} runs, the guesses "
            "typed in *Your guess* against what was measured, and the machines in the room.")
 every = st.sidebar.number_input("Refresh every (s)", MIN_REFRESH_S, MAX_REFRESH_S, DEFAULT_REFRESH_S, step=1.0,
-                                key="cb_every", help="how often this board asks the store whether a run arrived")
+                                format="%.0f", key="cb_every", help="how often this board asks the store whether a run arrived")
 try:
     store = open_store(store_url())
     state.cb_board = board = refresh(store, state.get("cb_board"))  # reads only the runs that are new
@@ -41,7 +42,7 @@ def watch() -> None:
     except DashboardError as exc:
         st.caption(f"Cannot reach the result store just now: {exc}")
         return
-    st.caption(f"{len(board.runs)} runs · checked at {datetime.now():%H:%M:%S} · refreshes every {every:g} s",
+    st.caption(f"{len(board.runs)} run{'s' * (len(board.runs) != 1)} · checked at {datetime.now():%H:%M:%S} · refreshes every {every:g} s",
                help="runs saved from any browser or `python -m core ... --save` appear without a reload")
 
 
@@ -51,10 +52,13 @@ if not board.runs:
             "each finished run appears here.", icon=":material/hourglass_empty:")
     st.stop()
 
+newest = board.runs[0]
+st.markdown(f"**Newest:** run #{newest.run_id}, {newest.kind}, {for_markdown(who(newest))}: "
+            f"{for_markdown(newest.headline)}")
 left, right = st.columns([3, 2])
 crossovers, speedups, epochs = crossover_spread(board), speedup_spread(board), epoch_spread(board)
 if not crossovers.empty:
-    left.plotly_chart(spread_figure(crossovers, title="Matmul crossover: guessed and measured",
+    left.plotly_chart(spread_figure(crossovers, title="Matmul crossover n",
                                     x_title="matrix size n"), key="cb_crossover")
 for spread, title, axis, key in ((speedups, "GPU speed-up in training", "times faster than the CPU", "cb_speedup"),
                                  (epochs, "Seconds per epoch", "seconds per epoch", "cb_epochs")):

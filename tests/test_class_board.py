@@ -143,3 +143,10 @@ def test_page_shows_the_runs_and_a_run_saved_later_after_the_next_check(app):
     app.run()  # what the fragment's next check triggers: a rerun that reads the new run only
     assert list(app.dataframe[0].value["who"]) == ["Ben", "Ana"]
     assert app.session_state["cb_board"].reads == 2
+
+
+def test_the_newest_run_is_named_in_words_with_its_label_escaped(app):
+    open_store().save("matmul", _matmul(), label="*Ana* [x](y)")
+    app.switch_page("pages/class_board.py").run()
+    line = next(m.value for m in app.markdown if m.value.startswith("**Newest:**"))
+    assert "\\*Ana\\*" in line and "matmul" in line

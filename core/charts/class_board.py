@@ -41,10 +41,12 @@ def spread_figure(spread: Spread, *, title: str, x_title: str, none_word: str = 
     if (median := spread.measured_median) is not None:
         fig.add_vline(x=median, line=dict(dash="dash", color=MEASURED_COLOR),
                       annotation_text=f"measured median {median:,.3g}", annotation_position="top")
-    nones = [f"{spread.none_guessed} guessed {none_word}"] if spread.none_guessed else []
-    nones += [f"{spread.none_measured} measured {none_word}"] if spread.none_measured else []
-    shown = title + (f" ({'; '.join(nones)})" if nones else "")
-    return style(fig, title=shown, height=HEIGHT)
+    for count, who, color in ((spread.none_guessed, "guessed", GUESS_COLOR),
+                              (spread.none_measured, "measured", MEASURED_COLOR)):
+        if count:  # no point on a size axis: a legend line says how many
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{count} {who} {none_word}",
+                                     marker=dict(size=12, color=color, symbol="x")))
+    return style(fig, title=title, height=HEIGHT)
 
 
 def hardware_figure(hardware: Sequence[Hardware]) -> go.Figure:
@@ -55,4 +57,5 @@ def hardware_figure(hardware: Sequence[Hardware]) -> go.Figure:
     fig = go.Figure(go.Bar(x=counts, y=names, orientation="h", marker_color=colors, text=counts,
                            textposition="outside"))
     fig.update_layout(xaxis=linear_axis(counts, "machines"), yaxis=dict(autorange="reversed", automargin=True))
+    fig.update_xaxes(dtick=1)  # whole machines
     return style(fig, title="CPUs and GPUs in the room", height=max(200, 60 + 28 * len(hardware)), legend=False)
