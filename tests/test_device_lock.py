@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import torch
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException
 
 from core.platform import device_lock
@@ -338,3 +339,52 @@ def _is_free_from_another_thread(device: str) -> bool:
     return result[0]
 
 
+
+
+def test_a_gpu_is_locked_by_what_it_is_not_by_its_index(monkeypatch, fake_cuda):
+    """Under CUDA_VISIBLE_DEVICES=1 one process's cuda:0 is another's cuda:1: both must share one line,
+    and two different GPUs both called cuda:0 must not (issue 24, item 7)."""
+    from types import SimpleNamespace
+
+    from core.platform import device_lock
+
+    def seen_as(*uuids):  # what torch reports for cuda:0, cuda:1, ... in one process
+        return lambda index: SimpleNamespace(**{**vars(fake_cuda.props), "uuid": uuids[index]})
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", seen_as("aaaa-0", "bbbb-1"))  # all GPUs visible
+    second_gpu, first_gpu = device_lock._holder_path("cuda:1"), device_lock._holder_path("cuda:0")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", seen_as("bbbb-1"))  # CUDA_VISIBLE_DEVICES=1
+    assert device_lock._holder_path("cuda:0") == second_gpu != first_gpu
+    assert device_lock.physical_name("cuda:0") == "cuda-GPU-bbbb-1" and device_lock.physical_name("cpu") == "cpu"
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: fake_cuda.props)  # no uuid given
+    assert device_lock.physical_name("cuda:0") == "cuda:0"
+
+
+def test_a_gpu_held_under_one_index_blocks_the_same_gpu_under_another(monkeypatch, fake_cuda):
+    from types import SimpleNamespace
+
+    uuids = {0: "aaaa-0", 1: "bbbb-1"}
+    remap = threading.local()  # this thread's CUDA_VISIBLE_DEVICES: its index -> the machine's
+
+    def properties(index):
+        machine_index = getattr(remap, "table", {0: 0, 1: 1})[index]
+        return SimpleNamespace(**{**vars(fake_cuda.props), "uuid": uuids[machine_index]})
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", properties)
+    waits: list[tuple[str, int]] = []
+    with hold_devices(["cuda:1"], max_job_s=30):
+        outcome: list[str] = []
+
+        def other_process() -> None:
+            remap.table = {0: 1}  # it sees only the machine's second GPU, as its cuda:0
+            try:
+                with hold_devices(["cuda:0"], on_wait=lambda d, ahead: waits.append((d, ahead)),
+                                  should_cancel=lambda: len(waits) >= 3, max_job_s=30):
+                    outcome.append("got the GPU another job holds")
+            except JobCancelled:
+                outcome.append("waited, then gave up")
+
+        thread = threading.Thread(target=other_process)
+        thread.start()
+        thread.join(timeout=20)
+    assert outcome == ["waited, then gave up"] and waits[0] == ("cuda:0", 1), "it waited behind the same GPU's holder"

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import filelock
+import torch
 
 from core.errors import DashboardError
 from core.platform.paths import lock_dir
@@ -267,7 +268,26 @@ def _forget(what: str, keep: set[str]) -> None:
 
 
 def _slug(device: str) -> str:
-    return device.replace(":", "-")
+    """The file name of a device's line: the physical GPU's, so that every process agrees on it."""
+    return physical_name(device).replace(":", "-")
+
+
+def physical_name(device: str) -> str:
+    """'cuda:0' as the GPU it is ('cuda-GPU-5c3e...'), 'cpu' and 'mps' as they are.
+
+    A CUDA index is logical: under CUDA_VISIBLE_DEVICES=1 (a CLI user, a torchrun worker) 'cuda:0' is
+    the machine's second GPU, and each MIG slice is a device of its own. Keyed by index, two jobs
+    could time one GPU at once while unrelated GPUs blocked each other; the UUID names the device
+    itself. Where torch gives none (an old release, a driver that does not say), the index is kept.
+    """
+    if not device.startswith("cuda"):
+        return device
+    index = int(device.partition(":")[2] or 0)
+    try:
+        uuid_value = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    except (RuntimeError, AssertionError, ValueError):  # no driver, or an index that is not there
+        return device
+    return f"cuda-GPU-{uuid_value}" if uuid_value else device
 
 
 def _pid_alive(pid: int) -> bool:
