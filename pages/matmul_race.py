@@ -9,7 +9,7 @@ from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.matmul.collector import SweepCollector
 from core.matmul.guess import compare_guess
-from core.matmul.sweep import results_frame, run_sweep, sweep_json_text
+from core.matmul.sweep import clock_summary, results_frame, run_sweep, sweep_json_text
 from core.platform.devices import has_gpu
 from core.results.csvio import csv_text
 from core.results.guess import parse_matmul_guess
@@ -94,6 +94,8 @@ if sweep is not None and sweep.has_steps:
         st.warning(f"Skipped n = {skip.n:,} on {skip.series}: {skip.message}", icon=":material/skip_next:")
     table = results_table(frame)
     st.dataframe(table, hide_index=True, key="mm_table")
+    if clocks := clock_summary(shown.results):
+        st.caption(clocks)
     d1, d2 = st.columns(2)
     d1.download_button("Download CSV", csv_text(table), "matmul_race.csv", "text/csv", key="mm_csv")
     d2.download_button("Download JSON", sweep_json_text(shown), "matmul_race.json",

@@ -212,8 +212,12 @@ def _num(frame: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(frame[column], errors="coerce")
 
 
+CLOCK_COLUMNS = {"CPU MHz": "cpu_mhz", "GPU MHz": "gpu_sm_mhz", "GPU °C": "gpu_temperature_c", "GPU W": "gpu_power_w"}
+
+
 def results_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The results as the page shows and exports them: milliseconds, GFLOP/s, error; no raw samples."""
+    """The results as the page shows and exports them: milliseconds, GFLOP/s, error, the clock each size ran at
+    (and a GPU's throttle reasons where it throttled); no raw samples."""
     ms = 1e3  # seconds -> milliseconds
     return pd.DataFrame({
         "series": frame["series"],
@@ -231,6 +235,9 @@ def results_table(frame: pd.DataFrame) -> pd.DataFrame:
         "copy out ms": _num(frame, "d2h_s") * ms,
         "end to end ms": _num(frame, "end_to_end_s") * ms,
         "rel. error": _num(frame, "rel_error"),
+        **{label: _num(frame, column) if column in frame else float("nan") for label, column in CLOCK_COLUMNS.items()},
+        "throttled": frame["throttle"].where(frame["throttled"].map(lambda t: t is True), "")
+        if "throttle" in frame and "throttled" in frame else "",
     })
 
 

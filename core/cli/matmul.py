@@ -14,8 +14,8 @@ from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
 from core.matmul.engine import DTYPES
 from core.matmul.sweep import (
-    TF32_CHOICES, SweepConfig, SweepEvent, check_sizes_fit, default_race_threads, plan_series, run_sweep,
-    tf32_settings,
+    TF32_CHOICES, SweepConfig, SweepEvent, check_sizes_fit, clock_summary, default_race_threads, plan_series,
+    run_sweep, tf32_settings,
 )
 from core.platform.jobs import Progress
 from core.matmul.guess import compare_guess
@@ -133,6 +133,8 @@ def render(result: MatmulSweep) -> str:
     if not any(r.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
     lines.append(f"wall time {result.wall_s or 0:.1f} s, of which timed {result.timed_s or 0:.1f} s")
+    if clocks := clock_summary(result.results):
+        lines.append(clocks)
     if result.cache is not None:
         lines.append(f"cache: {result.cache}" + (" (evicted before each timed call, outside the clock)"
                                                  if result.cache == "cold" else " (matrices stay in cache between calls)"))

@@ -20,6 +20,10 @@ is that setting's own product.
 The CPU that other programs used during the size (machine_load's counters read before and after)
 is kept on each point as `others_cores`: its verdict is "unclear" when that is a busy machine.
 
+The device's clock is read before and after the rounds (core.platform.sensors): the CPU's
+frequency, a GPU's SM clock, temperature, power and throttle reasons; a size the GPU throttled
+during is marked `throttled`.
+
 With cold caches (options.cache, core.platform.cache) every block is one call, each preceded by
 its device's flush outside the clock; the flushes' cost counts against the size's budget.
 """
@@ -41,6 +45,7 @@ from core.platform import timing
 from core.platform.cache import CacheFlush, cache_flush
 from core.platform.devices import resolve_device, synchronize
 from core.platform.machine_load import cpu_reading, others_between
+from core.platform.sensors import over, read_clocks
 from core.platform.timing import MAX_CALLS_PER_BLOCK, MIN_BLOCK_S, Measurement
 from core.results.matmul import MatmulPoint
 
@@ -159,13 +164,16 @@ def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = 
     devices = list(dict.fromkeys(resolve_device(s.device) for s in series))
     try:
         contenders = _contenders(series, n, options)
+        clocks_before = {d: read_clocks(d) for d in devices}
         before = cpu_reading()
         cold = options.cache == "cold"
         overhead = max((c.flush.cost_s for c in contenders if c.flush is not None), default=0.0)
         measured = interleave([c.block for c in contenders], options.budget_s * len(contenders), single_calls=cold,
                               overhead_s=overhead)
         others = others_between(before, cpu_reading())
-        return [_point(c, n, m, options, others) for c, m in zip(contenders, measured)]
+        clocks = {d: over(r, read_clocks(d)) for d, r in clocks_before.items()}
+        return [dataclasses.replace(_point(c, n, m, options, others), **clocks[c.device].point_fields())
+                for c, m in zip(contenders, measured)]
     except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
         if not engine.is_out_of_memory(exc):
             raise

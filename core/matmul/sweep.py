@@ -379,6 +379,42 @@ def headline_interval(crossovers: Sequence[SweepCrossover]) -> CrossoverInterval
     return CrossoverInterval(a=c.challenger, b=c.baseline, n_low=c.n_low, n_high=c.n_high, call=c.call)
 
 
+def throttle_notes(results: Sequence[MatmulPoint]) -> list[str]:
+    """One note per series whose GPU throttled while sizes were timed (core.platform.sensors)."""
+    notes = []
+    for label in dict.fromkeys(p.label for p in results if p.throttled):
+        hot = [p for p in results if p.label == label and p.throttled]
+        reasons = ", ".join(dict.fromkeys(r for p in hot for r in (p.throttle or "").split(", ") if r))
+        sizes = ", ".join(f"{p.n:,}" for p in hot)
+        notes.append(f"{label}: the GPU throttled ({reasons or 'reason not given'}) while n = {sizes} "
+                     f"{'was' if len(hot) == 1 else 'were'} timed, so {'that size ran' if len(hot) == 1 else 'those sizes ran'} "
+                     "below its full clock; marked in the table's 'throttled' column")
+    return notes
+
+
+def _span(values: Sequence[float | None], unit: str) -> str | None:
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    lo, hi = min(known), max(known)
+    return f"{lo:.0f} {unit}" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} {unit}"
+
+
+def clock_summary(results: Sequence[MatmulPoint]) -> str | None:
+    """'Clock during the run: CPU 2595-2600 MHz; cuda:0 SM 1410-1980 MHz, 45-70 °C, 120-300 W', or None
+    where nothing was read (older files, an OS that does not say)."""
+    parts = []
+    if cpu := _span([p.cpu_mhz for p in results if not p.is_gpu], "MHz"):
+        parts.append(f"CPU {cpu}")
+    for device in dict.fromkeys(p.device for p in results if p.is_gpu):
+        rows = [p for p in results if p.device == device]
+        spans = [_span([p.gpu_sm_mhz for p in rows], "MHz"), _span([p.gpu_temperature_c for p in rows], "°C"),
+                 _span([p.gpu_power_w for p in rows], "W")]
+        if any(spans):
+            parts.append(f"{device} SM " + ", ".join(x for x in spans if x))
+    return "Clock during the run: " + "; ".join(parts) if parts else None
+
+
 def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[MatmulPoint],
              skipped: Sequence[SkippedSize] = (), *, notes: Sequence[str] = (), stopped: bool = False,
              wall_s: float | None = None, machine: dict[str, Any] | None = None, finished_at: str | None = None,
@@ -394,7 +430,8 @@ def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[Ma
     return MatmulSweep(
         results=tuple(results), crossover_n=headline("median_s"),
         crossover_end_to_end_n=headline("end_to_end_s"), crossovers=tuple(crossovers), skipped=tuple(skipped),
-        notes=tuple(notes), settings={**config.to_dict(), "series": [s.label for s in series]}, stopped=stopped,
+        notes=(*notes, *throttle_notes(results)), settings={**config.to_dict(), "series": [s.label for s in series]},
+        stopped=stopped,
         wall_s=wall_s, timed_s=sum(r.timed_s or 0.0 for r in results), finished_at=finished_at, machine=machine,
         stop_reason=stop_reason, load=load, verdicts=tuple(verdicts) if comparisons(series) else None,
         crossover=headline_interval(crossovers), cache=config.cache)

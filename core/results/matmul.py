@@ -64,6 +64,12 @@ class MatmulPoint(Declared):
     times_s: f.Items[Annotated[float | None, PlainValidator(f.number_between())]] = ()
     timed_s: f.Number = LATE  # seconds inside timed blocks (all measurements), for the sweep-overhead bench
     others_cores: f.Number = LATE  # CPU other programs used while this size was timed, in cores (its verdict's busy flag)
+    cpu_mhz: f.Number = LATE  # the CPU's current clock after the size (core.platform.sensors), where the OS says
+    gpu_sm_mhz: f.Number = LATE  # a CUDA GPU's SM clock after the size (NVML)
+    gpu_temperature_c: f.Number = LATE
+    gpu_power_w: f.Number = LATE
+    throttle: f.OptionalText = LATE  # the GPU's throttle reasons seen before or after the size: "sw_power_cap, hw_thermal"
+    throttled: f.OptionalFlag = LATE  # the GPU throttled while the size was timed: its figures are marked, not trusted
 
     @property
     def is_gpu(self) -> bool:

@@ -1,0 +1,131 @@
+"""The clock a figure was measured at: the CPU's current frequency, and a GPU's SM clock, temperature, power
+and throttle reasons (NVML), read before and after each size so a throttled size is marked, not trusted.
+
+A GPU that reaches its power cap or its temperature limit lowers its clock mid-run, and a laptop CPU does
+the same on battery: the same product then takes longer for reasons that are the machine's, not the
+series'. NVIDIA's nvbench drops samples taken while the GPU throttles; here the size keeps its samples
+and says so (`throttled`, with the reasons), so the table and the saved run show it.
+
+NVML comes from `nvidia-ml-py` (the `pynvml` module, which torch.cuda's own clock_rate/temperature/
+power_draw also use; they do not give the throttle reasons). It is imported only when a CUDA device is
+read, so a machine without a GPU never loads it; without it, or when the driver refuses, the GPU
+fields are None (not measured), never a guess. The CPU's frequency is psutil's (None where the OS
+does not report it: many VMs, macOS on Apple silicon).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import psutil
+import torch
+
+NVML_CLOCK_SM = 1  # nvmlClockType_t
+NVML_TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
+THROTTLE_REASONS = {  # nvmlClocksEventReasons bits (nvml.h); idle, application clocks, sync boost and display are not throttling
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x20: "sw_thermal",
+    0x40: "hw_thermal",
+    0x80: "hw_power_brake",
+}
+
+_lock = threading.Lock()
+_nvml: ModuleType | None = None
+_nvml_tried = False
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    """One reading of a device's clock; None where not measured."""
+
+    cpu_mhz: float | None = None
+    gpu_sm_mhz: float | None = None
+    gpu_temperature_c: float | None = None
+    gpu_power_w: float | None = None
+    reasons: tuple[str, ...] = ()  # the active throttle reasons (GPU)
+    throttled: bool | None = None  # None: the GPU's reasons were not read (no GPU, no NVML)
+
+    def point_fields(self) -> dict[str, Any]:
+        """The MatmulPoint fields this reading fills."""
+        return {"cpu_mhz": self.cpu_mhz, "gpu_sm_mhz": self.gpu_sm_mhz, "gpu_temperature_c": self.gpu_temperature_c,
+                "gpu_power_w": self.gpu_power_w, "throttle": ", ".join(self.reasons) or None,
+                "throttled": self.throttled}
+
+
+def cpu_mhz() -> float | None:
+    """The CPU's current clock in MHz (the mean over cores, as psutil reports it), or None."""
+    try:
+        freq = psutil.cpu_freq()
+    except (OSError, NotImplementedError, AttributeError, RuntimeError):
+        return None
+    current = getattr(freq, "current", None)
+    return float(current) if isinstance(current, (int, float)) and current > 0 else None
+
+
+def nvml() -> ModuleType | None:
+    """The initialised pynvml module, or None (not installed, no driver); tried once per process."""
+    global _nvml, _nvml_tried
+    with _lock:
+        if not _nvml_tried:
+            _nvml_tried = True
+            try:
+                module = importlib.import_module("pynvml")
+                module.nvmlInit()
+                _nvml = module
+            except Exception:  # noqa: BLE001 - ImportError or any NVMLError: the readings stay None
+                _nvml = None
+        return _nvml
+
+
+def _handle(lib: ModuleType, device: torch.device) -> Any:
+    """NVML's handle of a CUDA device: by PCI bus id where torch gives it (NVML numbers GPUs its own way,
+    and CUDA_VISIBLE_DEVICES renumbers CUDA's), else by index."""
+    props = torch.cuda.get_device_properties(device.index or 0)
+    bus, dev, domain = (getattr(props, k, None) for k in ("pci_bus_id", "pci_device_id", "pci_domain_id"))
+    if all(isinstance(v, int) for v in (bus, dev, domain)):
+        return lib.nvmlDeviceGetHandleByPciBusId(f"{domain:08X}:{bus:02X}:{dev:02X}.0")
+    return lib.nvmlDeviceGetHandleByIndex(device.index or 0)
+
+
+def _reasons(lib: ModuleType, handle: Any) -> int:
+    read = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or lib.nvmlDeviceGetCurrentClocksThrottleReasons
+    return int(read(handle))
+
+
+def gpu_reading(device: torch.device) -> ClockReading:
+    """SM clock, temperature, power and throttle reasons of a CUDA device; all None without NVML."""
+    lib = nvml() if device.type == "cuda" else None
+    if lib is None:
+        return ClockReading()
+    try:
+        handle = _handle(lib, device)
+        bits = _reasons(lib, handle)
+        reasons = tuple(name for bit, name in THROTTLE_REASONS.items() if bits & bit)
+        return ClockReading(gpu_sm_mhz=float(lib.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM)),
+                            gpu_temperature_c=float(lib.nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU)),
+                            gpu_power_w=lib.nvmlDeviceGetPowerUsage(handle) / 1000.0,  # milliwatts
+                            reasons=reasons, throttled=bool(reasons))
+    except Exception:  # noqa: BLE001 - NVMLError_NotSupported and kin: not measured
+        return ClockReading()
+
+
+def read_clocks(device: torch.device) -> ClockReading:
+    """What the device's clock is now: the CPU's frequency for the CPU, NVML's figures for a CUDA GPU."""
+    if device.type == "cpu":
+        return ClockReading(cpu_mhz=cpu_mhz())
+    return gpu_reading(device)
+
+
+def over(before: ClockReading, after: ClockReading) -> ClockReading:
+    """A size's reading from the ones before and after it: the figures after, throttled if either was,
+    with every reason either showed (a size that began throttled was timed throttled)."""
+    reasons = tuple(dict.fromkeys((*before.reasons, *after.reasons)))
+    flags = [t for t in (before.throttled, after.throttled) if t is not None]
+    return ClockReading(cpu_mhz=after.cpu_mhz if after.cpu_mhz is not None else before.cpu_mhz,
+                        gpu_sm_mhz=after.gpu_sm_mhz, gpu_temperature_c=after.gpu_temperature_c,
+                        gpu_power_w=after.gpu_power_w, reasons=reasons, throttled=any(flags) if flags else None)

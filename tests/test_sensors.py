@@ -1,0 +1,181 @@
+"""The clock a size ran at: the CPU's frequency (psutil faked), a GPU's SM clock, temperature, power and throttle
+reasons through a faked NVML, the reading before and after a size, throttled sizes marked in the point, the
+sweep's notes, the table and the JSON; NVML never imported without a GPU; older files still import."""
+
+from __future__ import annotations
+
+import sys
+from collections import namedtuple
+from dataclasses import replace
+from types import ModuleType
+
+import psutil
+import pytest
+import torch
+
+from core.charts.matmul import results_table
+from core.matmul import engine, paired
+from core.matmul.engine import MatmulOptions, Series, measured_point
+from core.matmul.sweep import SweepConfig, clock_summary, results_frame, sweep_of, throttle_notes
+from core.platform import sensors
+from core.platform.sensors import ClockReading, over
+from core.platform.timing import Measurement
+from core.results import read_result
+from core.results.matmul import MatmulPoint
+
+Freq = namedtuple("Freq", "current min max")
+
+
+class FakeNvml(ModuleType):
+    """pynvml as the tests need it: one GPU whose readings and throttle bits the test sets."""
+
+    def __init__(self, reasons: int = 0, *, new_api: bool = True) -> None:
+        super().__init__("pynvml")
+        self.reasons, self.inits, self.handles = reasons, 0, []
+        self.sm_mhz, self.temp_c, self.power_mw = 1980, 61, 350_000
+        if new_api:
+            self.nvmlDeviceGetCurrentClocksEventReasons = lambda h: self.reasons
+        else:
+            self.nvmlDeviceGetCurrentClocksThrottleReasons = lambda h: self.reasons
+
+    def nvmlInit(self) -> None:
+        self.inits += 1
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        self.handles.append(("index", index))
+        return ("gpu", index)
+
+    def nvmlDeviceGetHandleByPciBusId(self, bus):
+        self.handles.append(("pci", bus))
+        return ("gpu", bus)
+
+    def nvmlDeviceGetClockInfo(self, handle, kind):
+        assert kind == sensors.NVML_CLOCK_SM
+        return self.sm_mhz
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        assert sensor == sensors.NVML_TEMPERATURE_GPU
+        return self.temp_c
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        return self.power_mw
+
+
+@pytest.fixture
+def fresh_nvml(monkeypatch):
+    """Forget any NVML a previous test loaded; install the given fake as `pynvml`."""
+    monkeypatch.setattr(sensors, "_nvml", None)
+    monkeypatch.setattr(sensors, "_nvml_tried", False)
+
+    def install(fake: ModuleType | None) -> ModuleType | None:
+        monkeypatch.setitem(sys.modules, "pynvml", fake)  # None: `import pynvml` raises ImportError
+        return fake
+    return install
+
+
+def test_the_cpu_frequency_where_the_os_reports_it(monkeypatch):
+    monkeypatch.setattr(psutil, "cpu_freq", lambda: Freq(2600.0, 1500.0, 3640.0))
+    assert sensors.read_clocks(torch.device("cpu")) == ClockReading(cpu_mhz=2600.0)
+    monkeypatch.setattr(psutil, "cpu_freq", lambda: None)  # many VMs
+    assert sensors.cpu_mhz() is None
+    monkeypatch.setattr(psutil, "cpu_freq", lambda: Freq(0.0, 0.0, 0.0))
+    assert sensors.cpu_mhz() is None
+
+    def refuse():
+        raise NotImplementedError("no cpufreq")
+    monkeypatch.setattr(psutil, "cpu_freq", refuse)
+    assert sensors.cpu_mhz() is None
+
+
+def test_a_gpu_reading_through_nvml(fake_cuda, fresh_nvml):
+    nvml = fresh_nvml(FakeNvml(reasons=0x1))  # idle: not throttling
+    reading = sensors.read_clocks(torch.device("cuda:0"))
+    assert reading == ClockReading(gpu_sm_mhz=1980.0, gpu_temperature_c=61.0, gpu_power_w=350.0, reasons=(),
+                                   throttled=False)
+    nvml.reasons = 0x4 | 0x40 | 0x1  # power cap and hardware thermal, idle ignored
+    hot = sensors.read_clocks(torch.device("cuda:0"))
+    assert hot.reasons == ("sw_power_cap", "hw_thermal") and hot.throttled
+    assert nvml.inits == 1 and nvml.handles[0] == ("index", 0)  # initialised once; the fake's props have no PCI id
+
+
+def test_the_handle_is_found_by_pci_bus_id_where_torch_gives_it(fake_cuda, fresh_nvml):
+    nvml = fresh_nvml(FakeNvml(new_api=False))  # older nvidia-ml-py: the throttle-reasons name
+    fake_cuda.props.pci_bus_id, fake_cuda.props.pci_device_id, fake_cuda.props.pci_domain_id = 0x1E, 0, 0
+    assert sensors.read_clocks(torch.device("cuda:0")).throttled is False
+    assert nvml.handles == [("pci", "00000000:1E:00.0")]
+
+
+def test_without_nvml_or_with_a_refusing_driver_the_gpu_fields_are_not_measured(fake_cuda, fresh_nvml, monkeypatch):
+    fresh_nvml(None)
+    assert sensors.read_clocks(torch.device("cuda:0")) == ClockReading()
+    fake = FakeNvml()
+    monkeypatch.setattr(sensors, "_nvml", fake)
+    monkeypatch.setattr(sensors, "_nvml_tried", True)
+
+    def not_supported(handle):
+        raise RuntimeError("NVMLError_NotSupported")
+    fake.nvmlDeviceGetPowerUsage = not_supported
+    assert sensors.read_clocks(torch.device("cuda:0")) == ClockReading()
+
+
+def test_no_gpu_never_imports_nvml(fresh_nvml, monkeypatch):
+    imported = []
+    monkeypatch.setattr(sensors.importlib, "import_module", lambda name: imported.append(name))
+    sensors.read_clocks(torch.device("cpu"))
+    assert imported == []
+
+
+def test_a_size_that_began_or_ended_throttled_is_throttled():
+    cool = ClockReading(gpu_sm_mhz=1980.0, throttled=False)
+    hot = ClockReading(gpu_sm_mhz=1410.0, reasons=("sw_thermal",), throttled=True)
+    assert over(hot, cool).throttled and over(hot, cool).reasons == ("sw_thermal",)
+    assert over(cool, hot).gpu_sm_mhz == 1410.0 and over(cool, hot).throttled
+    assert over(cool, cool).throttled is False and over(ClockReading(), ClockReading()).throttled is None
+    assert over(ClockReading(cpu_mhz=2600.0), ClockReading()).cpu_mhz == 2600.0
+
+
+def test_the_rounds_read_the_clock_before_and_after_each_size(fake_cuda, monkeypatch):
+    """A CPU series and a (fake) GPU series at one size: each point gets its own device's clock."""
+    readings = {"cpu": [ClockReading(cpu_mhz=2600.0), ClockReading(cpu_mhz=3000.0)],
+                "cuda": [ClockReading(gpu_sm_mhz=1980.0, throttled=False),
+                         ClockReading(gpu_sm_mhz=1410.0, reasons=("sw_power_cap",), throttled=True)]}
+    monkeypatch.setattr(paired, "read_clocks", lambda device: readings[device.type].pop(0))
+    monkeypatch.setattr(paired, "interleave", lambda blocks, budget_s, **kw: [Measurement((1e-3,) * 3, 1, 1e-3)] * len(blocks))
+    real = engine.make_operands
+    monkeypatch.setattr(engine, "make_operands", lambda device, *a, **kw: real(torch.device("cpu"), *a, **kw))
+    series = [Series("cpu", "float32", threads=1), Series("cuda:0", "float64")]
+    cpu, gpu = paired.time_interleaved(series, 8, MatmulOptions(budget_s=0.01, unsynced=False, check_error=False))
+    assert (cpu.cpu_mhz, cpu.throttled, cpu.gpu_sm_mhz) == (3000.0, None, None)
+    assert (gpu.gpu_sm_mhz, gpu.throttle, gpu.throttled) == (1410.0, "sw_power_cap", True)
+    assert readings == {"cpu": [], "cuda": []}
+
+
+def _point(series: Series, n: int, **clock) -> MatmulPoint:
+    p = measured_point(series, n, Measurement((1e-3,) * 3, 1, 1e-3), None, None, None, None,
+                       series.threads, None)
+    return replace(p, **clock)
+
+
+def test_throttled_sizes_are_noted_shown_in_the_table_and_saved():
+    gpu, cpu = Series("cuda:0", "float32", tf32=False), Series("cpu", "float32", threads=2)
+    points = [_point(cpu, 512, cpu_mhz=2600.0), _point(cpu, 1024, cpu_mhz=2650.0),
+              _point(gpu, 512, gpu_sm_mhz=1980.0, gpu_temperature_c=60.0, gpu_power_w=300.0, throttled=False),
+              _point(gpu, 1024, gpu_sm_mhz=1410.0, gpu_temperature_c=84.0, gpu_power_w=350.0, throttled=True,
+                     throttle="sw_power_cap, sw_thermal")]
+    (note,) = throttle_notes(points)
+    assert "cuda:0 float32 TF32 off: the GPU throttled (sw_power_cap, sw_thermal) while n = 1,024 was timed" in note
+    assert clock_summary(points) == "Clock during the run: CPU 2600-2650 MHz; cuda:0 SM 1410-1980 MHz, 60-84 °C, 300-350 W"
+    sweep = sweep_of(SweepConfig(sizes=(512, 1024), devices=("cpu", "cuda:0")), [gpu, cpu], points)
+    assert note in sweep.notes
+    table = results_table(results_frame(sweep.results))
+    assert list(table["throttled"]) == ["", "", "", "sw_power_cap, sw_thermal"] and list(table["CPU MHz"])[:2] == [2600, 2650]
+    obj = sweep.to_json()
+    back = read_result("matmul", obj)
+    assert back.results[3].throttled is True and back.results[0].cpu_mhz == 2600.0
+    old = sweep.to_json()
+    for row in old["results"]:
+        for key in ("cpu_mhz", "gpu_sm_mhz", "gpu_temperature_c", "gpu_power_w", "throttle", "throttled"):
+            row.pop(key, None)
+    older = read_result("matmul", old)
+    assert older.results[0].cpu_mhz is None and clock_summary(older.results) is None and not throttle_notes(older.results)
+    assert "cpu_mhz" not in _point(cpu, 8).to_json()  # not read: the key is left out, as before the field
