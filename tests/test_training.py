@@ -295,3 +295,38 @@ def test_preparing_stops_between_its_steps_when_asked(monkeypatch):
     assert not isinstance(stopped.value, WaitCancelled), "the CPU was free: it stopped between the steps"
     assert built == [1] and fitted == [], "the baseline was not fitted after the stop"
     assert current_holder("cpu") is None
+
+
+def _test_accuracy_of(result, features) -> float:
+    """The kept weights' accuracy on the test rows, recomputed outside the loop."""
+    p = predict(result, [])
+    assert p.shape == (0,)
+    from core.classifier.model import forward, make_batch
+    with torch.no_grad():
+        out = forward(result.model, make_batch(features.x_test, "sparse")).numpy()
+    return float(((out > 0.5) == (features.y_test > 0.5)).mean())
+
+
+def test_the_averaged_weights_are_kept_and_scored_as_reported():
+    """average_from=2 of 4 epochs: the kept network is the mean of epochs 2-4's weights, and the accuracy
+    the run reports for its kept epoch is that network's own, not the last SGD iterate's."""
+    reviews = toy_reviews(60)
+    plain_cfg = ClassifierConfig(**{**FAST, "epochs": 4, "val_fraction": 0.0})
+    features = features_for(reviews, plain_cfg)
+    plain = train(features, plain_cfg)
+    averaged = train(features, ClassifierConfig(**{**plain_cfg.to_dict(), "average_from": 2}))
+    assert [e.train_loss for e in averaged.epochs] == [e.train_loss for e in plain.epochs]  # SGD's path unchanged
+    assert averaged.epochs[0].test_loss == plain.epochs[0].test_loss  # before the average starts
+    assert averaged.epochs[-1].test_loss != plain.epochs[-1].test_loss
+    assert not torch.equal(averaged.model[0].weight, plain.model[0].weight)
+    assert averaged.test_accuracy == pytest.approx(_test_accuracy_of(averaged, features))
+
+
+def test_an_average_of_one_epoch_is_that_epoch():
+    cfg = ClassifierConfig(**{**FAST, "epochs": 2, "val_fraction": 0.0})
+    features = features_for(toy_reviews(60), cfg)
+    plain = train(features, cfg)
+    last_only = train(features, ClassifierConfig(**{**cfg.to_dict(), "average_from": 2}))
+    for a, b in zip(plain.model.parameters(), last_only.model.parameters()):
+        assert torch.allclose(a, b)
+    assert [e.test_loss for e in last_only.epochs] == pytest.approx([e.test_loss for e in plain.epochs])

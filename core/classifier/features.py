@@ -46,6 +46,7 @@ WEIGHTINGS = {  # short labels for a selectbox; the module docstring says what e
     "binary": "binary",
     "counts": "counts (the lecture)",
 }
+NB_WEIGHTINGS = ("nb", "nbchars")  # every input column scaled by its naive-Bayes log-count ratio
 NB_ALPHA = 1.0  # Laplace smoothing of the naive-Bayes ratios: a word seen once is not a verdict
 CHAR_NGRAMS = (2, 4)  # 'nbchars': letter groups of 2 to 4 characters, within word boundaries
 _MARKUP = re.compile(r"<[^>]*>")  # HTML tags, IMDB's <br /> above all
@@ -145,7 +146,7 @@ def fit_vectorizer(
         x = _with_chars(x, letters, texts, None)
         columns = _most_frequent(x, max_features)
         x = x if columns is None else x[:, columns]
-    scale = nb_log_ratios(x, np.asarray(labels)) if weighting in ("nb", "nbchars") else None
+    scale = nb_log_ratios(x, np.asarray(labels)) if weighting in NB_WEIGHTINGS else None
     fitted = Vectorizer(vec, scale, letters, columns)
     x = sp.csr_matrix(x if scale is None else x @ sp.diags(scale), dtype=np.float32)
     return fitted, x

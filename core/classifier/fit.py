@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from torch import nn
+from torch.optim.swa_utils import AveragedModel
 
 from core.classifier.features import Features
 from core.classifier.model import (
@@ -194,6 +195,38 @@ def cpu_copy(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
 
 
+class EpochAverage:
+    """The mean of the weights at the end of every epoch from `first` on (stochastic weight averaging).
+
+    SGD at a constant learning rate ends each epoch at a different point around a good region; their
+    mean sits nearer its middle, which scored higher on validation folds of rt-polarity's training rows
+    than any one epoch (bench/classifier.py, VALIDATION). It is one network of the same shape, kept on the
+    device (torch.optim.swa_utils.AveragedModel: one more copy of the weights) and updated once per
+    epoch, so it adds no read of the device and no work per batch. first = 0: no average, the epoch's
+    own weights are kept.
+    """
+
+    def __init__(self, model: nn.Sequential, first: int) -> None:
+        self.first = first
+        self._mean: AveragedModel | None = AveragedModel(model, use_buffers=False) if first else None
+        self._count = 0
+
+    def add(self, model: nn.Sequential, epoch: int) -> None:
+        """Fold in the weights at the end of `epoch` (ignored before `first`)."""
+        if self._mean is not None and epoch >= self.first:
+            self._mean.update_parameters(model)
+            self._count += 1
+
+    def kept(self, model: nn.Sequential) -> nn.Sequential:
+        """What a run stopped now keeps: the average once it holds an epoch, else `model` itself."""
+        if self._mean is None or not self._count:
+            return model
+        module = self._mean.module
+        if not isinstance(module, nn.Sequential):  # AveragedModel holds a deep copy of `model`
+            raise TypeError(f"the average holds {type(module).__name__}, not nn.Sequential")
+        return module
+
+
 @dataclass(frozen=True, eq=False)
 class Fitted:
     """What the loop ends with: the finished epochs' reports, the kept epoch and its weights on the CPU."""
@@ -223,6 +256,7 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
     batch. A stopped run keeps its finished epochs.
     """
     optimizer = make_sgd(model.parameters(), config)
+    average = EpochAverage(model, config.average_from)
     device = plan.device
     reports: list[TrainEpoch] = []
     best: tuple[float, int, dict[str, torch.Tensor]] | None = None
@@ -242,7 +276,9 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
             last = b + 1 == plan.n_batches
             if last or (config.report_every and (b + 1) % config.report_every == 0):
                 epoch.train_s += clock.now(device) - t0
-                report = _report(model, plan, config, epoch, b + 1, start)
+                if last:
+                    average.add(model, number)
+                report = _report(model, average.kept(model), plan, config, epoch, b + 1, start)
                 if last:
                     reports.append(report)
                 job.report(Progress((number - 1) * plan.n_batches + b + 1, config.epochs * plan.n_batches,
@@ -253,7 +289,7 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
         val = reports[-1].val_loss
         score = val if val is not None else -number  # without validation: keep the last epoch
         if best is None or score < best[0]:
-            best = (score, number, cpu_copy(model))
+            best = (score, number, cpu_copy(average.kept(model)))
     kept = build_model(_first_layer(model).in_features, config.hidden, config.seed)
     if best is not None:
         kept.load_state_dict(best[2])
@@ -268,9 +304,13 @@ def _first_layer(model: nn.Sequential) -> nn.Linear:
     return first
 
 
-def _report(model: nn.Sequential, plan: Plan, config: ClassifierConfig, epoch: _Epoch, batches_done: int,
-            start: float) -> TrainEpoch:
-    """The figures so far: one read of the training sums, one per split scored; DIVERGED if a weight is not finite."""
+def _report(model: nn.Sequential, scored: nn.Sequential, plan: Plan, config: ClassifierConfig, epoch: _Epoch,
+            batches_done: int, start: float) -> TrainEpoch:
+    """The figures so far: one read of the training sums, one per split scored; DIVERGED if a weight is not finite.
+
+    The training loss is `model`'s (the weights SGD moves); validation and test are `scored`'s, the
+    weights a run stopped now would keep (the epochs' average once there is one).
+    """
     sums = torch.stack([epoch.loss_sum, _nonfinite(model), epoch.loss_sum.new_tensor(float(epoch.seen))])
     loss_sum, nonfinite, seen = plan.total(sums)
     train_loss = loss_sum / seen
@@ -282,9 +322,9 @@ def _report(model: nn.Sequential, plan: Plan, config: ClassifierConfig, epoch: _
     seconds, allreduce_s = plan.timing(epoch.train_s)
 
     def score(batch: Batch) -> torch.Tensor:
-        return forward(model, batch)
+        return forward(scored, batch)
 
-    model.eval()
+    scored.eval()
     val = evaluate(score, plan, "val") if plan.eval_rows("val") else None
     test = evaluate(score, plan, "test")
     model.train()

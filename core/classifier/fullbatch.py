@@ -25,7 +25,7 @@ import torch
 
 from core.classifier.features import Features
 from core.classifier.fit import Job, OneProcess, Step
-from core.classifier.model import FLOAT32_BYTES, ClassifierConfig, model_bytes
+from core.classifier.model import FLOAT32_BYTES, PARAMETER_COPIES, ClassifierConfig, model_bytes
 from core.errors import DashboardError
 from core.platform.devices import device_key
 from core.platform.jobs import Progress
@@ -58,7 +58,7 @@ class DenseSize:
 
     def largest_cap(self, free_bytes: int) -> int:
         """The largest vocabulary cap whose dense run would fit in `free_bytes` (0 if none would)."""
-        per_term = (self.rows + self.hidden * 4) * FLOAT32_BYTES  # 4: model_bytes' parameter copies
+        per_term = (self.rows + self.hidden * PARAMETER_COPIES) * FLOAT32_BYTES  # model_bytes' copies
         fixed = 3 * self.rows * self.hidden * FLOAT32_BYTES + model_bytes(0, self.hidden)  # biases, second layer
         return max(0, int((free_bytes * HEADROOM - fixed) // per_term))
 
