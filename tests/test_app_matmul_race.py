@@ -275,3 +275,15 @@ def test_free_cores_equal_to_one_thread_is_said_not_raced(app, no_gpu, monkeypat
     assert not app.exception
     assert any("not a race against itself" in i.value for i in app.info)
     assert {r.series for r in app.session_state["mm_sweep"].result().results} == {"cpu float32 1 thread"}
+
+
+def test_the_cache_switch_times_cold_and_the_charts_say_so(app, no_gpu):
+    app.switch_page(PAGE).run()
+    assert app.radio(key="mm_cache").value == "warm"  # as before the switch existed
+    app.radio(key="mm_cache").set_value("cold")
+    _tiny_run(app)
+    assert not app.exception and not app.error
+    final = app.session_state["mm_sweep"].final
+    assert final.cache == "cold" and all(r.calls_per_block == 1 for r in final.results)  # one call per flushed sample
+    time_chart = app.get("plotly_chart")[0]
+    assert "cold cache: evicted before each call" in time_chart.proto.spec
