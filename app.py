@@ -3,6 +3,7 @@
 import streamlit as st
 
 from pages.shared.entry import mark_entered
+from pages.shared.layout import projector_layout
 
 
 st.set_page_config(page_title="GPU vs CPU, measured", page_icon=":material/speed:", layout="wide")
@@ -18,4 +19,5 @@ PAGES = [
 ]
 
 mark_entered()
+projector_layout()
 st.navigation(PAGES).run()

@@ -53,15 +53,12 @@ def run(section: Section[Any, Any], config: object) -> None:
 
 
 def show(section: Section[Any, Any], config: object) -> None:
+    """A section: its title with Run beside it, then the progress and the result (directly under the
+    button, so a 720-pixel projector shows them without scrolling), then the explanation and the code."""
     with st.container(border=True):
-        st.subheader(section.title)
-        st.markdown(section.explain(gpu, config))
-        snippets = section.snippets(gpu)
-        for column, snippet in zip(st.columns(len(snippets)) if snippets else (), snippets):
-            if snippet.label:
-                column.markdown(f":{'green' if snippet.right else 'red'}[**{snippet.label}**]")
-            column.code(snippet.code, language="python")
-        if st.button("Run", key=f"wp_run_{section.key}", icon=":material/play_arrow:"):
+        title, button = st.columns([6, 1], vertical_alignment="center")
+        title.subheader(section.title)
+        if button.button("Run", key=f"wp_run_{section.key}", icon=":material/play_arrow:"):
             run(section, config)
         result = st.session_state.get(f"wp_result_{section.key}")
         if result is not None:
@@ -72,6 +69,12 @@ def show(section: Section[Any, Any], config: object) -> None:
             st.markdown(section.summarize(result))
             if verbatim := section.verbatim(result):
                 st.code(verbatim, language="text")
+        st.markdown(section.explain(gpu, config))
+        snippets = section.snippets(gpu)
+        for column, snippet in zip(st.columns(len(snippets)) if snippets else (), snippets):
+            if snippet.label:
+                column.markdown(f":{'green' if snippet.right else 'red'}[**{snippet.label}**]")
+            column.code(snippet.code, language="python")
 
 
 for section in registry.SECTIONS:
