@@ -4,12 +4,11 @@ the race's interleaved rounds; the switch through the config, the CLI, the JSON 
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 import torch
 
 from core.charts.matmul import gflops_figure, time_figure
+from core.cli import build_parser
 from core.cli.matmul import config_from_args
 from core.errors import DashboardError
 from core.matmul import engine, paired
@@ -148,9 +147,12 @@ def test_the_switch_reaches_the_config_the_cli_the_json_and_the_chart():
         SweepConfig(cache="hot")
     config = SweepConfig(sizes=(8,), threads=(1,), cache="cold")
     assert config.options.cache == "cold" and config.to_dict()["cache"] == "cold"
-    args = argparse.Namespace(sizes="8", devices="cpu", threads="1", dtype="float32", tf32="off", budget="0.1",
-                              end_to_end=False, cache="cold")
+    args = build_parser("matmul").parse_args(["matmul", "--sizes", "8", "--devices", "cpu", "--threads", "1",
+                                              "--cache", "cold"])
     assert config_from_args(args).cache == "cold"
+    assert config_from_args(build_parser("matmul").parse_args(["matmul"])).cache == "warm"
+    with pytest.raises(SystemExit):
+        build_parser("matmul").parse_args(["matmul", "--cache", "hot"])
     point = engine.measured_point(Series("cpu", "float32", threads=1), 8, timing.Measurement((1e-5,) * 3, 1, 1e-5),
                                   None, None, None, None, 1, None)
     sweep = sweep_of(config, [Series("cpu", "float32", threads=1)], [point])
