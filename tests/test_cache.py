@@ -151,7 +151,7 @@ def test_the_switch_reaches_the_config_the_cli_the_json_and_the_chart():
                                               "--cache", "cold"])
     assert config_from_args(args).cache == "cold"
     assert config_from_args(build_parser("matmul").parse_args(["matmul"])).cache == "warm"
-    with pytest.raises(SystemExit):
+    with pytest.raises(DashboardError, match="invalid choice: 'hot'"):
         build_parser("matmul").parse_args(["matmul", "--cache", "hot"])
     point = engine.measured_point(Series("cpu", "float32", threads=1), 8, timing.Measurement((1e-5,) * 3, 1, 1e-5),
                                   None, None, None, None, 1, None)
