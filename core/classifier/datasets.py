@@ -174,12 +174,13 @@ def how_to_get(name: str, reason: str) -> str:
     ds = builtin(name)
     return (
         f"The {ds.name} data set is not on this machine yet and could not be downloaded ({reason}). "
-        f"Once online, run `python -m core data fetch {ds.name}`; or give the path of a local copy "
-        f"(the folder or the .tar.gz from {ds.url}); or upload the file on the Review classifier page."
+        f"Once online, run `python -m core data fetch {ds.name}`; or give the path of a local copy (the "
+        f".tar.gz from {ds.url} or the folder it unpacks to), or put that copy into the cache for good with "
+        f"`python -m core data add {ds.name} PATH`; or upload the file on the Review classifier page."
     )
 
 
-def _structure_check(ds: BuiltinDataset) -> Verifier:
+def structure_check(ds: BuiltinDataset) -> Verifier:
     """The archive must parse into the expected numbers of positive and negative reviews."""
 
     def check(path: Path) -> None:
@@ -209,7 +210,7 @@ def fetch(
     if dest.is_file():
         return dest
     try:
-        return download(url or ds.url, dest, md5=ds.md5, verify=_structure_check(ds), progress=progress,
+        return download(url or ds.url, dest, md5=ds.md5, verify=structure_check(ds), progress=progress,
                         timeout_s=timeout_s)
     except _Offline as exc:
         raise DashboardError(how_to_get(name, str(exc))) from None

@@ -310,14 +310,14 @@ def load_archive(path: Path) -> Reviews:
 # ---------------------------------------------------------------- folders
 
 
-def _find_rt_folder(folder: Path) -> Path | None:
+def find_rt_folder(folder: Path) -> Path | None:
     for candidate in (folder, *sorted(p for p in folder.iterdir() if p.is_dir())):
         if (candidate / RT_POS).is_file() and (candidate / RT_NEG).is_file():
             return candidate
     return None
 
 
-def _find_imdb_root(folder: Path) -> Path | None:
+def find_imdb_root(folder: Path) -> Path | None:
     for candidate in (folder, folder / "aclImdb"):
         if (candidate / "train" / "pos").is_dir() and (candidate / "train" / "neg").is_dir():
             return candidate
@@ -326,10 +326,10 @@ def _find_imdb_root(folder: Path) -> Path | None:
 
 def load_folder(folder: Path) -> Reviews:
     """rt-polarity's two files (here or one level down), or aclImdb's train/test pos/neg folders."""
-    rt = _find_rt_folder(folder)
+    rt = find_rt_folder(folder)
     if rt is not None:
         return parse_rt_pair(_read_file(rt / RT_POS), _read_file(rt / RT_NEG), str(rt))
-    root = _find_imdb_root(folder)
+    root = find_imdb_root(folder)
     if root is None:
         raise DashboardError(f"folder {folder} holds no reviews this dashboard knows; expected {ACCEPTED}")
     texts: list[str] = []

@@ -1,4 +1,4 @@
-"""`python -m core data fetch rt-polarity|imdb`: download a built-in review data set into the cache."""
+"""`python -m core data fetch|add|list`: download a built-in review data set into the cache, or add a local copy."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import sys
 from core.cli.output import format_table, print_json
 from core.classifier.datasets import BUILTIN_DATASETS, DOWNLOAD_TIMEOUT_S, archive_path, fetch, is_cached
 from core.classifier.loaders import load_archive
+from core.classifier.local_copy import add_local_copy
 
 PROGRESS_STEP_BYTES = 2**20  # print a progress line every MiB
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="download the built-in review data sets")
+    p = sub.add_parser("data", help="download the built-in review data sets, or add a local copy")
     actions = p.add_subparsers(dest="action", required=True, parser_class=type(p))
     f = actions.add_parser("fetch", help="download and verify one data set into the per-user cache")
     f.add_argument("name", choices=list(BUILTIN_DATASETS), help="which data set")
@@ -22,6 +23,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"give up when the server sends nothing for this many seconds (default {DOWNLOAD_TIMEOUT_S:g})")
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.set_defaults(handler=run_fetch)
+    a = actions.add_parser("add", help="put a local copy (the original archive or its unpacked folder) into the "
+                                       "cache, with the same checks as a download: for a machine without internet")
+    a.add_argument("name", choices=list(BUILTIN_DATASETS), help="which data set")
+    a.add_argument("path", help="the original .tar.gz, or the folder it unpacks to")
+    a.add_argument("--json", action="store_true", help="print one JSON object")
+    a.set_defaults(handler=run_add)
     ls = actions.add_parser("list", help="the built-in data sets and whether they are cached")
     ls.add_argument("--json", action="store_true", help="print one JSON object")
     ls.set_defaults(handler=run_list)
@@ -55,6 +62,21 @@ def run_fetch(args: argparse.Namespace) -> int:
     else:
         state = "already in the cache" if was_cached else "downloaded and verified"
         print(f"{args.name}: {state}: {path} ({reviews.n_positive} positive, {reviews.n_negative} negative reviews)")
+    return 0
+
+
+def run_add(args: argparse.Namespace) -> int:
+    added = add_local_copy(args.name, args.path)
+    reviews = load_archive(added.path)
+    info = {"name": args.name, "path": str(added.path), "already_cached": added.already_cached,
+            "packed_from_folder": added.packed, "reviews": reviews.n, "positive": reviews.n_positive,
+            "negative": reviews.n_negative}
+    if args.json:
+        print_json(info)
+    else:
+        state = ("already in the cache (nothing copied)" if added.already_cached
+                 else "added from the folder and verified" if added.packed else "added and verified")
+        print(f"{args.name}: {state}: {added.path} ({reviews.n_positive} positive, {reviews.n_negative} negative reviews)")
     return 0
 
 

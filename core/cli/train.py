@@ -29,10 +29,14 @@ from core.results.train import Prediction, TrainEpoch, TrainRun
 DEFAULTS = ClassifierConfig()
 
 
+DEFAULT_DATA = "rt-polarity"  # the lecture's data set: small (0.5 MB), so a first run needs no choice
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train the review classifier and report loss, accuracy and seconds per epoch")
-    p.add_argument("--data", required=True, metavar="PATH_OR_NAME",
-                   help=f"{' or '.join(BUILTIN_DATASETS)} (downloaded on first use), a folder, a .tar.gz or a CSV/TSV")
+    p.add_argument("--data", default=DEFAULT_DATA, metavar="PATH_OR_NAME",
+                   help=f"{' or '.join(BUILTIN_DATASETS)} (downloaded on first use, or put there by `data add`), "
+                        f"a folder, a .tar.gz or a CSV/TSV (default: {DEFAULT_DATA})")
     p.add_argument("--preset", choices=list(PRESETS), default="minibatch",
                    help="minibatch (default: sparse input, batches of 64) or lecture (the whole dense matrix on the "
                         "device, 10 full-batch updates, vocabulary capped at 10,000)")
