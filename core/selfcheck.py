@@ -14,9 +14,11 @@ with the reason, where there is none.
 
 from __future__ import annotations
 
+import logging
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -183,6 +185,24 @@ def check_cpu_sweep(ctx: Context) -> CheckResult:
     return CheckResult(not problems and top is not None, "; ".join(problems) or detail, data)
 
 
+CPP_EXTENSION_LOGGER = "torch.utils.cpp_extension"  # logs "No CUDA runtime is found" when it is imported
+
+
+@contextmanager
+def quiet_cpp_extension() -> Iterator[None]:
+    """Importing torch.utils.cpp_extension on pip's default (CUDA) torch without a GPU logs, at import,
+    `[W1201 ...] No CUDA runtime is found, using CUDA_HOME=...` (the module looks for a CUDA toolkit to
+    compile extensions with, and CUDA_HOME or /usr/local/cuda exists, as on Colab's CPU runtime). Its
+    logger is raised to ERROR for the import only, so no other warning is lost."""
+    log = logging.getLogger(CPP_EXTENSION_LOGGER)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_s: float) -> list[dict[str, float]]:
     """This engine's median against torch.utils.benchmark's blocked_autorange median, interleaved.
 
@@ -190,9 +210,12 @@ def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_
     to one thread, so it is passed explicitly); the two take turns, so drift hits both alike.
     torch.utils.benchmark is imported here, not at the top: it imports torch.utils.cpp_extension,
     which on a CUDA build without a CUDA runtime logs "No CUDA runtime is found" to stderr, and
-    that line would precede every one-line error of `python -m core`.
+    that line would precede every one-line error of `python -m core`. Even here it is imported
+    with that logger quietened (`quiet_cpp_extension`): the warning is about compiling C++
+    extensions, which nothing here does.
     """
-    from torch.utils import benchmark  # noqa: PLC0415 (see the docstring)
+    with quiet_cpp_extension():
+        from torch.utils import benchmark  # noqa: PLC0415 (see the docstring)
 
     cpu = torch.device("cpu")
     rows = []
