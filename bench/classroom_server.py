@@ -12,10 +12,12 @@ For N = 1, 10, 30, 60 students and each page, N sessions open the page at once (
 the bench reports: the server's CPU seconds per page view (its CPU time over the round / N), the
 median and worst time to the complete render, the server's RSS at the end of the round and after
 the sessions are closed (30 s later by default). Then "everyone presses Run": K students on the
-Matmul race press Run with n = 16 to 64 and 0.25 s per size, through the device lock.
+Matmul race press Run with n = 16 to 64 and 0.25 s per size, through the device lock. Last, N students
+keep the Class board open with nothing new arriving, each tab asking for the board's fragment rerun
+every `run_every` seconds as a browser's timer does: the server's CPU per refresh and in total.
 
     python bench/classroom_server.py [--students 1,10,30,60] [--pages home,hardware,results] [--run-students 5]
-                                     [--settle 30]
+                                     [--settle 30] [--board-students 60] [--board-seconds 60]
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from websockets.sync.client import connect  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
 
 PAGES = {"home": "", "hardware": "hardware", "matmul": "matmul_race", "classifier": "review_classifier",
-         "parallel": "why_parallel", "results": "results"}
+         "parallel": "why_parallel", "results": "results", "board": "class_board"}
 RUN_SIZES = ("16", "64")  # the Matmul race's size slider, as the browser sends it (formatted options)
 RUN_BUDGET = ("0.25",)  # its budget slider: 0.25 s per size
 TIMEOUT_S = 600.0
@@ -63,12 +65,35 @@ class Student:
                                                     max_size=None, open_timeout=TIMEOUT_S))
         self.widgets: dict[str, str] = {}  # user key -> the widget's id, from the elements received
         self.progress: list[str] = []  # the progress bar's lines, to check that a sweep finished
+        self.auto_rerun: tuple[float, str] | None = None  # (seconds, fragment id) of a st.fragment(run_every=...)
+        self.refreshes = 0  # auto-reruns this tab asked for (the Class board's checks)
 
     def open(self, page: str) -> float:
         """Ask for the page's script run; seconds until the server says it finished."""
         msg = BackMsg()
         msg.rerun_script.page_name = page
         return self._run(msg)
+
+    def refresh(self) -> float:
+        """What a browser's timer sends every `run_every` seconds: a rerun of the fragment alone."""
+        assert self.auto_rerun is not None, "the page has no self-refreshing fragment"
+        msg = BackMsg()
+        msg.rerun_script.page_name = PAGES["board"]
+        msg.rerun_script.fragment_id = self.auto_rerun[1]
+        msg.rerun_script.is_auto_rerun = True
+        self.refreshes += 1
+        return self._run(msg)
+
+    def idle(self, seconds: float) -> None:
+        """Keep the page open for `seconds`, refreshing as the browser would (the first one at a random
+        offset: a class opens its boards over a minute, not in step)."""
+        interval = self.auto_rerun[0] if self.auto_rerun else seconds
+        deadline = time.monotonic() + seconds
+        time.sleep(interval * (hash(id(self)) % 1000) / 1000)
+        while time.monotonic() < deadline:
+            start = time.monotonic()
+            self.refresh()
+            time.sleep(max(0.0, interval - (time.monotonic() - start)))
 
     def press_run(self) -> float:
         msg = BackMsg()
@@ -97,6 +122,8 @@ class Student:
                 self._note_widget(reply.delta.new_element)
             elif kind == "delta" and reply.delta.new_element.WhichOneof("type") == "exception":
                 raise RuntimeError(reply.delta.new_element.exception.message)
+            elif kind == "auto_rerun":
+                self.auto_rerun = (reply.auto_rerun.interval, reply.auto_rerun.fragment_id)
             elif kind == "script_finished":
                 return time.perf_counter() - start
 
@@ -170,8 +197,27 @@ def _round(n: int, work: Any) -> list[Any]:
         return list(pool.map(one, range(n)))
 
 
+def idle_boards(url: str, server: psutil.Process, students: int, seconds: float) -> dict[str, Any]:
+    """N students keep the Class board open, nothing new arriving: the server's CPU for their refreshes."""
+    tabs = [Student(url) for _ in range(students)]
+    _round(students, lambda i: tabs[i].open(PAGES["board"]))
+    cpu0, t0 = _cpu_s(server), time.monotonic()
+    _round(students, lambda i: tabs[i].idle(seconds))
+    cpu, wall = _cpu_s(server) - cpu0, time.monotonic() - t0
+    refreshes = sum(tab.refreshes for tab in tabs)
+    for tab in tabs:
+        tab.close()
+    interval = tabs[0].auto_rerun[0] if tabs[0].auto_rerun else None
+    row = {"students": students, "seconds": wall, "refresh_every_s": interval, "refreshes": refreshes,
+           "server_cpu_ms_per_refresh": cpu / max(refreshes, 1) * 1e3, "server_cores_busy": cpu / wall}
+    print(format_table(["idle boards", "seconds", "every s", "refreshes", "server CPU ms / refresh",
+                        "server cores busy"], [[students, wall, interval, refreshes, row["server_cpu_ms_per_refresh"],
+                                               row["server_cores_busy"]]]), flush=True)
+    return row
+
+
 def measure(url: str, server: psutil.Process, students: list[int], pages: list[str], run_students: int,
-            settle_s: float) -> dict[str, Any]:
+            settle_s: float, board_students: int = 0, board_s: float = 60.0) -> dict[str, Any]:
     first = Student(url)
     first.open(PAGES["home"])  # the first session pays for imports: the class meets a warm server
     first.close()
@@ -192,6 +238,7 @@ def measure(url: str, server: psutil.Process, students: list[int], pages: list[s
                          "render_median_s": statistics.median(renders), "render_max_s": max(renders),
                          "rss_during_mib": rss_during, "rss_after_mib": server.memory_info().rss / 2**20})
             print(_table(rows[-1:]), flush=True)
+    board = idle_boards(url, server, board_students, board_s) if board_students else None
     if run_students:
         tabs = [Student(url) for _ in range(run_students)]
         for tab in tabs:
@@ -207,7 +254,7 @@ def measure(url: str, server: psutil.Process, students: list[int], pages: list[s
                      "render_median_s": statistics.median(waits), "render_max_s": max(waits),
                      "rss_during_mib": rss_during, "rss_after_mib": server.memory_info().rss / 2**20})
         print(_table(rows[-1:]), flush=True)
-    return {"rows": rows, "rss_after_first_session_mib": rss_first, "settle_s": settle_s,
+    return {"rows": rows, "rss_after_first_session_mib": rss_first, "settle_s": settle_s, "board": board,
             "load_average": os.getloadavg(), "cores": os.cpu_count(),
             "method": "the real server on localhost; each student a websocket client of Streamlit's protocol"}
 
@@ -225,12 +272,19 @@ def main() -> int:
     parser.add_argument("--pages", default="home,hardware,results")
     parser.add_argument("--run-students", type=int, default=5, help="students pressing Run together (0: skip)")
     parser.add_argument("--settle", type=float, default=30.0, help="seconds after a round before reading RSS")
+    parser.add_argument("--board-students", type=int, default=60,
+                        help="students keeping the Class board open, nothing new arriving (0: skip)")
+    parser.add_argument("--board-seconds", type=float, default=60.0, help="how long they keep it open")
     args = parser.parse_args()
     with running_server() as (url, server):
         report = measure(url, server, [int(s) for s in args.students.split(",")], args.pages.split(","),
-                         args.run_students, args.settle)
+                         args.run_students, args.settle, args.board_students, args.board_seconds)
     print()
     print(_table(report["rows"]))
+    if (board := report["board"]) is not None:
+        print(f"Class board, {board['students']} idle sessions refreshing every {board['refresh_every_s']} s: "
+              f"{board['server_cpu_ms_per_refresh']:.1f} ms of server CPU per refresh, "
+              f"{board['server_cores_busy']:.1%} of one core in total")
     print(f"server RSS after the first session: {report['rss_after_first_session_mib']:.0f} MiB; "
           f"load average {report['load_average'][0]:.2f} on {report['cores']} cores")
     out = ROOT / "bench" / "results" / "classroom_server.json"
