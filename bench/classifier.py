@@ -14,7 +14,7 @@ Part 4 (rt-polarity): 10-fold cross-validation, the protocol of the published ta
 fitted on nine folds and scored on the tenth, nothing tuned on a test fold (the defaults were chosen on
 validation folds of the fixed split's training 80%: VALIDATION below), beside the published figures
 (MNB-bi 79.0, NBSVM-bi 79.4, CNN-non-static 81.5). Target (issue 19): the network at least 79.5, not
-met yet. Also the lecture preset's seconds per full-batch update on the fixed split.
+met (78.90 with the epochs' average, 78.93 without; see VALIDATION_INNER10). Also the lecture preset's seconds per full-batch update on the fixed split.
 Part 3 (a child process, so its peak RSS is its own): a synthetic IMDB-scale run, 50,000 documents x
 50,000-term vocabulary with ~230 non-zeros per row, one epoch. Target: peak RSS under 2 GB, where the
 dense float32 matrix alone would be 10 GB.
@@ -96,6 +96,31 @@ VALIDATION = (  # (candidate, validation accuracy at epoch 10, best over the epo
 # 3.5), features 7.6 s against 1.4 s. The validation gain did not carry to the folds, for the linear model
 # either, so the default went back to nb; no other candidate has been run on the 10 folds.
 
+# Second round (helper ACCURACY2), on the advice above: inner 10 folds of the same 8,529 training rows
+# (StratifiedKFold seed 1, 7.7k rows to train, closer to the outer folds' 9.6k), every fold, the default
+# loop and seed; figures are mean validation accuracy. One run records, after every epoch, the weights'
+# own accuracy and that of the mean of the epoch-end weights over every window of epochs (fit.EpochAverage),
+# so the windows are not separate runs: the chosen rule is a fixed one (the second half, epochs 5-10),
+# not the best window of the table (3-12, 0.7913). Chosen then: average_from 5, all else as it was.
+VALIDATION_INNER10 = (  # (candidate, the epoch's own weights at epoch 10, mean of epochs 5-10's weights)
+    ("defaults before (nb, lr 0.03, wd 1e-3, 10 epochs, last kept)", 0.7874, 0.7904),
+    ("  the same run at epoch 12 / 14 (mean of 6-12 / 7-14)", "0.7888 / 0.7871", "0.7899 / 0.7901"),
+    ("  Polyak: the mean of every step's weights from epoch 3", 0.7885, None),
+    ("cosine learning-rate decay to 0 over 10 epochs", 0.7877, 0.7865),
+    ("weight decay 3e-3 (12 epochs)", 0.7867, "best window 4-11 0.7901"),
+    ("two hidden units start as naive Bayes (x 0.5; flat at 0.787 from epoch 1)", 0.7874, 0.7871),
+    ("the network's logit + 0.3 x NB log-odds (NBSVM's interpolation, after training)", 0.7907, 0.7920),
+    ("label smoothing 0.1 (stopped after 2 folds: -1.2 and -0.7 points)", None, None),
+    ("+ one input: out-of-fold NB log-odds (stopped after 4 folds: the first 0.633)", None, None),
+)
+# The interpolation with naive Bayes added 0.15 points over the average alone on these folds, within their
+# noise, at the cost of two hidden units kept out of training and a post-hoc change of weights: not taken.
+# The 10-fold protocol was then run ONCE with average_from 5 (this file, load 1.9-4.6): the network 78.90
+# (stdev 1.21; 78.93 without the average), NBSVM-bi 79.35, MNB-bi 78.80; the fixed split's test accuracy
+# 0.7825 (the same as without), ~1.07 s an epoch. The +0.3 on inner folds did not carry to the outer folds
+# (-0.03 there, 3 reviews of 10,662): the target of 79.5 is missed. The average stays the default, as the
+# validation folds chose it and the fixed split is unchanged; no other candidate has seen the 10 folds.
+
 
 def peak_rss_bytes() -> int:
     """This process's peak resident set size.
@@ -160,7 +185,9 @@ def rt_polarity(path: Path, epochs: int | None) -> dict:
         "epochs": [{**e.to_json(), "val_loss": e.val_loss, "val_accuracy": e.val_accuracy}
                    for e in result.epochs],
         "kept_epoch": result.best_epoch,
-        "kept_by": "lowest validation loss" if features.n_val else "last epoch (no validation rows)",
+        "kept_by": ("the mean of the epoch-end weights from epoch " + str(config.average_from)
+                    if config.average_from and config.average_from <= config.epochs else
+                    "lowest validation loss" if features.n_val else "last epoch (no validation rows)"),
         "test_accuracy": result.test_accuracy,
         "train_seconds": result.train_seconds,
         "seconds_per_epoch": result.seconds_per_epoch,
@@ -254,10 +281,14 @@ def render(report: dict) -> str:
     lines = [f"load average at start {report['load_average'][0]:.2f} (2-core machine, may be shared)", "",
              "how the defaults were chosen: inner validation folds of the fixed split's training 80% only "
              "(VALIDATION in this file), mean accuracy:",
-             format_table(["candidate", "at epoch 10", "best @ epoch"], [list(row) for row in VALIDATION]), ""]
+             format_table(["candidate", "at epoch 10", "best @ epoch"], [list(row) for row in VALIDATION]), "",
+             "second round: inner 10 folds of the same training rows, mean validation accuracy "
+             "(VALIDATION_INNER10):",
+             format_table(["candidate", "epoch 10's weights", "mean of epochs 5-10"],
+                          [list(row) for row in VALIDATION_INNER10]), ""]
     rt = report.get("rt_polarity")
     if rt:
-        rows = [["network (defaults), kept epoch " + str(rt["kept_epoch"]), rt["test_accuracy"]]]
+        rows = [[f"network (defaults), kept: {rt['kept_by']} (epoch {rt['kept_epoch']})", rt["test_accuracy"]]]
         rows += [[name, acc] for name, acc in rt["baselines"].items()]
         lines += [f"rt-polarity: {rt['n_train']} train / {rt['n_val']} validation / {rt['n_test']} test reviews, "
                   f"{rt['vocab_size']:,} terms", format_table(["model", "test accuracy"], rows), ""]

@@ -137,29 +137,3 @@ def test_a_batch_reaches_a_gpu_without_making_the_host_wait(monkeypatch, fake_cu
         expected = 4 if mode == "sparse" else 2  # indices, owner, values, labels; or the dense rows and labels
         assert copies == [(True, True)] * expected, mode
 
-
-def test_the_naive_bayes_start_makes_the_network_naive_bayes():
-    """On NB-scaled inputs, units 0 and 1 start at +-c on every column and the output takes their difference:
-    the initial logit is c x (the row's NB log-odds sum) plus PyTorch's small initial weights' share."""
-    from core.classifier.model import initial_model
-    config = ClassifierConfig(nb_start=2.0, hidden=4)
-    plain, started = build_model(300, 4, seed=0), initial_model(300, config, "nb")
-    assert torch.allclose(started[0].weight[0] - plain[0].weight[0], torch.full((300,), 2.0))
-    assert torch.allclose(started[0].weight[1] - plain[0].weight[1], torch.full((300,), -2.0))
-    assert started[2].weight[0, :2].tolist() == [1.0, -1.0]
-    assert torch.equal(started[0].weight[2:], plain[0].weight[2:])
-    x = sp.random(40, 300, density=0.1, format="csr", dtype=np.float32, random_state=3)
-    x.data = x.data * 4 - 2  # log-count ratios of either sign
-    nb_logodds = np.asarray(x.sum(axis=1)).ravel()
-    p = forward(started, make_batch(x, "sparse")).detach().numpy()
-    clear = np.abs(nb_logodds) > 0.5
-    assert clear.sum() > 20 and ((p[clear] > 0.5) == (nb_logodds[clear] > 0)).all()
-
-
-@pytest.mark.parametrize("weighting, hidden, nb_start", [("binary", 4, 2.0), ("tfidf", 4, 2.0), ("nb", 1, 2.0),
-                                                         ("nb", 4, 0.0)])
-def test_without_nb_inputs_or_two_units_the_start_is_pytorchs(weighting, hidden, nb_start):
-    from core.classifier.model import initial_model
-    started = initial_model(30, ClassifierConfig(nb_start=nb_start, hidden=hidden), weighting)
-    for a, b in zip(started.parameters(), build_model(30, hidden, seed=0).parameters()):
-        assert torch.equal(a, b)

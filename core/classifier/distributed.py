@@ -31,7 +31,7 @@ from torch.nn.parallel import DistributedDataParallel
 from core.classifier.datasets import load_source
 from core.classifier.features import Features
 from core.classifier.fit import EVAL_BATCH, MiniBatches, Step, fit
-from core.classifier.model import ClassifierConfig, SparseBatch, forward, initial_model, resolve_input_mode
+from core.classifier.model import ClassifierConfig, SparseBatch, build_model, forward, resolve_input_mode
 from core.classifier.reports import run_record
 from core.classifier.training import features_for
 from core.errors import DashboardError
@@ -165,7 +165,7 @@ def train_data_parallel(features: Features, config: ClassifierConfig, device: to
                         emit: Emit) -> WorkerResult:
     """Train this worker's share under DDP in the one loop; keeps the lowest validation loss, else the last epoch."""
     mode = resolve_input_mode(config.input_mode, device)
-    model = initial_model(features.vocab_size, config, features.weighting).to(device)
+    model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
     ddp = DistributedDataParallel(_Net(model), device_ids=[device.index] if device.type == "cuda" else None)
     timer = AllReduceTimer(device)
     # a lambda: DDP inspects the hook's annotations, which `from __future__ import annotations` turns into strings

@@ -22,7 +22,7 @@ from core.classifier.fit import EVAL_BATCH, Fitted, MiniBatches, Plan, fit
 from core.classifier.fullbatch import check_dense_fits, dense_size, full_batch_plan
 from core.classifier.loaders import Reviews
 from core.classifier.model import (
-    ClassifierConfig, check_model_fits, forward, initial_model, make_batch, resolve_input_mode,
+    ClassifierConfig, build_model, check_model_fits, forward, make_batch, resolve_input_mode,
 )
 from core.classifier.reports import DeviceComparison, TrainResult, compare, run_record
 from core.errors import DashboardError
@@ -79,7 +79,7 @@ def _train_locked(features: Features, config: ClassifierConfig, device: torch.de
     lecture = config.preset == "lecture"
     mode = "dense" if lecture else resolve_input_mode(config.input_mode, device)
     plan: Plan = full_batch_plan(features, config, device, job) if lecture else MiniBatches(features, config, device, mode)
-    model = initial_model(features.vocab_size, config, features.weighting).to(device)
+    model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
     fitted = fit(partial(forward, model), model, plan, job, config, word="update" if lecture else "epoch")
     return _result(fitted, features, config, device, mode)
 
