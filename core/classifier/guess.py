@@ -56,7 +56,7 @@ def compare_guess(runs: Sequence[TrainRun], guess: Guess | None = None) -> str |
         return None
     if g.what == EPOCH_S:
         run, (median, text) = measured[-1]
-        far = _how_far(g.value, median, larger="too slow", smaller="too fast")
+        far = _how_far(g.value, median, larger="too high", smaller="too low")
         return f"You guessed {_seconds(g.value)} per {_step(run)}; measured {text}: {far}."
     if g.what != SPEEDUP:
         return None
