@@ -6,6 +6,7 @@ from core.charts.hardware import gpu_memory_bar
 from core.platform.devices import GET_A_GPU
 from core.platform.hardware import inspect_machine
 from core.platform.units import gib
+from pages.shared.colab_buttons import colab_buttons
 from pages.shared.entry import through_app
 
 through_app()
@@ -60,3 +61,6 @@ st.table(
 )
 for note in info.notes:
     st.info(note)
+
+st.subheader("Run it on Colab")
+colab_buttons("hw_colab")

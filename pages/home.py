@@ -1,6 +1,8 @@
 """Home: what each page shows and the order to click through them in class."""
 
 import streamlit as st
+from core.platform.devices import has_gpu
+from pages.shared.colab_buttons import colab_buttons
 from pages.shared.entry import through_app
 
 through_app()
@@ -30,3 +32,6 @@ In class, go through the pages in this order:
 The same work runs without a browser: `python -m core --help`.
 """
 )
+
+if not has_gpu():  # the quickest way to a GPU: Colab's, with this project's notebook and wheel
+    colab_buttons("home_colab")

@@ -25,6 +25,7 @@ SUBCOMMANDS = {
     "why-parallel": "why_parallel",
     "results": "results",
     "selfcheck": "selfcheck",
+    "colab-kit": "colab_kit",
 }
 
 
