@@ -285,6 +285,7 @@ def _start_holder(seconds: float) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow  # a second Python process that imports the project
 def test_a_job_in_another_process_blocks_then_releases():
     proc = _start_holder(1.0)
     try:
@@ -301,6 +302,7 @@ def test_a_job_in_another_process_blocks_then_releases():
         proc.wait(10)
 
 
+@pytest.mark.slow  # a second Python process that imports the project
 def test_a_killed_holder_process_frees_the_lock():
     """The kernel drops a dead process's flock: no waiting for a timeout, no manual cleanup."""
     proc = _start_holder(60)

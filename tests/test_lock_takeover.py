@@ -70,6 +70,7 @@ def test_a_suspended_holder_loses_its_turn_and_stops_when_it_wakes(monkeypatch):
             child.wait()
 
 
+@pytest.mark.slow  # waits out real grace periods (seconds)
 def test_a_live_holder_within_cap_and_grace_keeps_its_turn(monkeypatch):
     monkeypatch.setenv(device_lock.GRACE_ENV, "1")
     with hold_devices(["cpu"], max_job_s=60) as job:
@@ -80,6 +81,7 @@ def test_a_live_holder_within_cap_and_grace_keeps_its_turn(monkeypatch):
         assert holder.running_s >= 1.0 and holder.max_job_s == 60
 
 
+@pytest.mark.slow  # waits out real grace periods (seconds)
 @pytest.mark.parametrize("jump_s", [3600.0, -3600.0])
 def test_a_wall_clock_jump_neither_frees_a_live_holder_nor_extends_a_dead_one(monkeypatch, jump_s):
     monkeypatch.setenv(device_lock.GRACE_ENV, "1")
