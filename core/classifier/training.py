@@ -19,7 +19,7 @@ import torch
 from core.classifier.baseline import BaselineResult, logistic_regression
 from core.classifier.features import Features, build_features
 from core.classifier.fit import EVAL_BATCH, Fitted, MiniBatches, Plan, fit
-from core.classifier.fullbatch import check_dense_fits, dense_size, full_batch_plan
+from core.classifier.fullbatch import FullBatch, check_dense_fits, dense_size, full_batch_plan, warm_up
 from core.classifier.loaders import Reviews
 from core.classifier.model import (
     ClassifierConfig, build_model, check_model_fits, forward, make_batch, resolve_input_mode,
@@ -80,6 +80,8 @@ def _train_locked(features: Features, config: ClassifierConfig, device: torch.de
     mode = "dense" if lecture else resolve_input_mode(config.input_mode, device)
     plan: Plan = full_batch_plan(features, config, device, job) if lecture else MiniBatches(features, config, device, mode)
     model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
+    if isinstance(plan, FullBatch):
+        warm_up(model, plan)  # cuBLAS's set-up outside the first update's time
     fitted = fit(partial(forward, model), model, plan, job, config, word="update" if lecture else "epoch")
     return _result(fitted, features, config, device, mode)
 
