@@ -77,6 +77,36 @@ def test_free_cores_and_busy(cores, others, load, free, busy):
     assert machine_load.is_busy(cores, others, load) is busy
 
 
+@pytest.mark.parametrize("others, cores, needed, busy", [
+    (0.5, 2, 2, True), (0.4, 2, 2, False),  # this machine, 2 threads: half a core of theirs shows
+    (1.4, 2, 1, False), (1.5, 2, 1, True),  # one thread leaves a core to them
+    (0.6, 64, 64, True),  # a server's every core: as strict as on a laptop
+    (50.0, 64, 8, False), (56.5, 64, 8, True),  # 8 of 64 cores needed: 56 are theirs
+    (None, 2, 2, False), (3.0, 2, 5, True),  # more threads than cores: none spare
+])
+def test_busy_when_others_take_cores_the_measurement_needs(others, cores, needed, busy):
+    assert machine_load.busy_for(others, cores=cores, needed=needed) is busy
+
+
+def test_only_the_cpus_we_may_run_on_are_counted(monkeypatch):
+    """A taskset or container on a big server: a neighbour on the other CPUs takes nothing from us."""
+    cpu = lambda busy: CpuTimes(busy, 0, 0, 100.0 - busy, 0, 0, 0, 0, 0, 0)  # noqa: E731
+    readings = iter([[cpu(1.0), cpu(1.0), cpu(1.0), cpu(1.0)],
+                     [cpu(1.2), cpu(1.0), cpu(3.0), cpu(3.0)]])  # ours: CPUs 0 and 1; 2 and 3 spin
+    clock = iter([10.0, 11.0])
+    fake = SimpleNamespace(cpu_times=lambda percpu=False: next(readings), cpu_count=lambda: 4, Error=Exception,
+                           Process=lambda: SimpleNamespace(cpu_times=lambda: SimpleNamespace(user=1.0, system=0.0)))
+    monkeypatch.setattr(machine_load, "psutil", fake)
+    monkeypatch.setattr(machine_load.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(machine_load, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    before, after = machine_load.cpu_reading(), machine_load.cpu_reading()
+    assert before.cpus == 2 and machine_load.others_between(before, after) == pytest.approx(0.2)
+    monkeypatch.setattr(machine_load.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert machine_load._our_cpus() is None  # every CPU ours: the machine's total, as before
+    monkeypatch.setattr(machine_load.os, "sched_getaffinity", lambda pid: {0, 7}, raising=False)
+    assert machine_load._our_cpus() is None  # numbering psutil does not list: count the whole machine
+
+
 def test_the_users_thread_count_wins_over_the_free_cores():
     assert machine_load.default_threads(2, BUSY) == 2
     assert machine_load.default_threads(None, BUSY) == 1 and machine_load.default_threads(None, QUIET) == 2

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from core.matmul import verdict
+from core.matmul.engine import Series, measured_point
+from core.platform.timing import Measurement
 from core.matmul.verdict import crossover_interval, describe, judge
 from core.results import read_result
-from core.results.matmul import CrossoverInterval, MatmulSweep, Verdict
+from core.results.matmul import CrossoverInterval, MatmulPoint, MatmulSweep, Verdict
 from tests.result_samples import matmul_payload
 
 QUIET_NOISE = (1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97)  # +-3 %: a quiet machine
@@ -46,6 +49,54 @@ def test_a_busy_machine_makes_even_a_clear_difference_unclear():
     assert v.call == "unclear" and v.busy and "busy" in v.why and "1.0 cores" in v.why
     assert v.ratio == pytest.approx(2.0)  # the figure is kept, only the call withheld
     assert judge(1024, "a", "b", samples(0.5), samples(1.0), others_cores=0.1).call == "faster"  # a little is fine
+
+
+def _point(series, n: int, seconds: float, **late) -> MatmulPoint:
+    p = measured_point(series, n, Measurement(tuple(samples(seconds)), 1, seconds), None, None, None, None,
+                       series.threads, None)
+    return dataclasses.replace(p, **late)
+
+
+GPU, CPU1, CPU2 = Series("cuda:0", "float32", tf32=False), Series("cpu", "float32", threads=1), \
+    Series("cpu", "float32", threads=2)
+
+
+def test_a_size_the_gpu_throttled_during_is_unclear_with_its_reasons():
+    """Issue 20: nvbench drops throttled samples; here the size is unclear (its clock is read before and after,
+    not per sample), the figures kept."""
+    hot = _point(GPU, 1024, 1e-3, throttled=True, throttle="sw_power_cap, hw_thermal")
+    v = verdict.judge_points(hot, _point(CPU2, 1024, 5e-3), cores=2)
+    assert v.call == "unclear" and not v.busy and v.ratio == pytest.approx(5.0)
+    assert "the GPU throttled (sw_power_cap, hw_thermal)" in v.why
+    unsaid = verdict.judge_points(_point(GPU, 1024, 1e-3, throttled=True), _point(CPU2, 1024, 5e-3), cores=2)
+    assert unsaid.call == "unclear" and "reason not given" in unsaid.why
+    cool = verdict.judge_points(_point(GPU, 1024, 1e-3, throttled=False), _point(CPU2, 1024, 5e-3), cores=2)
+    assert cool.call == "faster" and cool.a == GPU.label
+    older = verdict.judge_points(_point(GPU, 1024, 1e-3), _point(CPU2, 1024, 5e-3), cores=2)  # not read: None
+    assert older.call == "faster"
+
+
+@pytest.mark.parametrize("cores, pair, others, busy", [
+    (2, (CPU1, CPU2), 0.5, True),  # this machine: 1 against 2 threads needs both cores, half a core is busy
+    (2, (CPU1, CPU2), 0.4, False),
+    (2, (GPU, CPU1), 1.4, False),  # the GPU and a 1-thread CPU series leave a core idle: others may use it
+    (2, (GPU, CPU1), 1.5, True),
+    (64, (CPU1, Series("cpu", "float32", threads=8)), 50.0, False),  # a many-core server, 8 threads needed
+    (64, (CPU1, Series("cpu", "float32", threads=8)), 56.5, True),
+    (64, (CPU1, Series("cpu", "float32", threads=64)), 0.5, True),  # every core needed: the strict rule
+    (64, (GPU, Series("cpu", "float32", threads=60)), 4.4, False),  # free cores: others already had 4
+])
+def test_the_busy_rule_scales_with_the_cores_the_pair_needs(cores, pair, others, busy):
+    a, b = (_point(s, 512, t, others_cores=others) for s, t in zip(pair, (1e-3, 4e-3)))
+    v = verdict.judge_points(a, b, cores=cores)
+    assert v.busy is busy and (v.call == "unclear") is busy
+
+
+def test_pair_verdicts_judge_every_size_both_series_measured():
+    points = [_point(CPU2, 64, 2e-5), _point(CPU1, 64, 1e-5), _point(CPU2, 128, 1e-4), _point(CPU1, 128, 2e-4),
+              _point(CPU1, 256, 1e-3)]
+    found = verdict.pair_verdicts(points, CPU2.label, CPU1.label, cores=2)
+    assert [(x.n, x.call, x.a) for x in found] == [(64, "faster", CPU1.label), (128, "faster", CPU2.label)]
 
 
 def test_too_few_samples_are_unclear():

@@ -295,28 +295,12 @@ def comparisons(series: Sequence[Series]) -> list[tuple[Series, Series]]:
     return pairs
 
 
-def point_others(a: MatmulPoint, b: MatmulPoint) -> float | None:
-    """CPU others used while a size of two series was timed (interleaved: one window for both)."""
-    values = [p.others_cores for p in (a, b) if p.others_cores is not None]
-    return max(values) if values else None
-
-
-def _samples(point: MatmulPoint) -> list[float]:
-    """A point's per-call samples (a file may hold null for one not measured)."""
-    return [t for t in point.times_s if t is not None]
-
-
-def sweep_verdicts(series: Sequence[Series], results: Sequence[MatmulPoint]) -> list[Verdict]:
-    """Every comparison's call at every size both series measured (compute time)."""
-    at = {(p.label, p.n): p for p in results}
-    out = []
-    for challenger, baseline in comparisons(series):
-        for n in sorted({p.n for p in results}):
-            a, b = at.get((challenger.label, n)), at.get((baseline.label, n))
-            if a is not None and b is not None:
-                out.append(verdict.judge(n, challenger.label, baseline.label, _samples(a), _samples(b),
-                                         others_cores=point_others(a, b)))
-    return out
+def sweep_verdicts(series: Sequence[Series], results: Sequence[MatmulPoint], *,
+                   cores: int | None = None) -> list[Verdict]:
+    """Every comparison's call at every size both series measured (compute time); `cores`: the cores the
+    sweep could use (its load probe's; default: now), against which the busy rule is scaled."""
+    return [v for challenger, baseline in comparisons(series)
+            for v in verdict.pair_verdicts(results, challenger.label, baseline.label, cores=cores)]
 
 
 def _pair_busy(verdicts: Sequence[Verdict], challenger: str, baseline: str) -> bool:
@@ -420,7 +404,7 @@ def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[Ma
              wall_s: float | None = None, machine: dict[str, Any] | None = None, finished_at: str | None = None,
              stop_reason: str = "", load: MachineLoad | None = None) -> MatmulSweep:
     """The sweep as saved, from what was measured: its verdicts and crossovers are found here, once."""
-    verdicts = sweep_verdicts(series, results)
+    verdicts = sweep_verdicts(series, results, cores=None if load is None else load.cores)
     crossovers = sweep_crossovers(config, series, results, verdicts)
 
     def headline(column: str) -> int | None:

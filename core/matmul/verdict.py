@@ -16,8 +16,15 @@ flip from one run to the next. So each size gets a call from its samples:
 - `same` when the interval lies within SAME_MARGIN of 1 on both sides; `faster` when it lies
   wholly above 1 (a faster) or wholly below (b faster: the verdict then names b first);
   `unclear` when it straddles 1 and reaches beyond the margin, when either series has fewer than
-  MIN_SAMPLES samples, or when other programs took at least BUSY_OTHERS_CORES of a core while
-  the size was timed (machine_load's rule; a figure from a busy machine is not a fact).
+  MIN_SAMPLES samples, when other programs took cores the comparison needed while the size was
+  timed (machine_load.busy_for: at least BUSY_OTHERS_CORES beyond the cores its series left idle;
+  a figure from a busy machine is not a fact), or when a GPU throttled while the size was timed.
+
+A throttled size is `unclear` rather than re-measured or stripped of samples, as nvbench does:
+the clock is read before and after a size (core.platform.sensors), not per sample, so which
+samples ran slow is not known, and dropping all of them leaves nothing to judge; a GPU at its
+power or thermal limit stays there for seconds to minutes, so timing the size again within its
+budget would most likely throttle again. The size keeps its figures and says why it has no call.
 
 The crossover of a challenger over a baseline is then an interval of sizes: from n_high on the
 challenger is called faster at every larger size; n_low is the nearest size below where it was
@@ -32,8 +39,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.platform.machine_load import BUSY_OTHERS_CORES
-from core.results.matmul import CrossoverInterval, Verdict
+from core.platform.machine_load import busy_for, usable_cores
+from core.results.matmul import CrossoverInterval, MatmulPoint, Verdict
 
 FASTER, SAME, UNCLEAR = "faster", "same", "unclear"
 FOUND, NONE, CROSSOVER_UNCLEAR = "found", "none", "unclear"
@@ -56,15 +63,17 @@ def ratio_interval(a_s: Sequence[float], b_s: Sequence[float], *, resamples: int
     return statistics.median(b_s) / statistics.median(a_s), float(low), float(high)
 
 
-def is_busy(others_cores: float | None) -> bool:
-    """Did other programs take enough CPU during a size to make its figures noisy?"""
-    return others_cores is not None and others_cores >= BUSY_OTHERS_CORES
+def is_busy(others_cores: float | None, spare_cores: int = 0) -> bool:
+    """Did other programs take enough CPU during a size to make its figures noisy? `spare_cores`:
+    the cores the comparison left idle (0: it needed every core, the strictest rule)."""
+    return busy_for(others_cores, cores=spare_cores + 1, needed=1)
 
 
 def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
-          others_cores: float | None = None) -> Verdict:
-    """The call at size n for series a (samples a_s, seconds) against b (b_s)."""
-    busy = is_busy(others_cores)
+          others_cores: float | None = None, spare_cores: int = 0, throttle: str | None = None) -> Verdict:
+    """The call at size n for series a (samples a_s, seconds) against b (b_s). `throttle`: the GPU's
+    throttle reasons while the size was timed ("" when throttled for a reason not given), None if not."""
+    busy = is_busy(others_cores, spare_cores)
     if min(len(a_s), len(b_s)) < MIN_SAMPLES or min(*a_s, *b_s) <= 0:
         ratio = statistics.median(b_s) / statistics.median(a_s) if a_s and b_s and min(*a_s, *b_s) > 0 else None
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=None, high=None, call=UNCLEAR, busy=busy,
@@ -73,6 +82,10 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
     if busy:
         why = f"the machine was busy: other programs used {others_cores:.1f} cores while this size was timed"
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, busy=True, why=why)
+    if throttle is not None:
+        why = (f"the GPU throttled ({throttle or 'reason not given'}) while this size was timed: it ran below its "
+               "full clock, so the times are the machine's state, not the series'")
+        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, why=why)
     if 1 / (1 + SAME_MARGIN) <= low and high <= 1 + SAME_MARGIN:
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=SAME)
     if low > 1:
@@ -81,6 +94,47 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
         return Verdict(n=n, a=b, b=a, ratio=1 / ratio, low=1 / high, high=1 / low, call=FASTER)
     return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR,
                    why=f"the samples overlap: the ratio could be anywhere from {low:.2f} to {high:.2f}")
+
+
+def cores_used(p: MatmulPoint, cores: int) -> int:
+    """Cores a series keeps busy while it runs: its CPU threads; a GPU series one (launching and waiting)."""
+    return 1 if p.is_gpu else min(cores, p.threads or cores)
+
+
+def _throttle(a: MatmulPoint, b: MatmulPoint) -> str | None:
+    """The throttle reasons of either point ("" if throttled without one), None when neither throttled."""
+    hot = [p for p in (a, b) if p.throttled]
+    if not hot:
+        return None
+    return ", ".join(dict.fromkeys(r for p in hot for r in (p.throttle or "").split(", ") if r))
+
+
+def judge_points(a: MatmulPoint, b: MatmulPoint, *, cores: int | None = None) -> Verdict:
+    """The call for two points of one size timed in alternation (one load window for both): the busy
+    rule scaled to the cores the pair needed out of `cores` (default: the cores we may use now), and
+    unclear where the GPU throttled. The Matmul race and the Roofline's measured crossover both use it."""
+    cores = cores or usable_cores()
+    others = [p.others_cores for p in (a, b) if p.others_cores is not None]
+    spare = max(0, cores - max(cores_used(a, cores), cores_used(b, cores)))
+    return judge(a.n, a.label, b.label, _samples(a), _samples(b), others_cores=max(others) if others else None,
+                 spare_cores=spare, throttle=_throttle(a, b))
+
+
+def _samples(point: MatmulPoint) -> list[float]:
+    """A point's per-call samples (a file may hold null for one not measured)."""
+    return [t for t in point.times_s if t is not None]
+
+
+def pair_verdicts(points: Sequence[MatmulPoint], challenger: str, baseline: str, *,
+                  cores: int | None = None) -> list[Verdict]:
+    """The pair's call at every size both series measured, smallest first."""
+    at = {(p.label, p.n): p for p in points}
+    out = []
+    for n in sorted({p.n for p in points}):
+        a, b = at.get((challenger, n)), at.get((baseline, n))
+        if a is not None and b is not None:
+            out.append(judge_points(a, b, cores=cores))
+    return out
 
 
 def challenger_wins(v: Verdict, challenger: str) -> bool:

@@ -6,6 +6,12 @@ thread took about its quiet time. So before a timed job we watch the CPU for a m
 *other* processes used (the whole machine's busy time less this process's own), default the
 thread count to the cores that are actually free, and tell the user when the figures may be noisy.
 The load average is kept too, and is the fallback where the OS gives no CPU times.
+
+Only the CPUs this process may run on are counted (a container or taskset on a large server: a
+neighbour on the other cores takes nothing from us). A figure is called busy when others took
+cores the measurement needed: on a 2-core machine racing 1 thread against 2, half a core is
+enough; on a 64-core server racing 1 thread against 8, others may use 56 cores before it matters
+(`busy_for`).
 """
 
 from __future__ import annotations
@@ -42,6 +48,19 @@ def load_average() -> float | None:
         return None
 
 
+def _our_cpus() -> list[int] | None:
+    """Indexes into psutil.cpu_times(percpu=True) of the CPUs we may run on; None: count the whole
+    machine (we may run on every CPU, or the OS will not say which, or numbering does not match)."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows: no affinity call, every CPU is ours
+        return None
+    machine = psutil.cpu_count() or 0
+    if len(allowed) >= machine or not allowed or allowed[-1] >= machine:
+        return None
+    return allowed
+
+
 def _busy_s(times: Any) -> float:
     """Seconds of CPU time, summed over cores, that someone used (from psutil.cpu_times())."""
     total = sum(float(getattr(times, name)) for name in times._fields if name not in ("guest", "guest_nice"))
@@ -58,16 +77,23 @@ def _own_s() -> float:
 class CpuReading:
     """The machine's and this process's CPU seconds at one instant: two readings bracket a window."""
 
-    busy_s: float  # CPU time anyone used, summed over cores
+    busy_s: float  # CPU time anyone used, summed over the cores counted
     own_s: float  # CPU time this process used
     at_s: float  # time.perf_counter() when read
+    cpus: int | None = None  # how many CPUs busy_s covers (None: the whole machine's)
 
 
 def cpu_reading() -> CpuReading | None:
-    """Read the CPU counters now (None where the OS will not say)."""
+    """Read the CPU counters now, over the CPUs we may run on (None where the OS will not say)."""
     try:
-        return CpuReading(_busy_s(psutil.cpu_times()), _own_s(), time.perf_counter())
-    except (psutil.Error, OSError, AttributeError, NotImplementedError):
+        ours = _our_cpus()
+        if ours is None:
+            return CpuReading(_busy_s(psutil.cpu_times()), _own_s(), time.perf_counter())
+        per_cpu = psutil.cpu_times(percpu=True)
+        if len(per_cpu) != (psutil.cpu_count() or 0):  # an offline CPU shifts the indexes: count them all
+            return CpuReading(sum(_busy_s(t) for t in per_cpu), _own_s(), time.perf_counter(), len(per_cpu))
+        return CpuReading(sum(_busy_s(per_cpu[i]) for i in ours), _own_s(), time.perf_counter(), len(ours))
+    except (psutil.Error, OSError, AttributeError, NotImplementedError, IndexError):
         return None
 
 
@@ -76,7 +102,7 @@ def others_between(before: CpuReading | None, after: CpuReading | None) -> float
     timed window (one size of a sweep) can say whether a neighbour ran during it."""
     if before is None or after is None or after.at_s <= before.at_s:
         return None
-    cpus = psutil.cpu_count() or usable_cores()
+    cpus = after.cpus or psutil.cpu_count() or usable_cores()
     others = (after.busy_s - before.busy_s) - (after.own_s - before.own_s)
     return min(float(cpus), max(0.0, others / (after.at_s - before.at_s)))
 
@@ -103,6 +129,16 @@ def is_busy(cores: int, others: float | None, load: float | None) -> bool:
     if others is not None:
         return others >= BUSY_OTHERS_CORES
     return load is not None and load >= max(1.0, cores / 2)
+
+
+def busy_for(others: float | None, *, cores: int, needed: int) -> bool:
+    """Did other programs take cores a measurement needed? Busy when what they used reaches into the
+    `needed` cores (of `cores` we may use) by at least BUSY_OTHERS_CORES: the cores the measurement
+    left idle are theirs to use. A comparison timed in alternation needs the most any one of its
+    series uses (its CPU threads; a GPU series one core, the thread that launches and waits)."""
+    if others is None:
+        return False
+    return others >= max(0, cores - needed) + BUSY_OTHERS_CORES
 
 
 def probe_seconds() -> float:
