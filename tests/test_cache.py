@@ -168,3 +168,36 @@ def test_the_switch_reaches_the_config_the_cli_the_json_and_the_chart():
     assert "cold cache" in time_figure(frame, cache="cold").layout.title.text
     assert "warm cache" in gflops_figure(frame, cache="warm").layout.title.text
     assert "cache" not in time_figure(frame).layout.title.text
+
+
+def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(fake_cuda, monkeypatch):
+    """Cold caches allocate a flush buffer beside the operands: a size that fits warm but not with the buffer is
+    refused by the guard (not killed by the kernel, not an out-of-memory error halfway)."""
+    from core.matmul import sweep
+    from core.matmul.engine import DoesNotFit, check_memory, memory_need
+
+    gpu = torch.device("cuda:0")
+    fake_cuda.props.L2_cache_size = 50 * 2**20
+    warm = memory_need(gpu, "float32", 4096)
+    cold = memory_need(gpu, "float32", 4096, cache="cold")
+    assert warm.flush_bytes == 0 and cold.flush_bytes == 50 * 2**20
+    assert cold.device_bytes == warm.device_bytes + 50 * 2**20
+    monkeypatch.setattr(cache, "llc_bytes", lambda: 32 * 2**20)
+    assert memory_need(CPU, "float32", 64, cache="cold").flush_bytes == 2 * 32 * 2**20  # RAM, twice the LLC
+
+    free = warm.device_bytes + 10 * 2**20  # room for the operands, not for the buffer
+    monkeypatch.setattr(engine, "free_device_bytes", lambda device: free if device.type == "cuda" else 64 * 2**30)
+    check_memory(warm)
+    with pytest.raises(DoesNotFit, match=r"cold-cache flush buffer 0\.05 GiB\) but only"):
+        check_memory(cold)
+
+    monkeypatch.setattr(engine, "make_operands", lambda *a, **k: pytest.fail("allocated before the memory check"))
+    monkeypatch.setattr(cache, "cache_flush", lambda *a, **k: pytest.fail("flush allocated before the memory check"))
+    series = Series("cuda:0", "float32", tf32=False)
+    guard = sweep.TimeGuard(1.0, lambda s, n: 1e-3)
+    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), cache="cold", check_error=False)
+    skipped = sweep._refusal(config, guard, series, 4096)
+    assert skipped is not None and skipped.reason == "memory" and "flush buffer" in skipped.message
+    assert sweep._refusal(SweepConfig(sizes=(4096,), devices=("cuda:0",), check_error=False), guard, series, 4096) is None
+    with pytest.raises(DoesNotFit, match="flush buffer"):
+        engine.time_matmul(series, 4096, MatmulOptions(cache="cold", check_error=False))

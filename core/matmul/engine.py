@@ -24,7 +24,7 @@ from typing import TypeVar
 import torch
 
 from core.platform import timing
-from core.platform.cache import cache_flush
+from core.platform.cache import cache_flush, flush_bytes
 from core.platform.devices import device_key, is_async, resolve_device, synchronize
 from core.errors import DashboardError
 from core.platform.memory import free_device_bytes, release_device_memory
@@ -163,15 +163,16 @@ class MemoryNeed:
     output_bytes: int  # C
     workspace_bytes: int
     host_bytes: int  # RAM besides the operands: the float64 reference, host copies for end to end
+    flush_bytes: int = 0  # cold caches: the buffer core.platform.cache touches before each call, on the device
 
     @property
     def device_bytes(self) -> int:
-        total = self.inputs_bytes + self.output_bytes + self.workspace_bytes
+        total = self.inputs_bytes + self.output_bytes + self.workspace_bytes + self.flush_bytes
         return total + self.host_bytes if self.device == "cpu" else total
 
 
 def memory_need(device: torch.device, dtype: str, n: int, *, end_to_end: bool = False,
-                check_error: bool = True) -> MemoryNeed:
+                check_error: bool = True, cache: str = "warm") -> MemoryNeed:
     element = torch.empty((), dtype=DTYPES[dtype]).element_size()
     matrix = n * n * element
     operands = 3 * matrix
@@ -181,7 +182,7 @@ def memory_need(device: torch.device, dtype: str, n: int, *, end_to_end: bool = 
         host += 8 * n * min(n, REFERENCE_COLUMNS) + 3 * 8 * ERROR_ROWS * n  # (n, cols) chunk + row blocks
     if end_to_end and device.type != "cpu":
         host += operands  # host copies of A, B and C
-    return MemoryNeed(device_key(device), n, dtype, 2 * matrix, matrix, workspace, host)
+    return MemoryNeed(device_key(device), n, dtype, 2 * matrix, matrix, workspace, host, flush_bytes(device, cache))
 
 
 def _gib(n_bytes: int) -> str:
@@ -202,6 +203,7 @@ def check_memory(need: MemoryNeed) -> None:
         raise DoesNotFit(
             f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.device_bytes)} (inputs "
             f"{_gib(need.inputs_bytes)}, output {_gib(need.output_bytes)}, workspace {_gib(need.workspace_bytes)}"
+            + (f", cold-cache flush buffer {_gib(need.flush_bytes)}" if need.flush_bytes else "")
             + (f", reference and host copies {_gib(need.host_bytes)}" if need.device == "cpu" and need.host_bytes else "")
             + f") but only {_gib(free)} is free; choose a smaller size"
         )
@@ -386,7 +388,8 @@ def time_matmul(series: Series, n: int, options: MatmulOptions = MatmulOptions()
         raise DashboardError(f"matrix size must be at least 1, got {n}")
     device = resolve_device(series.device)
     check_dtype(device, series.dtype)
-    check_memory(memory_need(device, series.dtype, n, end_to_end=options.end_to_end, check_error=options.check_error))
+    check_memory(memory_need(device, series.dtype, n, end_to_end=options.end_to_end, check_error=options.check_error,
+                             cache=options.cache))
     return _releasing_on_oom(lambda: _time_matmul(series, device, n, options), device, f"n={n} {series.dtype}")
 
 

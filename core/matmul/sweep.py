@@ -229,7 +229,7 @@ def check_sizes_fit(config: SweepConfig, plan: Plan) -> None:
     for s in plan.series:
         for n in config.sizes:
             check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=config.end_to_end,
-                                     check_error=config.check_error))
+                                     check_error=config.check_error, cache=config.cache))
 
 
 # ---------------------------------------------------------------- progress and results
@@ -488,7 +488,7 @@ def _refusal(config: SweepConfig, guard: TimeGuard, s: Series, n: int) -> Skippe
     """Why size n of series s is not timed (memory, time guard), or None: it joins the size's round."""
     try:
         check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=config.end_to_end,
-                                 check_error=config.check_error))
+                                 check_error=config.check_error, cache=config.cache))
         refusal = guard.refuse(s, n)
     except DoesNotFit as exc:
         return skipped_size(s, n, "memory", str(exc))

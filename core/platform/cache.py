@@ -109,11 +109,20 @@ class CacheFlush:
             self.buffer.zero_()  # as do_bench; the next clock read synchronizes before it starts
 
 
+def flush_bytes(device: torch.device, cache: str) -> int:
+    """Bytes the flush buffer takes on `device` (RAM for the CPU): 0 with warm caches. The memory guard
+    counts them, so a size near the limit is refused before anything is allocated, not killed after."""
+    if check_cache(cache) == "warm":
+        return 0
+    nbytes = EVICT_FACTOR * llc_bytes() if device.type == "cpu" else gpu_l2_bytes(device)
+    return nbytes // 4 * 4  # whole int32 elements, as allocated
+
+
 def cache_flush(device: torch.device, cache: str) -> CacheFlush | None:
     """The flush for `device` with cold caches; None with warm ones (nothing to do)."""
-    if check_cache(cache) == "warm":
+    nbytes = flush_bytes(device, cache)
+    if nbytes == 0:
         return None
-    nbytes = EVICT_FACTOR * llc_bytes() if device.type == "cpu" else gpu_l2_bytes(device)
     flush = CacheFlush(torch.zeros(nbytes // 4, dtype=torch.int32, device=device), device)
     flush()  # first touch: page faults, not a flush's cost
     synchronize(device)
