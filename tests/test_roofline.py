@@ -17,7 +17,7 @@ from core.results.jsonio import dumps
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
 from core.platform import timing
 from core.platform.timing import Measurement
-from core.roofline import probes, theory
+from core.roofline import probes, spread, theory
 from core.roofline.explain import crossover_sentence, model_error_text, model_errors
 from core.roofline.model import RooflineModel, intensity, predict_crossover
 from core.roofline.run import RooflineConfig, assemble, model_of, plan, run_roofline
@@ -239,25 +239,57 @@ def test_with_a_gpu_the_gpu_races_the_cpu(fake_cuda):
     assert pair is not None and pair[0].device == "cuda:0" and pair[1].device == "cpu"
 
 
-def test_gpu_roofs_add_both_copy_rates_and_the_sm_peak(fake_cuda, monkeypatch):
+class FakeCopies:
+    """probes.Copies on the fake GPU: each direction's figure per repeat from a list the test sets."""
+
+    made: list["FakeCopies"] = []
+    rates = {("h2d", False): [12.0, 11.0, 12.0], ("d2h", False): [10.0, 10.0, 9.5],
+             ("h2d", True): [25.0, 24.0, 25.0], ("d2h", True): [20.0, 8.0, 19.0]}  # one slow pinned D2H repeat
+
+    def __init__(self, device):
+        self.device, self.calls = device, []
+        FakeCopies.made.append(self)
+
+    def rate_gbs(self, direction, *, pinned, budget_s):
+        self.calls.append((direction, pinned, budget_s))
+        return self.rates[direction, pinned][sum(1 for c in self.calls if c[:2] == (direction, pinned)) - 1]
+
+
+def test_gpu_copy_rates_are_repeated_in_the_rounds_with_their_spread(fake_cuda, monkeypatch):
+    """The copy rates are probed REPEATS times like every other constant (best repeat, spread, noisy flag),
+    buffers made once per series; the CPU series takes its turns between them."""
     from core.matmul.engine import Series
     from core.roofline import run as roofline_run
 
     fake_cuda.props.clock_rate = 1_000_000
-    pinned_flags = []
-
-    def copies(device, *, pinned, budget_s):
-        pinned_flags.append(pinned)
-        return (25.0, 20.0) if pinned else (12.0, 10.0)
-
-    monkeypatch.setattr(probes, "bandwidth_gbs", lambda device, dtype, *, budget_s: 3000.0)
+    FakeCopies.made = []
+    order = []
+    monkeypatch.setattr(probes, "bandwidth_gbs", lambda device, dtype, *, budget_s: order.append(device.type) or 3000.0)
     monkeypatch.setattr(probes, "launch_s", lambda device, dtype, *, budget_s: 8e-6)
-    monkeypatch.setattr(probes, "copy_rates_gbs", copies)
-    roofs = roofline_run.measure_roofs(Series("cuda:0", "float32", tf32=False), 0.2)
-    assert pinned_flags == [False, True] and roofs.threads is None
+    monkeypatch.setattr(probes, "wake_s", lambda threads, *, budget_s: 1e-6)
+    monkeypatch.setattr(probes, "Copies", FakeCopies)
+    gpu, cpu = Series("cuda:0", "float32", tf32=False), Series("cpu", "float32", threads=2)
+    found, _ = roofline_run.probe_rounds([gpu, cpu], 0.3)
+    assert order == ["cuda", "cpu", "cpu", "cuda", "cuda", "cpu"]  # A, B, B, A, A, B
+    (copies,) = FakeCopies.made
+    assert len(copies.calls) == 4 * spread.REPEATS and {c[2] for c in copies.calls} == {0.3 / spread.REPEATS}
+    roofs = roofline_run.roofs_of(gpu, found[gpu.label])
+    assert roofs.threads is None and roofs.theoretical_gflops == pytest.approx(132 * 1.0 * 2 * 128)
     assert (roofs.h2d_gbs, roofs.d2h_gbs, roofs.h2d_pinned_gbs, roofs.d2h_pinned_gbs) == (12.0, 10.0, 25.0, 20.0)
-    assert roofs.theoretical_gflops == pytest.approx(132 * 1.0 * 2 * 128)
+    assert roofs.spread("d2h_pinned_gbs") == (8.0, 20.0) and roofs.spread("h2d_gbs") == (11.0, 12.0)
+    assert roofs.noisy == ("d2h_pinned_gbs",) and "ranged from 8 to 20 GB/s" in (roofs.notes or ("",))[0]
     assert roofs.bandwidth_gbs == 3000.0 and roofs.launch_s == 8e-6 and roofs.peak_gflops is None
+    assert roofline_run.roofs_of(cpu, found[cpu.label]).h2d_gbs is None  # the CPU has nothing to copy
+
+
+def test_the_copy_probe_keeps_its_buffers_between_repeats():
+    """probes.Copies on a real device (the CPU stands in for a GPU here: pinning needs CUDA)."""
+    copies = probes.Copies(torch.device("cpu"), nbytes=1 << 20)
+    first = [copies.rate_gbs(d, pinned=False, budget_s=0.02) for d in probes.DIRECTIONS]
+    host, dev = copies.buffers(False)
+    again = copies.rate_gbs("h2d", pinned=False, budget_s=0.02)
+    assert copies.buffers(False)[0] is host and copies.buffers(False)[1] is dev and len(copies._buffers) == 1
+    assert all(r > 0 for r in (*first, again)) and host.numel() * 4 == 1 << 20
 
 
 def _roofs(series, device, launch, peak, bw, **kw):

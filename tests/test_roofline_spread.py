@@ -91,15 +91,27 @@ def test_the_series_probes_take_turns_and_each_constant_keeps_its_repeats(monkey
         "bandwidth_gbs": fake(s.label, "bandwidth_gbs", 10.0 * (s.threads or 1)),
         "launch_s": fake(s.label, "launch_s", 5e-6)})
     monkeypatch.setattr(roofline_run, "cpu_reading", FakeReadings(0.8))
+    monkeypatch.setattr(roofline_run, "usable_cores", lambda: 2)
     found, stopped = probe_rounds([ONE, TWO], 0.3)
     assert not stopped
     order = [label for label, name in calls if name == "launch_s"]
     assert order == [ONE.label, TWO.label, TWO.label, ONE.label, ONE.label, TWO.label]  # A, B, B, A, A, B
     assert found[TWO.label]["bandwidth_gbs"].values == [20.0] * 3
-    roofs = roofline_run.roofs_of(TWO, found[TWO.label], 0.3)
+    roofs = roofline_run.roofs_of(TWO, found[TWO.label])
     assert roofs.bandwidth_gbs == 20.0 and roofs.launch_s == 5e-6 and roofs.wake_s is None
     assert roofs.spread("bandwidth_gbs") == (20.0, 20.0)
     assert set(roofs.noisy or ()) == {"bandwidth_gbs", "launch_s"}  # agreeing repeats, but others took 0.8 cores
+    assert not roofline_run.roofs_of(ONE, found[ONE.label]).noisy  # one thread left them a core: not busy for it
+    monkeypatch.setattr(roofline_run, "usable_cores", lambda: 16)  # a bigger machine: 14 cores spare for 2 threads
+    assert not roofline_run.roofs_of(TWO, found[TWO.label]).noisy
+
+
+@pytest.mark.parametrize("others, spare, busy", [(0.5, 0, True), (0.4, 0, False), (1.4, 1, False), (1.5, 1, True),
+                                                 (13.0, 14, False), (None, 0, False)])
+def test_the_busy_flag_scales_with_the_cores_the_series_left_idle(others, spare, busy):
+    s = spread.spread_of("launch_s", [5e-6] * 3, others_cores=others)
+    assert spread.busy(s, spare) is busy and bool(spread.flags([s], spare)[0]) is busy
+    assert spread.spare_cores(2, 2) == 0 and spread.spare_cores(2, None) == 1 and spread.spare_cores(64, 8) == 56
 
 
 # ---------------------------------------------------------------- the record
@@ -143,12 +155,15 @@ def test_the_peak_is_the_best_product_with_its_quartiles_as_spread():
     assert not run.noisy_series
 
 
-def test_a_stalled_peak_or_a_busy_product_is_noisy():
+def test_a_stalled_peak_or_a_busy_product_is_noisy(monkeypatch):
+    monkeypatch.setattr(roofline_run, "usable_cores", lambda: 2)
     roofs = _probed(ONE, (1e-6,) * 3, (20.0,) * 3)
     stalled = roofline_run.peak_of(ONE, [_point(ONE, 256, (1e-3, 1e-3, 1e-3, 5e-3, 5e-3))], roofs)
     assert "peak_gflops" in (stalled.noisy or ())
-    busy = roofline_run.peak_of(ONE, [_point(ONE, 256, (1e-3,) * 5, others=0.7)], roofs)
-    assert "peak_gflops" in (busy.noisy or ())
+    busy = roofline_run.peak_of(TWO, [_point(TWO, 256, (1e-3,) * 5, others=0.7)], _probed(TWO, (1e-6,) * 3, (20.0,) * 3))
+    assert "peak_gflops" in (busy.noisy or ())  # 2 threads on 2 cores: 0.7 of a core taken from them
+    beside = roofline_run.peak_of(ONE, [_point(ONE, 256, (1e-3,) * 5, others=0.7)], roofs)
+    assert "peak_gflops" not in (beside.noisy or ())  # 1 thread: the other core was theirs to use
 
 
 def test_a_measured_peak_above_the_theory_says_the_theory_underestimates():

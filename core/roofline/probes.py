@@ -5,8 +5,9 @@ every clock read, blocks of at least 10 ms, median), the same engine that times 
 so a roof and a matmul point are measured the same way. The compute roof needs no probe of its
 own: it is the best rate among the sweep's large products.
 
-Each function gives one repeat's figure; core.roofline.run calls them REPEATS times, the series
-taking turns, and core.roofline.spread turns the repeats into a constant and its spread. The
+Each function gives one repeat's figure (the copy rates too, through `Copies`); core.roofline.run
+calls them REPEATS times, the series taking turns, and core.roofline.spread turns the repeats into a
+constant and its spread. The
 fixed costs are a low quantile of the samples (spread.LOW_QUANTILE), not their median: a
 neighbour's stall only ever adds time.
 """
@@ -77,16 +78,36 @@ def wake_s(threads: int, *, budget_s: float) -> float:
     return max(0.0, quantile(split.times_s, LOW_QUANTILE) - quantile(one.times_s, LOW_QUANTILE) / threads)
 
 
-def copy_rates_gbs(device: torch.device, *, pinned: bool, budget_s: float,
-                   nbytes: int = COPY_BYTES) -> tuple[float, float]:
-    """(host -> device, device -> host) GB/s for one buffer; pageable memory unless `pinned`."""
-    host = torch.ones(nbytes // 4, dtype=torch.float32)
-    if pinned:
-        host = host.pin_memory()
-    dev = torch.empty_like(host, device=device)
-    h2d = timing.measure(functools.partial(dev.copy_, host), device, budget_s=budget_s, min_samples=3)
-    d2h = timing.measure(functools.partial(host.copy_, dev), device, budget_s=budget_s, min_samples=3)
-    return rate_gbs(nbytes, h2d), rate_gbs(nbytes, d2h)
+DIRECTIONS = ("h2d", "d2h")  # host -> device, device -> host
+
+
+class Copies:
+    """The copy-rate probes of one GPU: host <-> device transfers of one buffer, pageable or pinned.
+
+    Each call is one repeat's figure of one direction; the buffers are made on first use and kept, so
+    the roofline's rounds (the series taking turns, REPEATS times, like every other constant) time the
+    transfers, not the allocator or the pinning.
+    """
+
+    def __init__(self, device: torch.device, nbytes: int = COPY_BYTES) -> None:
+        self.device, self.nbytes = device, nbytes
+        self._buffers: dict[bool, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def buffers(self, pinned: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """(host, device) buffers; the host one page-locked when `pinned`."""
+        if pinned not in self._buffers:
+            host = torch.ones(self.nbytes // 4, dtype=torch.float32)
+            if pinned:
+                host = host.pin_memory()
+            self._buffers[pinned] = (host, torch.empty_like(host, device=self.device))
+        return self._buffers[pinned]
+
+    def rate_gbs(self, direction: str, *, pinned: bool, budget_s: float) -> float:
+        """GB/s of one direction ("h2d" or "d2h"), the median of its blocks."""
+        host, dev = self.buffers(pinned)
+        dst, src = (dev, host) if direction == "h2d" else (host, dev)
+        m = timing.measure(functools.partial(dst.copy_, src), self.device, budget_s=budget_s, min_samples=3)
+        return rate_gbs(host.numel() * host.element_size(), m)
 
 
 def rate_gbs(nbytes: int, m: Measurement) -> float:

@@ -29,12 +29,12 @@ from core.matmul.sweep import SweepConfig, comparisons, plan_series
 from core.platform import timing
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
-from core.platform.machine_load import cpu_reading, others_between
+from core.platform.machine_load import cpu_reading, others_between, usable_cores
 from core.results.matmul import MatmulPoint
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun, Spread
 from core.roofline import probes, theory
 from core.roofline.model import RooflineModel, intensity, predict_crossover
-from core.roofline.spread import REPEATS, THEORY_BELOW, constant, flags, others_over, spread_of
+from core.roofline.spread import COPIES, REPEATS, THEORY_BELOW, constant, flags, others_over, spare_cores, spread_of
 
 DEFAULT_SIZES = (16, 32, 64, 128, 256, 512, 1024)
 GPU_SIZES = (2048, 4096)  # added when a GPU is chosen: its crossover and its peak lie higher
@@ -95,6 +95,12 @@ def _probes(s: Series, budget_s: float) -> dict[str, Probe]:
     }
     if device.type == "cpu" and (s.threads or torch.get_num_threads()) > 1:
         out["wake_s"] = functools.partial(probes.wake_s, s.threads or torch.get_num_threads(), budget_s=share)
+    if device.type == "cuda":  # copy rates: repeated in the rounds like the rest, buffers made once per series
+        copies = probes.Copies(device)
+        for pinned in (False, True):
+            for direction in probes.DIRECTIONS:
+                name = f"{direction}{'_pinned' if pinned else ''}_gbs"
+                out[name] = functools.partial(copies.rate_gbs, direction, pinned=pinned, budget_s=share)
     return out
 
 
@@ -143,24 +149,20 @@ def probe_rounds(series: Sequence[Series], budget_s: float, job: RunningJob | No
     return found, False
 
 
-def roofs_of(s: Series, repeats: dict[str, _Repeats], budget_s: float) -> DeviceRoofs:
-    """One series' roofs from its repeats, plus what is measured once: copy rates, the theoretical peak."""
+def roofs_of(s: Series, repeats: dict[str, _Repeats]) -> DeviceRoofs:
+    """One series' roofs from its repeats (a GPU's copy rates among them), and its theoretical peak."""
     device = torch.device(s.device)
     values = {name: constant(name, r.values) for name, r in repeats.items() if r.values}
     spreads = tuple(r.spread(name) for name, r in repeats.items() if r.values)
-    with timing.torch_threads(s.threads if device.type == "cpu" else None) as threads:
-        copies: dict[str, float | None] = {}
-        if device.type == "cuda":
-            h2d, d2h = probes.copy_rates_gbs(device, pinned=False, budget_s=budget_s)
-            ph2d, pd2h = probes.copy_rates_gbs(device, pinned=True, budget_s=budget_s)
-            copies = {"h2d_gbs": h2d, "d2h_gbs": d2h, "h2d_pinned_gbs": ph2d, "d2h_pinned_gbs": pd2h}
+    threads = s.threads or torch.get_num_threads()  # what its probes ran with (timing.torch_threads)
+    copies = {name: values.get(name) for name in COPIES} if device.type == "cuda" else {}
     if device.type == "cuda":
         peak = theory.cuda_peak(device.index or 0, s.dtype, tf32=bool(s.tf32))
     elif device.type == "cpu":
         peak = theory.cpu_peak(threads, s.dtype)
     else:
         peak = theory.TheoreticalPeak(None, f"unknown on {device.type}")
-    noisy, notes = flags(spreads)
+    noisy, notes = flags(spreads, spare_cores(usable_cores(), threads if device.type == "cpu" else None))
     return DeviceRoofs(device=s.device, dtype=s.dtype, series=s.label, threads=threads if device.type == "cpu" else None,
                        peak_gflops=None, theoretical_gflops=peak.gflops, theoretical_note=peak.note,
                        bandwidth_gbs=values.get("bandwidth_gbs"), launch_s=values.get("launch_s"),
@@ -170,7 +172,7 @@ def roofs_of(s: Series, repeats: dict[str, _Repeats], budget_s: float) -> Device
 def measure_roofs(s: Series, budget_s: float) -> DeviceRoofs:
     """The roofs of one series alone (its probes repeated, no other series to alternate with)."""
     found, _ = probe_rounds([s], budget_s)
-    return roofs_of(s, found[s.label], budget_s)
+    return roofs_of(s, found[s.label])
 
 
 Bound = Literal["value", "fast", "slow"]
@@ -197,7 +199,8 @@ def model_of(roofs: DeviceRoofs, bound: Bound = "value") -> RooflineModel | None
     if not peak or not bandwidth or launch is None:
         return None
     overhead = launch + (_bound(roofs, "wake_s", bound, roof=False) or 0.0)
-    return RooflineModel(overhead, peak, bandwidth, roofs.dtype, roofs.h2d_gbs, roofs.d2h_gbs)
+    return RooflineModel(overhead, peak, bandwidth, roofs.dtype, _bound(roofs, "h2d_gbs", bound, roof=True),
+                         _bound(roofs, "d2h_gbs", bound, roof=True))
 
 
 def point_of(r: MatmulPoint, model: RooflineModel | None) -> RooflinePoint:
@@ -269,7 +272,7 @@ def run_roofline(config: RooflineConfig, hooks: JobHooks | None = None) -> Roofl
         stopped = job.stop_requested()
         if not stopped:
             found, stopped = probe_rounds(series, config.budget_s, job, total)
-            roofs = [roofs_of(s, found[s.label], config.budget_s) for s in series]
+            roofs = [roofs_of(s, found[s.label]) for s in series]
         if not stopped:
             results, stopped = _sweep(job, series, config, notes, REPEATS, total)
         wall = time.perf_counter() - start
@@ -288,7 +291,7 @@ def peak_of(s: Series, results: Sequence[MatmulPoint], roofs: DeviceRoofs) -> De
     q1, q3 = top.q1_s or top.median_s or 0.0, top.q3_s or top.median_s or 0.0
     peak = Spread(name="peak_gflops", low=flops / q3 if q3 else None, high=flops / q1 if q1 else None,
                   repeats=top.samples, others_cores=top.others_cores)
-    noisy, notes = flags([peak])
+    noisy, notes = flags([peak], spare_cores(usable_cores(), roofs.threads))
     extra = []
     if roofs.theoretical_gflops and (top.gflops or 0.0) > roofs.theoretical_gflops:
         extra.append(f"{THEORY_BELOW}: measured {top.gflops:.4g} GFLOP/s against {roofs.theoretical_gflops:.4g} "

@@ -12,8 +12,12 @@ ever adds time (a descheduled thread, a cache another program emptied), never re
   repeat whose one-thread part happened to be slowed, making the wake-up look free);
 - its spread is the lowest and the highest repeat; it is `noisy` when the highest is more than
   NOISY_FACTOR times the lowest (times under TIME_FLOOR_S counted as TIME_FLOOR_S: a wake-up of 0
-  against 1 µs is not a disagreement anyone could act on), or when other programs took at least
-  BUSY_OTHERS_CORES of a core while the repeats ran (machine_load's rule, as the Matmul verdicts use).
+  against 1 µs is not a disagreement anyone could act on), or when other programs took cores the
+  series needed while the repeats ran (machine_load.busy_for, as the Matmul verdicts use: half a core
+  beyond the cores the series left idle; a CPU series needs its threads, a GPU series one core).
+
+A GPU's copy rates (host to device and back, pageable and pinned) are rates like the bandwidth: the
+best repeat, its spread, flagged by the same rule.
 
 A noisy constant is still shown, with its range, but the model's error summary leaves its series
 out and the page says what it is, so a busy machine's 1.27e+05 µs start-up cost is never a fact.
@@ -24,14 +28,15 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from core.platform.machine_load import BUSY_OTHERS_CORES
+from core.platform.machine_load import busy_for
 from core.results.roofline import Spread
 
 REPEATS = 3  # figures per constant: the fewest whose median ignores one bad repeat
 NOISY_FACTOR = 1.5  # highest repeat over lowest beyond which the repeats disagree (a quiet 2-core laptop: < 1.2)
 LOW_QUANTILE = 0.25  # of a fixed cost's samples: below the median, where a neighbour's stalls do not reach
 TIME_FLOOR_S = 2e-6  # fixed costs below 2 µs are within a clock read and a Python call of each other
-ROOFS = ("bandwidth_gbs", "peak_gflops")  # best repeat; the others (launch_s, wake_s) take the median
+COPIES = ("h2d_gbs", "d2h_gbs", "h2d_pinned_gbs", "d2h_pinned_gbs")  # a GPU's host <-> device rates
+ROOFS = ("bandwidth_gbs", "peak_gflops", *COPIES)  # best repeat (a rate); the others (launch_s, wake_s) the median
 THEORY_BELOW = "theory underestimates this machine (boost clock?)"
 
 
@@ -63,31 +68,38 @@ def disagree(spread: Spread) -> bool:
     return max(spread.high, floor) > NOISY_FACTOR * max(spread.low, floor, 1e-300)
 
 
-def busy(spread: Spread) -> bool:
-    return spread.others_cores is not None and spread.others_cores >= BUSY_OTHERS_CORES
+def busy(spread: Spread, spare_cores: int = 0) -> bool:
+    """Did others take cores the constant's series needed (machine_load.busy_for; `spare_cores`: the
+    cores the series left idle, 0 when it used them all)?"""
+    return busy_for(spread.others_cores, cores=spare_cores + 1, needed=1)
 
 
-def why_noisy(spread: Spread, unit: str, scale: float = 1.0) -> str | None:
+def why_noisy(spread: Spread, unit: str, scale: float = 1.0, spare_cores: int = 0) -> str | None:
     """The note a noisy constant carries (None when it is not noisy): its range, and busy or not."""
     reasons = []
     if disagree(spread):
         reasons.append(f"its {spread.repeats} repeats ranged from {(spread.low or 0) * scale:.3g} to "
                        f"{(spread.high or 0) * scale:.3g} {unit} (more than {NOISY_FACTOR:g}x apart)")
-    if busy(spread):
+    if busy(spread, spare_cores):
         reasons.append(f"other programs used {spread.others_cores:.1f} cores while it was measured")
     return f"{spread.name} is noisy: " + " and ".join(reasons) if reasons else None
 
 
 UNITS = {"bandwidth_gbs": ("GB/s", 1.0), "peak_gflops": ("GFLOP/s", 1.0), "launch_s": ("µs", 1e6),
-         "wake_s": ("µs", 1e6)}
+         "wake_s": ("µs", 1e6), **{name: ("GB/s", 1.0) for name in COPIES}}
 
 
-def flags(spreads: Sequence[Spread]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(names of the noisy constants, a note for each) among `spreads`."""
+def spare_cores(cores: int, threads: int | None) -> int:
+    """Cores a series leaves idle: a CPU series uses its threads, a GPU series (threads None) one core."""
+    return max(0, cores - (threads or 1))
+
+
+def flags(spreads: Sequence[Spread], spare_cores: int = 0) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(names of the noisy constants, a note for each) among `spreads`; `spare_cores` as for `busy`."""
     names, notes = [], []
     for s in spreads:
         unit, scale = UNITS.get(s.name, ("", 1.0))
-        note = why_noisy(s, unit, scale)
+        note = why_noisy(s, unit, scale, spare_cores)
         if note is not None:
             names.append(s.name)
             notes.append(note)
