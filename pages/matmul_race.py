@@ -63,7 +63,7 @@ if sweep is not None and sweep.has_steps:
     if stopped := sweep.stop_summary():
         st.warning(stopped, icon=":material/stop_circle:")
     frame, crossovers = results_frame(shown.results), shown.crossovers
-    for c in [c for c in crossovers if c.gpu_vs_cpu] or crossovers:  # the first result, right under Run
+    for c in shown.shown_crossovers:  # the headline first (as Results and the Class board show it), right under Run
         box = {"found": st.success, "unclear": st.warning}.get(c.call or "", st.success if c.n is not None else st.info)
         box(f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
     if guessed := compare_guess(shown):

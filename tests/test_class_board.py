@@ -94,7 +94,8 @@ def test_spreads_put_guesses_beside_what_was_measured():
     board = refresh(store)
     crossover = crossover_spread(board)
     assert crossover.guessed == [1000.0] and crossover.none_guessed == 1
-    assert crossover.measured == [512.0] and crossover.intervals == [(256.0, 512.0)] and crossover.none_measured == 1
+    # measured at the size the race page and Results name (crossover_n 300, inside the interval)
+    assert crossover.measured == [300.0] and crossover.intervals == [(256.0, 512.0)] and crossover.none_measured == 1
     speedup = speedup_spread(board)
     assert speedup.guessed == [10.0] and speedup.measured == [pytest.approx(8.0)]
     assert sorted(epoch_spread(board).measured) == [0.5, 4.0]
@@ -115,8 +116,8 @@ def test_figures_draw_guesses_measurements_and_hardware():
     store.save("matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
     board = refresh(store)
     fig = spread_figure(crossover_spread(board), title="t", x_title="n")
-    assert list(fig.data[0].x) == [1000.0] and list(fig.data[-1].x) == [512.0]
-    assert fig.layout.xaxis.type == "log" and any("median 512" in a.text for a in fig.layout.annotations)
+    assert list(fig.data[0].x) == [1000.0] and list(fig.data[-1].x) == [300.0]  # the sweep's n≈300, in (256, 512]
+    assert fig.layout.xaxis.type == "log" and any("median 300" in a.text for a in fig.layout.annotations)
     bars = hardware_figure(room_hardware(board))
     assert list(bars.data[0].y) == ["CPU: Lab Xeon 8480C", "GPU: NVIDIA H200"]
     empty = spread_figure(crossover_spread(ClassBoard()), title="t", x_title="n")

@@ -19,7 +19,7 @@ from core.platform.jobs import JobHooks, WaitCancelled
 from core.errors import DashboardError
 from core.matmul.engine import DoesNotFit, Series, measured_point
 from core.matmul.sweep import (
-    SweepConfig, TimeGuard, headline_crossover, log_sizes, plan_series, predict_seconds, results_frame, run_sweep,
+    SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, results_frame, run_sweep,
     tf32_settings,
 )
 from core.results.matmul import MatmulPoint
@@ -225,15 +225,17 @@ def test_crossover_is_interpolated_inside_the_range(monkeypatch, fake_cuda):
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
     result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), budget_s=5))
-    crossover = headline_crossover(result)
-    assert crossover.status == "interpolated" and crossover.n == pytest.approx(100, rel=1e-6)
+    assert result.crossovers[0].status == "interpolated"
+    headline = result.headline_crossover  # what the race page, Results and the Class board show
+    assert headline is not None and headline.call == "found" and headline.n == 100 and headline.gpu_vs_cpu
     assert result.to_json()["crossover_n"] == 100
 
 
 def test_without_a_gpu_there_is_no_crossover_n_but_thread_comparisons(fake_timer):
     result = run_sweep(SweepConfig(sizes=(64, 128), threads=(1, 2) if (os.cpu_count() or 1) > 1 else (1,)))
     obj = result.to_json()
-    assert obj["crossover_n"] is None and headline_crossover(result) is None
+    headline = result.headline_crossover
+    assert obj["crossover_n"] is None and (headline is None or not headline.gpu_vs_cpu)
     assert all(not c["gpu_vs_cpu"] for c in obj["crossovers"])
 
 

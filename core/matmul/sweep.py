@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from core.matmul import verdict
-from core.matmul.crossover import Crossover, crossover_from_frame
+from core.matmul.crossover import crossover_from_frame
 from core.matmul.paired import time_interleaved
 from core.platform.cache import check_cache
 from core.platform.devices import device_key, resolve_device
@@ -34,7 +34,7 @@ from core.platform.machine_load import default_threads
 from core.results.load import MachineLoad
 from core.results.jsonio import dumps
 from core.results.matmul import (
-    POINT_COLUMNS, CrossoverInterval, MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover, Verdict,
+    POINT_COLUMNS, CrossoverInterval, MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover, Verdict, pick_headline,
 )
 from core.matmul.engine import (
     DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_dtype, check_memory,
@@ -307,14 +307,6 @@ def _pair_busy(verdicts: Sequence[Verdict], challenger: str, baseline: str) -> b
     return any(v.busy and {v.a, v.b} == {challenger, baseline} for v in verdicts)
 
 
-def _within(n: int | None, interval: CrossoverInterval) -> int | None:
-    """The interpolated crossover, kept inside the verdicts' interval (None unless found)."""
-    if interval.call != verdict.FOUND or interval.n_high is None:
-        return None
-    low = interval.n_low or 1
-    return interval.n_high if n is None else min(max(n, low), interval.n_high)
-
-
 def sweep_crossovers(config: SweepConfig, series: Sequence[Series], results: Sequence[MatmulPoint],
                      verdicts: Sequence[Verdict] = ()) -> list[SweepCrossover]:
     """Every comparison's crossover, for compute time (called from the verdicts) and, if timed, end to end.
@@ -332,7 +324,7 @@ def sweep_crossovers(config: SweepConfig, series: Sequence[Series], results: Seq
         for column in columns:
             c = crossover_from_frame(frame, challenger.label, baseline.label, column)
             if column == "median_s":
-                n, text = _within(c.n_int, interval), verdict.describe(interval, busy=busy)
+                n, text = verdict.within(c.n_int, interval), verdict.describe(interval, busy=busy)
                 extra: dict[str, Any] = {"call": interval.call, "n_low": interval.n_low, "n_high": interval.n_high}
             elif busy:
                 n, extra = None, {}
@@ -346,18 +338,9 @@ def sweep_crossovers(config: SweepConfig, series: Sequence[Series], results: Seq
     return out
 
 
-def headline_crossover(sweep: MatmulSweep, column: str = "median_s") -> Crossover | None:
-    """The first GPU series against its CPU baseline (compute, or with copies); None without a GPU."""
-    headline = next((c for c in sweep.crossovers if c.gpu_vs_cpu and c.time == column), None)
-    if headline is None:
-        return None
-    return crossover_from_frame(results_frame(sweep.results), headline.challenger, headline.baseline, column)
-
-
 def headline_interval(crossovers: Sequence[SweepCrossover]) -> CrossoverInterval | None:
-    """The crossover the sweep is summed up by: the first GPU-vs-CPU comparison, else the first comparison."""
-    computed = [c for c in crossovers if c.call is not None]
-    c = next((c for c in computed if c.gpu_vs_cpu), computed[0] if computed else None)
+    """The crossover the sweep is summed up by (core.results.matmul.pick_headline, the one rule every view uses)."""
+    c = pick_headline(list(crossovers))
     if c is None or c.call is None:
         return None
     return CrossoverInterval(a=c.challenger, b=c.baseline, n_low=c.n_low, n_high=c.n_high, call=c.call)

@@ -11,6 +11,7 @@ the results table and the CSV all take it from the declaration.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PlainValidator
@@ -191,24 +192,86 @@ class MatmulSweep(Kind):
         return list(dict.fromkeys(p.label for p in self.results))
 
     @property
-    def headline(self) -> str:
-        """'n 64–2048, GPU wins from n≈300', '..., no crossover' or '..., cannot tell (busy)' for the Results page.
+    def headline_crossover(self) -> HeadlineCrossover | None:
+        """The one crossover this sweep is summed up by, with its call: what the race page shows first, Results'
+        `result` column, the Class board's measured crossover and the CLI's table all read it here."""
+        return headline_crossover(self)
 
-        Files older than the `crossover` field have only `crossover_n`, which said "no crossover"
-        whenever it was missing; a newer run says "cannot tell" when its verdicts could not.
-        """
+    @property
+    def shown_crossovers(self) -> list[SweepCrossover]:
+        """The comparisons a page or the CLI lists: the headline's first, then the others in sweep order."""
+        lead = pick_headline(self.crossovers)
+        return ([lead] if lead else []) + [c for c in self.crossovers if c is not lead]
+
+    @property
+    def headline(self) -> str:
+        """'n 64–2048, GPU wins from n≈300', '..., no crossover' or '..., cannot tell (busy)' for Results and the board."""
         sizes = [p.n for p in self.results] or [0]
-        c = self.crossover
-        if c is not None and c.call == "unclear":
-            crossing = "crossover: cannot tell (machine busy or too noisy)"
-        elif self.crossover_n:
-            crossing = f"GPU wins from n≈{self.crossover_n:.0f}"
-        elif c is not None and c.call == "found":
-            crossing = (f"{c.a} wins from n ≤ {c.n_high}" if c.n_low is None
-                        else f"{c.a} wins from n between {c.n_low} and {c.n_high}")
-        else:
-            crossing = "no crossover"
-        return f"n {min(sizes)}–{max(sizes)}, {crossing}"
+        c = self.headline_crossover
+        return f"n {min(sizes)}–{max(sizes)}, {'no crossover' if c is None else c.short}"
 
     def to_json(self) -> dict[str, Any]:
         return super().to_json()
+
+
+def pick_headline(crossovers: tuple[SweepCrossover, ...] | list[SweepCrossover]) -> SweepCrossover | None:
+    """The comparison a sweep is summed up by: the first GPU-vs-CPU one of compute time, else the first of
+    compute time (without a GPU: the first thread or dtype comparison). The one rule for every view."""
+    compute = [c for c in crossovers if c.time == "median_s"]
+    return next((c for c in compute if c.gpu_vs_cpu), compute[0] if compute else None)
+
+
+def _is_gpu_label(label: str) -> bool:
+    return label.startswith(("cuda", "mps"))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HeadlineCrossover:
+    """A sweep's headline crossover as every view shows it (never saved: derived from the saved fields).
+
+    `call` is the verdicts' (found, none, unclear); `n` the size the race page marks ("wins from n ≈ n"),
+    kept inside (n_low, n_high] when the verdicts gave an interval.
+    """
+
+    challenger: str
+    baseline: str
+    gpu_vs_cpu: bool
+    call: str
+    n: int | None = None
+    n_low: int | None = None
+    n_high: int | None = None
+
+    @property
+    def winner(self) -> str:
+        return "GPU" if self.gpu_vs_cpu else self.challenger
+
+    @property
+    def short(self) -> str:
+        """A table cell: 'GPU wins from n≈300', 'no crossover' or 'crossover: cannot tell (...)'."""
+        if self.call == "unclear":
+            return "crossover: cannot tell (machine busy or too noisy)"
+        if self.call == "none":
+            return "no crossover"
+        if self.n is not None:
+            return f"{self.winner} wins from n≈{self.n:,}"
+        return (f"{self.winner} wins from n ≤ {self.n_high:,}" if self.n_low is None
+                else f"{self.winner} wins from n between {self.n_low:,} and {self.n_high:,}")
+
+
+def headline_crossover(sweep: MatmulSweep) -> HeadlineCrossover | None:
+    """From the newest fields a file has: the headline comparison (with the verdicts' call), else the
+    crossover interval alone, else (files older than the verdicts) `crossover_n`, which was GPU vs CPU."""
+    c, interval = pick_headline(sweep.crossovers), sweep.crossover
+    if c is not None and (c.call is not None or interval is None):
+        call = c.call or ("found" if c.n is not None else "none")
+        return HeadlineCrossover(challenger=c.challenger, baseline=c.baseline, gpu_vs_cpu=c.gpu_vs_cpu, call=call,
+                                 n=c.n if call == "found" else None, n_low=c.n_low, n_high=c.n_high)
+    if interval is not None:
+        gpu = _is_gpu_label(interval.a) and not _is_gpu_label(interval.b)
+        n = round(sweep.crossover_n) if interval.call == "found" and sweep.crossover_n else None
+        return HeadlineCrossover(challenger=interval.a, baseline=interval.b, gpu_vs_cpu=gpu, call=interval.call,
+                                 n=n, n_low=interval.n_low, n_high=interval.n_high)
+    if sweep.crossover_n:
+        return HeadlineCrossover(challenger="GPU", baseline="CPU", gpu_vs_cpu=True, call="found",
+                                 n=round(sweep.crossover_n))
+    return None

@@ -119,7 +119,8 @@ class Spread:
 
 
 def crossover_spread(board: ClassBoard) -> Spread:
-    """Crossover guesses (n) against the crossovers the class's sweeps measured."""
+    """Crossover guesses (n) against the crossovers the class's sweeps measured: each sweep's
+    `headline_crossover`, the one the race page shows first and Results lists."""
     guessed, measured, intervals, none_g, none_m = [], [], [], 0, 0
     for run in board.runs:
         sweep = run.result
@@ -129,14 +130,13 @@ def crossover_spread(board: ClassBoard) -> Spread:
         if g is not None and g.what == CROSSOVER_N and g.value:
             guessed.append(g.value)
         none_g += g is not None and g.what == NO_CROSSOVER
-        c = sweep.crossover
-        if c is not None and c.call == "found" and c.n_high is not None:
-            measured.append(float(c.n_high))
-            intervals.append((float(c.n_low or c.n_high / 2), float(c.n_high)))
-        elif c is None and sweep.crossover_n:
-            measured.append(sweep.crossover_n)
-        elif c is not None and c.call == "none" or c is None and not sweep.crossover_n:
+        c = sweep.headline_crossover
+        if c is None or c.call == "none":
             none_m += 1
+        elif c.call == "found" and (n := c.n or c.n_high) is not None:
+            measured.append(float(n))
+            if c.n_high is not None:
+                intervals.append((float(c.n_low or c.n_high / 2), float(c.n_high)))
     return Spread(guessed, measured, intervals, none_g, none_m)
 
 
