@@ -201,8 +201,9 @@ def test_runs_with_unmeasured_values_still_render(app):
 
 def test_an_unreadable_row_is_listed_with_a_delete_button(app, saved):
     store = open_store()
-    with store._transaction() as tx:
-        tx.run("UPDATE gvc_runs SET payload_json = ? WHERE id = ?", ('{"results": "garbage"}', saved["lab"]))
+    with store._transaction() as tx:  # as an older, laxer version wrote it: no summary, so it is read in full
+        tx.run("UPDATE gvc_runs SET payload_json = ?, summary_json = NULL WHERE id = ?",
+               ('{"results": "garbage"}', saved["lab"]))
     at = _open(app)
     warning = next(_shown(w.value) for w in at.warning if f"#{saved['lab']}" in _shown(w.value))
     assert "unreadable" in warning and "results: expected a list" in warning
@@ -214,6 +215,20 @@ def test_an_unreadable_row_is_listed_with_a_delete_button(app, saved):
     at.button(key="results_delete_yes").click().run()
     assert not at.exception and f"Deleted run #{saved['lab']}." in _text(at)
     assert store.read_runs().unreadable == [] and len(store.list_runs()) == 2
+
+
+def test_a_row_changed_by_hand_after_it_was_listed_is_named_when_charted(app, saved):
+    store = open_store()
+    with store._transaction() as tx:  # its summary still lists it; reading it for the charts finds it unreadable
+        tx.run("UPDATE gvc_runs SET payload_json = ? WHERE id = ?", ('{"results": "garbage"}', saved["lab"]))
+    at = _open(app)
+    assert saved["lab"] in list(at.dataframe[0].value["run"])
+    warning = next(_shown(w.value) for w in at.warning if f"#{saved['lab']}" in _shown(w.value))
+    assert "unreadable" in warning and "results: expected a list" in warning
+    assert len(_charts(at)) == 2, "the other chosen runs still draw"
+    at.button(key=f"results_delete_bad_{saved['lab']}").click().run()
+    at.button(key="results_delete_yes").click().run()
+    assert not at.exception and f"Deleted run #{saved['lab']}." in _text(at)
 
 
 def test_delete_can_be_cancelled(app, saved):
@@ -228,7 +243,7 @@ def test_only_unreadable_rows(app):
     store = open_store()
     run_id = store.save("train", train_payload(), machine=LAPTOP)
     with store._transaction() as tx:
-        tx.run("UPDATE gvc_runs SET created_at = ? WHERE id = ?", ("0001-01-01T00:00:00+01:00", run_id))
+        tx.run("UPDATE gvc_runs SET created_at = ?, summary_json = NULL WHERE id = ?", ("0001-01-01T00:00:00+01:00", run_id))
     at = _open(app)
     assert any(f"#{run_id}" in _shown(w.value) and "created_at" in _shown(w.value) for w in at.warning)
     assert "No saved runs yet" in _text(at)

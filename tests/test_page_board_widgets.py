@@ -6,7 +6,6 @@ import json
 
 from core.store import open_store
 from core.store.board import Export, exports, run_title
-from core.store.records import RunListing
 from pages.shared import board_widgets as widgets
 from tests.result_samples import LAPTOP, matmul_payload
 
@@ -28,8 +27,11 @@ def test_the_delete_question_names_the_run_escaped():
     assert question.startswith("Delete run Ana's \\*laptop\\*?") and "everyone who shares this store" in question
 
 
-def test_a_run_no_longer_listed_is_named_by_its_number():
-    assert run_title(7, RunListing([], [])) == "#7"
+def test_a_run_no_longer_stored_is_named_by_its_number(tmp_path):
+    url = f"sqlite:///{tmp_path / 'board.sqlite3'}"
+    run_id = open_store(url).save("matmul", matmul_payload(LAPTOP), {}, label="Ana")
+    assert run_title(url, run_id).startswith(f"#{run_id} matmul · Ana · ")
+    assert run_title(url, run_id + 1) == f"#{run_id + 1}"
 
 
 def test_the_compare_key_changes_with_the_runs_offered():
@@ -50,8 +52,10 @@ def test_download_labels_count_the_runs_and_keys_name_the_format():
 def test_core_exports_are_data_only(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'board.sqlite3'}")
     run_id = store.save("matmul", matmul_payload(LAPTOP), {"sizes": "256"})
-    files = exports(store.list_runs(run_ids=[run_id]))
+    files = exports(store_url := f"sqlite:///{tmp_path / 'board.sqlite3'}", [run_id])
     assert [(f.fmt, f.file_name, f.mime) for f in files] == [
         ("json", "gpu-vs-cpu-results.json", "application/json"), ("csv", "gpu-vs-cpu-results.csv", "text/csv")]
     assert json.loads(files[0].data())["runs"][0]["uid"] == store.get(run_id).uid
     assert files[1].data().decode() == store.export_csv([run_id]).decode()
+    (tmp_path / "board.sqlite3").write_bytes(b"not a database")  # Download pressed after the board broke
+    assert exports(store_url, [run_id])[0].data().startswith(b"The export failed: the result store")

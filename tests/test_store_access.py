@@ -7,7 +7,7 @@ import json
 import pytest
 
 from core.errors import DashboardError
-from core.store import open_store
+from core.store import SCHEMA_VERSION, open_store
 from core.store.access import INSTRUCTOR, Access, configured_key, key_matches, owner_hash
 from tests.result_samples import LAB, LAPTOP, matmul_payload
 from tests.test_store import store, store_url  # noqa: F401  (the fixtures: SQLite, and PostgreSQL in the slow tier)
@@ -63,7 +63,7 @@ def test_a_schema_1_store_upgrades_its_runs_to_measured_with_no_owner(tmp_path):
                    "versions_json, payload_json) VALUES ('u', 'matmul', '2025-01-01T00:00:00Z', '', 'm', ?, '{}', '{}', ?)",
                    (json.dumps(LAPTOP), json.dumps(matmul_payload(LAPTOP))))
     [run] = open_store(url).list_runs()
-    assert run.source == "measured" and run.owner is None and open_store(url).schema_version() == 2
+    assert run.source == "measured" and run.owner is None and open_store(url).schema_version() == SCHEMA_VERSION
     with pytest.raises(DashboardError, match="saved by another browser session"):
         open_store(url).delete(run.run_id, Access(instructor=False, owner_token="ana"))
 

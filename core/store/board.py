@@ -17,7 +17,7 @@ from core.plain_text import for_markdown
 from core.results.runs import SOURCES
 from core.store.access import Access
 from core.store.database import Store, open_store
-from core.store.records import RunListing, StoredRun, UnreadableRun
+from core.store.records import RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun
 
 DEFAULT_COMPARE = 6  # newest runs drawn by default; more make an unreadable legend
 PAGE_RUNS = 500  # runs the Results page reads at first, and adds per "show more": a board of 10,000 stays fast
@@ -41,22 +41,23 @@ class Choices:
 
 @dataclass(frozen=True)
 class Board:
-    """What the page reads: the store, its newest `limit` rows, and how many it holds in all."""
+    """What the page lists: the store, the newest `limit` summaries the filter matches, and how many it matches."""
 
     store: Store
-    listing: RunListing
+    listing: SummaryListing
     total: int
 
     @property
     def more(self) -> int:
-        """Runs stored but not read (older than those shown)."""
+        """Runs matching but not read (older than those shown)."""
         return max(0, self.total - len(self.listing.runs) - len(self.listing.unreadable))
 
 
-def read_board(url: str | None, limit: int | None = None) -> Board:
-    """The store and its newest `limit` runs (all when None), unreadable rows set apart (they never fail the page)."""
+def read_board(url: str | None, limit: int | None = None, runs: RunFilter = RunFilter()) -> Board:
+    """The store and the newest `limit` runs `runs` matches (all when None), as summaries: no payload is read
+    for the listing (`compared` reads those charted). Unreadable rows are set apart, never failing the page."""
     store = open_store(url)
-    return Board(store, store.read_runs(limit=limit), store.count_runs())
+    return Board(store, store.read_summaries(runs, limit=limit), store.count_runs(runs))
 
 
 def board_version(url: str | None) -> tuple[str, int, int]:
@@ -66,13 +67,21 @@ def board_version(url: str | None) -> tuple[str, int, int]:
     return (store.describe(), *store.version())
 
 
-def choices(runs: Sequence[StoredRun]) -> Choices:
-    present = {r.provenance.source for r in runs}
-    return Choices(sorted({r.machine_label for r in runs}), sorted({d for r in runs for d in r.devices}),
-                   [s for s in SOURCES if s in present])
+def choices(url: str | None) -> tuple[Choices, int]:
+    """The filter options the whole board offers, and how many runs it holds: a few small queries."""
+    store = open_store(url)
+    machines, devices, present = store.filter_choices()
+    return Choices(machines, devices, [s for s in SOURCES if s in present]), store.count_runs()
 
 
-def deletable(runs: Sequence[StoredRun | UnreadableRun], access: Access) -> list[int]:
+def compared(url: str | None, run_ids: Sequence[int]) -> RunListing:
+    """The runs chosen for the charts, read in full (their payloads checked), in the order chosen."""
+    listing = open_store(url).read_runs(run_ids=list(run_ids))
+    order = {run_id: i for i, run_id in enumerate(run_ids)}
+    return RunListing(sorted(listing.runs, key=lambda r: order.get(r.run_id, 0)), listing.unreadable)
+
+
+def deletable(runs: Sequence[RunSummary | StoredRun | UnreadableRun], access: Access) -> list[int]:
     """The ids among `runs` that `access` may delete (the store checks again when deleting)."""
     return [r.run_id for r in runs if access.may_delete(r.owner)]
 
@@ -101,10 +110,14 @@ def import_upload(url: str | None, upload: Upload | None, label: str = "", *, ac
     return Notice("success", f"{for_markdown(name)}: imported {len(result.run_ids)} run(s){skipped}.")
 
 
-def run_title(run_id: int, listing: RunListing) -> str:
-    """The title of a listed run, readable or not ('#7' for one no longer listed): what a delete names."""
-    titles = {r.run_id: r.title for r in listing.runs} | {r.run_id: r.title for r in listing.unreadable}
-    return titles.get(run_id, f"#{run_id}")
+def run_title(url: str | None, run_id: int) -> str:
+    """The title of a stored run, readable or not ('#7' for one no longer stored): what a delete names."""
+    try:
+        listing = open_store(url).read_summaries(run_ids=[run_id])
+    except DashboardError:
+        return f"#{run_id}"
+    titles = [r.title for r in listing.runs] + [r.title for r in listing.unreadable]
+    return titles[0] if titles else f"#{run_id}"
 
 
 def delete_run(url: str | None, run_id: int | None, access: Access) -> Notice:
@@ -128,13 +141,20 @@ class Export:
     mime: str
 
 
-def exports(runs: Sequence[StoredRun]) -> list[Export]:
-    """The JSON export (re-importable) and the CSV table of `runs`, oldest first, built from the runs
-    already read (no second query, so nothing can fail when Download is pressed)."""
-    from core.results.csvio import csv_text
-    from core.store.database import export_bytes
-    from core.store.frames import tidy_frame
+def exports(url: str | None, run_ids: Sequence[int]) -> list[Export]:
+    """The JSON export (re-importable) and the CSV table of the runs shown, oldest first; each read from
+    the store only when its Download is pressed. A store that fails then gives a file that says so (the
+    page has finished by then, so it cannot show a message)."""
+    ids = tuple(run_ids)
 
-    oldest = sorted(runs, key=lambda r: (r.created_at, r.run_id))
-    return [Export("json", lambda: export_bytes(oldest), "gpu-vs-cpu-results.json", "application/json"),
-            Export("csv", lambda: csv_text(tidy_frame(oldest)).encode(), "gpu-vs-cpu-results.csv", "text/csv")]
+    def build(fmt: ExportFormat) -> Callable[[], bytes]:
+        def data() -> bytes:
+            try:
+                store = open_store(url)
+                return store.export_json(ids) if fmt == "json" else store.export_csv(ids)
+            except DashboardError as exc:
+                return f"The export failed: {exc}\n".encode()
+        return data
+
+    return [Export("json", build("json"), "gpu-vs-cpu-results.json", "application/json"),
+            Export("csv", build("csv"), "gpu-vs-cpu-results.csv", "text/csv")]

@@ -27,7 +27,8 @@ from core.results.runs import MEASURED, Provenance
 from core.store.access import INSTRUCTOR, Access, owner_hash
 from core.results.csvio import csv_text
 from core.results.machine import read_machine
-from core.store.records import RunListing, StoredRun, UnreadableRun, machine_label, software_versions
+from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun, machine_label,
+                                software_versions, summary_facts)
 
 DATABASE_URL_ENV = "DATABASE_URL"  # postgresql://user:password@host:5432/db shares one board
 SQLITE_FILE = "results.sqlite3"  # in core.platform.paths.data_dir()
@@ -44,9 +45,11 @@ PG_MIGRATION_LOCK = 0x6776635F  # pg_advisory_xact_lock key ("gvc_"): one migrat
 MIN_SQLITE = (3, 35)  # INSERT/DELETE ... RETURNING
 MAX_RUN_ID = 2**63 - 1  # both back ends' 64-bit ids; a larger number names no run (and would overflow the driver)
 UID_CHUNK = 500  # uids per "already stored?" query, under SQLite's limit on parameters
+SUMMARY_BATCH = 500  # rows per step when schema 3 writes the summaries of a board's existing runs
 
 RUN_COLUMNS = ("id, uid, kind, created_at, label, machine_json, settings_json, versions_json, payload_json, "
                "provenance_json, owner")
+SUMMARY_COLUMNS = "id, kind, created_at, label, machine_label, source, owner, summary_json"
 NOT_YOURS = ("run #{run_id} was saved by another browser session: only that session, or the instructor "
              "(with the instructor key), can delete it")
 
@@ -171,9 +174,26 @@ def _add_provenance_and_owner(tx: _Tx) -> None:
     tx.run("CREATE INDEX IF NOT EXISTS gvc_runs_sort ON gvc_runs(sort_at)")
 
 
+def _add_summaries(tx: _Tx) -> None:
+    """Schema 3: each run's listing facts (headline, devices, load mark, shown source) as `summary_json`,
+    so the Results page lists a page of runs without reading and checking every payload.
+
+    Existing runs get theirs here, a batch at a time; a row that cannot be read keeps NULL, and a
+    listing reads such rows in full (as before), so it is still named as unreadable.
+    """
+    tx.run("ALTER TABLE gvc_runs ADD COLUMN summary_json TEXT")
+    last = 0
+    while rows := tx.run(f"SELECT {RUN_COLUMNS} FROM gvc_runs WHERE id > ? ORDER BY id LIMIT ?", (last, SUMMARY_BATCH)):
+        last = int(rows[-1][0])
+        for run in (_row_to_run(row) for row in rows):
+            if isinstance(run, StoredRun):
+                tx.run("UPDATE gvc_runs SET summary_json = ? WHERE id = ?",
+                       (jsonio.dumps(summary_facts(run.record)), run.run_id))
+
+
 # MIGRATIONS[i] takes schema version i to i + 1, inside the same transaction that records it.
 # To change the schema, append a function; never edit one that has shipped.
-MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables, _add_provenance_and_owner]
+MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables, _add_provenance_and_owner, _add_summaries]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -405,28 +425,11 @@ class Store:
                   limit: int | None = None) -> RunListing:
         """Saved runs, newest first (by `sort_at`: a forged future date never lifts a run), and the
         rows that cannot be read; each filter left as None matches all; `limit`: only the newest rows."""
-        where: list[str] = ["1 = 1"]
-        params: list[Any] = []
-        if source is not None:
-            where.append("r.source = ?")
-            params.append(source)
-        if kind is not None:
-            where.append("r.kind = ?")
-            params.append(kind)
-        if machine is not None:
-            where.append("r.machine_label = ?")
-            params.append(machine)
-        if device is not None:
-            where.append("EXISTS (SELECT 1 FROM gvc_run_devices d WHERE d.run_id = r.id AND d.device = ?)")
-            params.append(device)
-        if run_ids is not None:
-            keys = [i for i in run_ids if isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_RUN_ID]
-            if not keys:
-                return RunListing([], [])
-            where.append(f"r.id IN ({', '.join('?' for _ in keys)})")
-            params.extend(keys)
-        sql = (f"SELECT {', '.join('r.' + c.strip() for c in RUN_COLUMNS.split(','))} FROM gvc_runs r "
-               f"WHERE {' AND '.join(where)} ORDER BY r.sort_at DESC, r.id DESC")
+        chosen = RunFilter.of(*([value] if value is not None else None for value in (machine, device, kind, source)))
+        if (query := _where(chosen, run_ids)) is None:
+            return RunListing([], [])
+        where, params = query
+        sql = f"SELECT {_prefixed(RUN_COLUMNS)} FROM gvc_runs r WHERE {where} ORDER BY r.sort_at DESC, r.id DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(max(0, int(limit)))
@@ -435,6 +438,35 @@ class Store:
         read = [_row_to_run(row) for row in rows]
         return RunListing([r for r in read if isinstance(r, StoredRun)],
                           [r for r in read if isinstance(r, UnreadableRun)])
+
+    def read_summaries(self, runs: RunFilter = RunFilter(), *, limit: int | None = None, offset: int = 0,
+                       run_ids: Sequence[int] | None = None) -> SummaryListing:
+        """The listing of the runs `runs` matches, newest first, `limit` rows from `offset`: read from the
+        rows' columns and stored summaries, never from the payloads (a row without a summary, written by an
+        older version or by hand, is read in full, and named as unreadable if it cannot be)."""
+        if (query := _where(runs, run_ids)) is None:
+            return SummaryListing([], [])
+        where, params = query
+        sql = f"SELECT {_prefixed(SUMMARY_COLUMNS)} FROM gvc_runs r WHERE {where} ORDER BY r.sort_at DESC, r.id DESC"
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            params.extend([max(0, int(limit)), max(0, int(offset))])
+        with self._transaction(write=False) as tx:
+            rows = tx.run(sql, params)
+        read: dict[int, RunSummary | UnreadableRun | None] = {int(row[0]): _row_to_summary(row) for row in rows}
+        if missing := [i for i, summary in read.items() if summary is None]:
+            full = self.read_runs(run_ids=missing)
+            read.update({r.run_id: r.summary for r in full.runs} | {r.run_id: r for r in full.unreadable})
+        return SummaryListing([r for r in read.values() if isinstance(r, RunSummary)],
+                              [r for r in read.values() if isinstance(r, UnreadableRun)])
+
+    def filter_choices(self) -> tuple[list[str], list[str], list[str]]:
+        """(machines, devices, sources) present on the whole board, for the page's filters: three small queries."""
+        with self._transaction(write=False) as tx:
+            machines = sorted(str(r[0]) for r in tx.run("SELECT DISTINCT machine_label FROM gvc_runs"))
+            devices = sorted(str(r[0]) for r in tx.run("SELECT DISTINCT device FROM gvc_run_devices"))
+            sources = sorted(str(r[0]) for r in tx.run("SELECT DISTINCT source FROM gvc_runs"))
+        return machines, devices, sources
 
     def list_runs(self, *, machine: str | None = None, device: str | None = None, kind: str | None = None,
                   run_ids: Sequence[int] | None = None, source: str | None = None) -> list[StoredRun]:
@@ -447,10 +479,11 @@ class Store:
             rows, top = tx.run("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM gvc_runs")[0]
         return int(rows), int(top)
 
-    def count_runs(self) -> int:
-        """How many runs the store holds, readable or not (the page says how many it does not show)."""
+    def count_runs(self, runs: RunFilter = RunFilter()) -> int:
+        """How many runs the store holds that `runs` matches, readable or not (the page says how many it does not show)."""
+        where, params = _where(runs, None) or ("1 = 0", [])
         with self._transaction(write=False) as tx:
-            return int(tx.run("SELECT COUNT(*) FROM gvc_runs")[0][0])
+            return int(tx.run(f"SELECT COUNT(*) FROM gvc_runs r WHERE {where}", params)[0][0])
 
     def get(self, run_id: int) -> StoredRun:
         listing = self.read_runs(run_ids=[_run_key(run_id)])
@@ -472,7 +505,12 @@ class Store:
         return csv_text(tidy_frame(self._oldest_first(run_ids))).encode()
 
     def _oldest_first(self, run_ids: Sequence[int] | None) -> list[StoredRun]:
-        return sorted(self.list_runs(run_ids=run_ids), key=lambda r: (r.created_at, r.run_id))
+        if run_ids is None:
+            runs = self.list_runs()
+        else:  # in chunks: a page shows thousands of runs after a few "show more", past SQLite's parameter limit
+            ids = list(run_ids)
+            runs = [r for start in range(0, len(ids), UID_CHUNK) for r in self.list_runs(run_ids=ids[start:start + UID_CHUNK])]
+        return sorted(runs, key=lambda r: (r.created_at, r.run_id))
 
 
 def export_bytes(runs: Sequence[StoredRun]) -> bytes:
@@ -485,6 +523,34 @@ def _run_key(run_id: Any) -> int:
         raise DashboardError(f"there is no saved run #{run_id}: run numbers are whole numbers from 1 to "
                              f"{MAX_RUN_ID}; `python -m core results list` shows the saved ones")
     return run_id
+
+
+def _prefixed(columns: str) -> str:
+    return ", ".join("r." + c.strip() for c in columns.split(","))
+
+
+def _any_of(column: str, values: Sequence[str], params: list[Any]) -> str:
+    params.extend(values)
+    return f"{column} IN ({', '.join('?' for _ in values)})"
+
+
+def _where(runs: RunFilter, run_ids: Sequence[int] | None) -> tuple[str, list[Any]] | None:
+    """The SQL condition (over `gvc_runs r`) and parameters for a filter; None when no run can match."""
+    where: list[str] = ["1 = 1"]
+    params: list[Any] = []
+    for column, values in (("r.source", runs.sources), ("r.kind", runs.kinds), ("r.machine_label", runs.machines)):
+        if values:
+            where.append(_any_of(column, values, params))
+    if runs.devices:
+        where.append(f"EXISTS (SELECT 1 FROM gvc_run_devices d WHERE d.run_id = r.id AND "
+                     f"{_any_of('d.device', runs.devices, params)})")
+    if run_ids is not None:
+        keys = [i for i in run_ids if isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_RUN_ID]
+        if not keys:
+            return None
+        where.append(f"r.id IN ({', '.join('?' for _ in keys)})")
+        params.extend(keys)
+    return " AND ".join(where), params
 
 
 def _stored_uids(tx: _Tx, uids: Sequence[str]) -> set[str]:
@@ -501,12 +567,12 @@ def _insert(tx: _Tx, record: RunRecord, owner_token: str | None = None) -> int |
     provenance = record.provenance or Provenance(source=MEASURED)
     rows = tx.run(
         "INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
-        "versions_json, payload_json, provenance_json, owner, source, sort_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING RETURNING id",
+        "versions_json, payload_json, provenance_json, owner, source, sort_at, summary_json) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING RETURNING id",
         (record.uid, record.kind, record.created_at, record.label, machine_label(record.machine),
          jsonio.dumps(record.machine), jsonio.dumps(record.settings), jsonio.dumps(record.versions),
          jsonio.dumps(record.result), jsonio.dumps(provenance), owner_hash(owner_token) if owner_token else None,
-         provenance.source, min(record.created_at, files.utc_now())),
+         provenance.source, min(record.created_at, files.utc_now()), jsonio.dumps(summary_facts(record))),
     )
     if not rows:
         return None
@@ -530,6 +596,20 @@ def _row_to_run(row: tuple) -> StoredRun | UnreadableRun:
         return StoredRun(int(run_id), RunRecord.from_json(obj, where), owner)
     except (DashboardError, TypeError, ValueError) as exc:  # one bad row never hides the others
         return UnreadableRun(int(run_id), str(kind)[:40], str(created_at)[:40], str(exc), owner)
+
+
+def _row_to_summary(row: tuple) -> RunSummary | UnreadableRun | None:
+    """A listing row from its columns and stored summary; None when it has none (read it in full)."""
+    run_id, kind, created_at, label, machine, source, owner, summary = row
+    if summary is None:
+        return None
+    try:
+        facts = jsonio.loads(summary, what="its summary")
+        return RunSummary(int(run_id), str(kind), str(created_at), str(label), str(machine),
+                          tuple(str(d) for d in facts["devices"]), str(facts["headline"]), str(facts["load"]),
+                          str(source), str(facts["shown"]), owner)
+    except (DashboardError, KeyError, TypeError, ValueError) as exc:
+        return UnreadableRun(int(run_id), str(kind)[:40], str(created_at)[:40], f"its summary: {exc}", owner)
 
 
 def _resolve(url: str | None) -> tuple[str, str]:

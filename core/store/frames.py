@@ -15,7 +15,11 @@ import pandas as pd
 from core.results import MatmulPoint, MatmulSweep, TrainEpoch, TrainRun
 from core.results.matmul import POINT_COLUMNS
 from core.results.schema import field_names
-from core.store.records import StoredRun, device_title
+from core.store.records import BUSY_MARK, QUIET_MARK, UNKNOWN_MARK, RunSummary, StoredRun, device_title
+from core.store.records import load_mark as _result_load_mark
+
+__all__ = ["BUSY_MARK", "QUIET_MARK", "UNKNOWN_MARK", "listing_frame", "load_mark", "matmul_frame", "tidy_frame",
+           "train_frame"]
 
 RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine", "source"]
 # Every column of the saved row except its raw samples (a list) and its own series name (the frame's
@@ -27,7 +31,6 @@ EPOCH_FIELDS = [c for c in field_names(TrainEpoch) if c not in ("batches_done", 
 MATMUL_COLUMNS = [*RUN_COLUMNS, "series", "device_title", *MATMUL_FIELDS]
 TRAIN_COLUMNS = [*RUN_COLUMNS, "series", "device", "device_title", *EPOCH_FIELDS, "elapsed_s"]
 LISTING_COLUMNS = ["run", "saved (UTC)", "kind", "machine", "label", "devices", "result", "load", "source"]
-BUSY_MARK, QUIET_MARK, UNKNOWN_MARK = "busy: noisy", "quiet", ""  # the load column: runs saved before it say nothing
 
 
 def _run_columns(run: StoredRun) -> dict[str, object]:
@@ -98,12 +101,15 @@ def tidy_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
 
 def load_mark(run: StoredRun) -> str:
     """'busy: noisy' for a run timed while other programs kept the machine busy, 'quiet', or '' if not recorded."""
-    load = run.result.load
-    return UNKNOWN_MARK if load is None else BUSY_MARK if load.busy else QUIET_MARK
+    return _result_load_mark(run.result)
 
 
-def listing_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """One row per run, for the Results page's table and `results list`; `load` flags noisy runs."""
-    rows = [[run.run_id, run.created_at.replace("T", " ").rstrip("Z"), run.kind, run.machine_label, run.label,
-             ", ".join(run.devices), run.headline, load_mark(run), run.source] for run in runs]
+def listing_frame(runs: Sequence[StoredRun | RunSummary]) -> pd.DataFrame:
+    """One row per run, for the Results page's table (summaries: no payload read) and `results list`;
+    `load` flags noisy runs."""
+    rows = []
+    for run in runs:
+        row = run.summary if isinstance(run, StoredRun) else run
+        rows.append([row.run_id, row.created_at.replace("T", " ").rstrip("Z"), row.kind, row.machine_label, row.label,
+                     ", ".join(row.devices), row.headline, row.load, row.source])
     return pd.DataFrame(rows, columns=LISTING_COLUMNS)

@@ -12,6 +12,7 @@ from core.results import Result, RunRecord
 from core.results.runs import IMPORTED, Provenance, provenance_of
 
 UNKNOWN_MACHINE = "unknown machine"
+BUSY_MARK, QUIET_MARK, UNKNOWN_MARK = "busy: noisy", "quiet", ""  # the load column: runs saved before it say nothing
 VERSIONED_PACKAGES = ("torch", "numpy", "pandas", "scikit-learn", "streamlit", "plotly")
 
 
@@ -84,14 +85,67 @@ class StoredRun:
     @property
     def title(self) -> str:
         """How a chart legend or a select box names this run."""
-        who = self.label or self.machine_label
-        mark = " (imported)" if self.imported else ""
-        return f"#{self.run_id} {self.kind}{mark} · {who} · {self.created_at[:16].replace('T', ' ')}"
+        return run_title(self.run_id, self.kind, self.label or self.machine_label, self.imported, self.created_at)
 
     @property
     def headline(self) -> str:
         """The run's result in a few words, for the listing."""
         return self.result.headline
+
+    @property
+    def summary(self) -> RunSummary:
+        """What the listing shows of this run (the store keeps it beside the run, so a listing reads no payload)."""
+        facts = summary_facts(self.record)
+        return RunSummary(self.run_id, self.kind, self.created_at, self.label, self.machine_label,
+                          tuple(facts["devices"]), facts["headline"], facts["load"], self.provenance.source,
+                          facts["shown"], self.owner)
+
+
+def run_title(run_id: int, kind: str, who: str, imported: bool, created_at: str) -> str:
+    mark = " (imported)" if imported else ""
+    return f"#{run_id} {kind}{mark} · {who} · {created_at[:16].replace('T', ' ')}"
+
+
+def load_mark(result: Result) -> str:
+    """'busy: noisy' for a run timed while other programs kept the machine busy, 'quiet', or '' if not recorded."""
+    load = result.load
+    return UNKNOWN_MARK if load is None else BUSY_MARK if load.busy else QUIET_MARK
+
+
+def summary_facts(record: RunRecord) -> dict[str, Any]:
+    """The listing's facts that need the payload read: stored as the row's `summary_json` when it is written."""
+    return {"headline": record.result.headline, "devices": list(record.devices), "load": load_mark(record.result),
+            "shown": provenance_of(record).shown}
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of the Results page's listing, read from the store's columns without the run's payload.
+
+    Reading and checking a payload costs about a millisecond (more on a busy server); a page of 500
+    summaries costs a few. The payload is read only for the runs charted, compared or exported.
+    """
+
+    run_id: int
+    kind: str
+    created_at: str
+    label: str
+    machine_label: str
+    devices: tuple[str, ...]
+    headline: str
+    load: str  # load_mark's text
+    origin: str  # Provenance.source: measured, imported, notebook (what the filter matches)
+    source: str  # Provenance.shown: the listing's column ('imported (notebook)')
+    owner: str | None = field(default=None, repr=False)
+
+    @property
+    def imported(self) -> bool:
+        return self.origin == IMPORTED
+
+    @property
+    def title(self) -> str:
+        """How a select box names this run (as StoredRun.title does)."""
+        return run_title(self.run_id, self.kind, self.label or self.machine_label, self.imported, self.created_at)
 
 
 @dataclass(frozen=True)
@@ -118,6 +172,30 @@ class RunListing:
 
     runs: list[StoredRun]
     unreadable: list[UnreadableRun]
+
+
+@dataclass(frozen=True)
+class SummaryListing:
+    """A listing page: the runs' summaries, and the rows that could not be read."""
+
+    runs: list[RunSummary]
+    unreadable: list[UnreadableRun]
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """The Results page's filters, each empty tuple matching all: applied in SQL, so only what is shown is read."""
+
+    machines: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # Provenance.source values
+
+    @classmethod
+    def of(cls, machines: Collection[str] | None = None, devices: Collection[str] | None = None,
+           kinds: Collection[str] | None = None, sources: Collection[str] | None = None) -> RunFilter:
+        """From widget values (lists, or None before the widget exists): sorted, so equal filters cache alike."""
+        return cls(*(tuple(sorted({str(v) for v in values or ()})) for values in (machines, devices, kinds, sources)))
 
 
 def pick_runs(runs: Sequence[StoredRun], *, machines: Collection[str] = (), devices: Collection[str] = (),

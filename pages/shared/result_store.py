@@ -9,13 +9,17 @@ once after a run finishes. Who may delete what is core.store.access.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from core.errors import DashboardError
 from core.store import DATABASE_URL_ENV, board, open_store
 from core.store.access import INSTRUCTOR_KEY_ENV, Access, configured_key, key_matches, new_owner_token
+from core.store.records import RunFilter, RunListing, StoredRun
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 OWNER_TOKEN = "board_owner_token"  # session state: this session's secret owner token (never shown)
 SESSION_TAG = "board_session_tag"  # session state: a short name for the session in an import's provenance
@@ -90,14 +94,66 @@ def save_run(kind: str, payload: dict[str, Any], settings: dict[str, Any], *, la
     return run_id
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _board_at(url: str | None, limit: int, runs: RunFilter, version: tuple[str, int, int]) -> board.Board:
+    return board.read_board(url, limit, runs)
+
+
 @st.cache_resource(max_entries=4, show_spinner=False)
-def _board_at(url: str | None, limit: int, version: tuple[str, int, int]) -> board.Board:
-    return board.read_board(url, limit)
+def _choices_at(url: str | None, version: tuple[str, int, int]) -> tuple[board.Choices, int]:
+    return board.choices(url)
 
 
-def read_board(limit: int) -> board.Board:
-    """The board's newest `limit` runs, read once per board version and shared by every session (the
-    runs are frozen): a rerun, or a second student, costs one COUNT query instead of reading and checking
-    every run again. Any save, import or delete changes the version."""
-    url = store_url()
-    return _board_at(url, limit, board.board_version(url))
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _compared_at(url: str | None, run_ids: tuple[int, ...], version: tuple[str, int, int]) -> RunListing:
+    return board.compared(url, run_ids)
+
+
+def board_version() -> tuple[str, int, int]:
+    """What changes with every save, import and delete: the key the reads below are cached by (one query)."""
+    return board.board_version(store_url())
+
+
+def board_choices(version: tuple[str, int, int]) -> tuple[board.Choices, int]:
+    """The filters' options over the whole board and its number of runs, once per board version."""
+    return _choices_at(store_url(), version)
+
+
+def read_board(limit: int, runs: RunFilter, version: tuple[str, int, int]) -> board.Board:
+    """The newest `limit` runs `runs` matches, as summaries, read once per board version and filter and
+    shared by every session (they are frozen): a rerun, or a second student, reads nothing more.
+    Any save, import or delete changes the version."""
+    return _board_at(store_url(), limit, runs, version)
+
+
+def compared(run_ids: list[int], version: tuple[str, int, int]) -> RunListing:
+    """The runs chosen for the charts, read in full once per board version and choice (the class
+    mostly looks at the same newest runs, so one session's read serves the others)."""
+    return _compared_at(store_url(), tuple(run_ids), version)
+
+
+def _figure(chart: str, runs: list[StoredRun], options: tuple[str, ...]) -> go.Figure | None:
+    from core.charts.results import matmul_overlay, train_overlay  # plotly: only the Results page pays for it
+    from core.charts.roofline import roofline_overlay
+    from core.store.frames import matmul_frame, train_frame
+
+    if chart == "matmul":
+        sweeps = matmul_frame(runs)
+        return None if sweeps.empty else matmul_overlay(sweeps, options[0], reference=options[1] == "reference")
+    if chart == "train":
+        trainings = train_frame(runs)
+        return None if trainings.empty else train_overlay(trainings, options[0], options[1])
+    return roofline_overlay(runs)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _figure_at(url: str | None, chart: str, run_ids: tuple[int, ...], options: tuple[str, ...],
+               version: tuple[str, int, int]) -> go.Figure | None:
+    return _figure(chart, _compared_at(url, run_ids, version).runs, options)
+
+
+def figure(chart: str, run_ids: list[int], version: tuple[str, int, int], *options: str) -> go.Figure | None:
+    """A Results chart ('matmul', 'train' or 'roofline') of the chosen runs, None when none is of its kind;
+    built once per board version, choice and options (a Plotly figure of six runs costs a few hundred ms,
+    every session and rerun showing the newest runs shares it; st.plotly_chart copies, never changes it)."""
+    return _figure_at(store_url(), chart, tuple(run_ids), tuple(options), version)
