@@ -7,7 +7,7 @@ from core.errors import DashboardError
 from core.matmul.sweep import dtype_choices
 from core.platform.devices import available_devices
 from core.results.jsonio import dumps
-from core.roofline.explain import crossover_sentence, model_error_text
+from core.roofline.explain import cannot_tell, crossover_sentence, model_error_text
 from core.roofline.run import RooflineConfig, run_roofline
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
@@ -52,7 +52,7 @@ if (result := state.rl_result) is not None:
         st.warning("Stopped before the last step: what was measured is shown, and not saved.", icon=":material/stop_circle:")
     load_notice(result.load)
     box = st.success if result.predicted_crossover_n and result.measured_crossover_n else st.info
-    box = st.warning if result.noisy_series else box
+    box = st.warning if cannot_tell(result) else box
     box(crossover_sentence(result), icon=":material/insights:")
     for roofs in result.devices_roofs:
         for note in roofs.notes or ():

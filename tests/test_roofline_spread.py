@@ -5,6 +5,8 @@ without noisy series, the predicted crossover as an interval, and the JSON with 
 import pytest
 
 from core.errors import DashboardError
+from core.cli.roofline import render
+from core.matmul import verdict
 from core.matmul.engine import Series
 from core.platform.machine_load import CpuReading
 from core.results import read_result
@@ -12,7 +14,7 @@ from core.results.matmul import MatmulPoint
 from core.results.roofline import DeviceRoofs, Spread
 from core.roofline import run as roofline_run
 from core.roofline import spread
-from core.roofline.explain import crossover_sentence, model_error_text, model_errors
+from core.roofline.explain import cannot_tell, crossover_sentence, model_error_text, model_errors
 from core.roofline.run import RooflineConfig, assemble, crossover_bounds, model_of, probe_rounds
 from core.charts.roofline import model_figure, roofline_figure, roofs_table
 from tests.test_roofline import _roofs, _synthetic_run
@@ -244,3 +246,57 @@ def test_the_new_keys_round_trip_and_older_files_still_import():
 def test_spread_is_declared_like_every_result_part():
     s = Spread(name="launch_s", low=1e-6, high=2e-6, repeats=3)
     assert Spread.from_json(s.to_json(), "x") == s
+
+
+# ---------------------------------------------------------------- the measured crossover: the race's verdicts
+
+
+def test_the_measured_crossover_is_called_by_the_races_verdicts():
+    run = _run((20e-6,) * 3)  # 1 thread wins at 64, 2 threads from 128 on (equal times at n = 100)
+    c = run.measured_crossover
+    assert c is not None and (c.call, c.n_low, c.n_high, c.a, c.b) == ("found", 64, 128, TWO.label, ONE.label)
+    assert [(v.n, v.call, v.a) for v in run.verdicts or ()] == [
+        (64, "faster", ONE.label), (128, "faster", TWO.label), (256, "faster", TWO.label), (512, "faster", TWO.label)]
+    assert 64 <= (run.measured_crossover_n or 0) <= 128
+    text = crossover_sentence(run)
+    assert f"the sweep measured it at n ≈ {run.measured_crossover_n:,} (" in text and "between n = 64 and n = 128" in text
+    assert not cannot_tell(run) and "cannot tell" not in run.headline
+
+
+def test_a_busy_sweep_cannot_tell_instead_of_a_crossover(monkeypatch):
+    """Others took a core while 1 and 2 threads raced on 2 cores: no size is called, no crossover drawn."""
+    monkeypatch.setattr(verdict, "usable_cores", lambda: 2)
+    run = _run((20e-6,) * 3, others=1.0)
+    assert run.measured_crossover is not None and run.measured_crossover.call == "unclear"
+    assert run.measured_crossover_n is None and all(v.busy and v.call == "unclear" for v in run.verdicts or ())
+    text = crossover_sentence(run)
+    assert "the sweep: cannot tell on a machine this busy where cpu float32 2 threads starts to beat" in text
+    assert "ratio" not in text and cannot_tell(run) and run.headline.endswith("measured cannot tell")
+    assert "cannot tell on a machine this busy" in render(run)  # the CLI says it too
+    labels = [a.text for a in model_figure(run).layout.annotations]
+    assert any(t.startswith("predicted n ≈") for t in labels) and not any(t.startswith("measured n") for t in labels)
+    quiet = [a.text for a in model_figure(_run((20e-6,) * 3)).layout.annotations]
+    assert any(t.startswith("measured n ≈") for t in quiet)
+
+
+def test_noisy_samples_without_a_busy_machine_cannot_tell_either(monkeypatch):
+    monkeypatch.setattr(verdict, "usable_cores", lambda: 2)
+    roofs = [_probed(ONE, (1e-6,) * 3, (20.0,) * 3), _probed(TWO, (1e-6,) * 3, (20.0,) * 3, (20e-6,) * 3)]
+    spread_a, spread_b = (1.0, 2.0, 1.5, 1.2, 1.9), (1.2, 1.8, 1.4, 1.0, 2.1)  # overlapping at every size
+    results = [p for n in (64, 128) for p in (_point(ONE, n, tuple(t * n**3 * 1e-9 for t in spread_a)),
+                                              _point(TWO, n, tuple(t * n**3 * 1e-9 for t in spread_b)))]
+    run = assemble(RooflineConfig(), [ONE, TWO], (TWO, ONE), roofs, results)
+    assert run.measured_crossover is not None and run.measured_crossover.call == "unclear"
+    assert "the sweep: cannot tell whether cpu float32 2 threads beats" in crossover_sentence(run)
+
+
+def test_the_measured_crossover_keys_round_trip_and_older_files_read_as_before():
+    run = _run((20e-6,) * 3)
+    obj = run.to_json()
+    assert obj["measured_crossover"] == {"a": TWO.label, "b": ONE.label, "n_low": 64, "n_high": 128, "call": "found"}
+    assert {"n", "a", "b", "ratio", "low", "high", "call"} <= set(obj["verdicts"][0])
+    assert read_result("roofline", obj) == run
+    old = _synthetic_run().to_json()
+    assert "verdicts" not in old and "measured_crossover" not in old  # not set: not written, as before the keys
+    back = read_result("roofline", {**old, "measured_crossover_n": 300})
+    assert back.measured_crossover is None and "the sweep measured it at n ≈ 300" in crossover_sentence(back)

@@ -399,7 +399,7 @@ def test_each_size_gets_a_verdict_and_the_crossover_an_interval(monkeypatch, fak
 def test_a_busy_machine_gives_cannot_tell_instead_of_a_crossover(monkeypatch, fake_cuda):
     def busy(series, n, options):
         point = fake_result(series, n, 1e-3 if series.is_gpu else n**3 / 1e9)
-        return dataclasses.replace(point, others_cores=1.2)  # a neighbour took 1.2 cores during the size
+        return dataclasses.replace(point, others_cores=1.6)  # 1.6 cores of 2: more than the one the pair left idle
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(busy))
     result = run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,)))

@@ -36,9 +36,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from core.matmul.crossover import find_crossover
 from core.platform.machine_load import busy_for, usable_cores
 from core.results.matmul import CrossoverInterval, MatmulPoint, Verdict
 
@@ -159,6 +161,45 @@ def crossover_interval(verdicts: Sequence[Verdict], challenger: str, baseline: s
     if not sure_below:
         return CrossoverInterval(a=challenger, b=baseline, n_high=n_high, call=CROSSOVER_UNCLEAR)
     return CrossoverInterval(a=challenger, b=baseline, n_low=sure_below[-1].n, n_high=n_high, call=FOUND)
+
+
+def within(n: int | None, interval: CrossoverInterval) -> int | None:
+    """An interpolated crossover size kept inside the verdicts' interval (None unless found): a chart's
+    "wins from n ≈ ..." never rests on a call the samples could not make."""
+    if interval.call != FOUND or interval.n_high is None:
+        return None
+    low = interval.n_low or 1
+    return interval.n_high if n is None else min(max(n, low), interval.n_high)
+
+
+@dataclass(frozen=True)
+class PairCrossover:
+    """Where a challenger starts to beat a baseline, from points timed in alternation: the verdicts, their
+    interval with its call, the interpolated size inside it (None unless found), and whether a verdict
+    was withheld because the machine was busy."""
+
+    verdicts: tuple[Verdict, ...]
+    interval: CrossoverInterval
+    n: int | None
+
+    @property
+    def busy(self) -> bool:
+        return any(v.busy for v in self.verdicts)
+
+    def describe(self) -> str:
+        return describe(self.interval, busy=self.busy)
+
+
+def pair_crossover(points: Sequence[MatmulPoint], challenger: str, baseline: str, *,
+                   cores: int | None = None) -> PairCrossover:
+    """The crossover of one pair by the race's rule: a call per size, the interval, and the medians'
+    log-log interpolation (core.matmul.crossover) kept inside it. The Roofline's measured crossover."""
+    verdicts = pair_verdicts(points, challenger, baseline, cores=cores)
+    interval = crossover_interval(verdicts, challenger, baseline)
+    medians = {(p.label, p.n): p.median_s for p in points if p.median_s is not None}
+    sizes = sorted(v.n for v in verdicts if (challenger, v.n) in medians and (baseline, v.n) in medians)
+    c = find_crossover(sizes, [medians[challenger, n] for n in sizes], [medians[baseline, n] for n in sizes])
+    return PairCrossover(tuple(verdicts), interval, within(c.n_int, interval))
 
 
 BUSY_SENTENCE = "cannot tell on a machine this busy"  # the page and the CLI say this instead of a wrong story

@@ -8,7 +8,9 @@ GPU: the copy rates; no clock: the theoretical peak) is null, never a made-up nu
 Later keys: each series' `spreads` (the lowest and highest repeat of each constant), `noisy` (the
 constants whose repeats disagreed, or that were measured while the machine was busy) and `notes`,
 written only when set, so an older file (no key: not known) reads and writes as before; the run's
-`predicted_crossover_low`/`_high` (the crossover the constants' spread allows), null when unknown.
+`predicted_crossover_low`/`_high` (the crossover the constants' spread allows), null when unknown; the
+run's `verdicts` and `measured_crossover` (the Matmul race's call per size and crossover interval, written
+only when set), with which `measured_crossover_n` is the size inside a found interval and null otherwise.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pydantic.dataclasses import dataclass
 from core.results import fields as f
 from core.results.load import MachineLoad
 from core.results.machine import MachineInfo
+from core.results.matmul import CrossoverInterval, Verdict
 from core.results.schema import Declared, Kind
 
 KIND = "roofline"
@@ -130,6 +133,9 @@ class RooflineRun(Kind):
     predicted_crossover_low: f.OptionalSize = None  # the crossover the constants' spread allows, from ... (always
     predicted_crossover_high: f.OptionalSize = None  # written; null in older files) ... to (null with a low: beyond
     # the model's search range)
+    verdicts: tuple[Verdict, ...] | None = LATE  # the pair's call per size, the Matmul race's rule (core.matmul.verdict)
+    measured_crossover: CrossoverInterval | None = LATE  # the measured crossover as an interval with a call; with it,
+    # measured_crossover_n is set only where the call is "found" (older files: the medians' crossover, no call)
 
     @property
     def noisy_series(self) -> list[str]:
@@ -144,6 +150,8 @@ class RooflineRun(Kind):
     def headline(self) -> str:
         peaks = ", ".join(f"{d.series} {d.peak_gflops or 0:.0f} GFLOP/s, {d.bandwidth_gbs or 0:.0f} GB/s"
                           for d in self.devices_roofs)
-        cross = ("" if self.predicted_crossover_n is None and self.measured_crossover_n is None else
-                 f"; crossover predicted {self.predicted_crossover_n or '-'}, measured {self.measured_crossover_n or '-'}")
+        unclear = self.measured_crossover is not None and self.measured_crossover.call == "unclear"
+        measured = "cannot tell" if unclear else self.measured_crossover_n or "-"
+        cross = ("" if self.predicted_crossover_n is None and self.measured_crossover_n is None and not unclear else
+                 f"; crossover predicted {self.predicted_crossover_n or '-'}, measured {measured}")
         return peaks + cross

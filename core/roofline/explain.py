@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from core.matmul.verdict import CROSSOVER_UNCLEAR, FOUND, describe
 from core.results.roofline import RooflineRun
 
 MODEL_MIN_N = 256  # below this the products fit in cache and the fixed cost dominates: reported, not scored
@@ -55,10 +56,33 @@ def model_error_text(run: RooflineRun) -> str:
 
 
 def crossover_ratio(run: RooflineRun) -> float | None:
-    """Predicted / measured crossover size; None unless both exist."""
+    """Predicted / measured crossover size; None unless both exist (measured: only where the verdicts found it)."""
     if run.predicted_crossover_n is None or run.measured_crossover_n is None:
         return None
     return run.predicted_crossover_n / run.measured_crossover_n
+
+
+def measured_busy(run: RooflineRun) -> bool:
+    """Was a verdict of the pair withheld because other programs took cores it needed?"""
+    return any(v.busy for v in run.verdicts or ())
+
+
+def measured_text(run: RooflineRun) -> str:
+    """What the sweep says about the crossover, by the Matmul race's verdicts; older files (no call) by their size."""
+    c = run.measured_crossover
+    if c is None:
+        return ("the sweep found none in its range" if run.measured_crossover_n is None
+                else f"the sweep measured it at n ≈ {run.measured_crossover_n:,}")
+    if c.call == FOUND and run.measured_crossover_n is not None:
+        return f"the sweep measured it at n ≈ {run.measured_crossover_n:,} ({describe(c)})"
+    return f"the sweep: {describe(c, busy=measured_busy(run))}"
+
+
+def cannot_tell(run: RooflineRun) -> bool:
+    """Should the page show the reading as a warning: a noisy constant, or a measured crossover the verdicts
+    could not call?"""
+    unclear = run.measured_crossover is not None and run.measured_crossover.call == CROSSOVER_UNCLEAR
+    return bool(run.noisy_series) or unclear
 
 
 def predicted_range(run: RooflineRun) -> str:
@@ -82,8 +106,7 @@ def crossover_sentence(run: RooflineRun) -> str:
     predicted = ("the model predicts no crossover up to n = 131,072" if run.predicted_crossover_n is None
                  else f"the model predicts the crossover at n ≈ {run.predicted_crossover_n:,}")
     predicted += predicted_range(run)
-    measured = ("the sweep found none in its range" if run.measured_crossover_n is None
-                else f"the sweep measured it at n ≈ {run.measured_crossover_n:,}")
+    measured = measured_text(run)
     ratio = crossover_ratio(run)
     text = f"{predicted}; {measured}" + (f" (ratio {ratio:.2f})." if ratio is not None else ".")
     if fast is not None and slow is not None and fast.overhead_s is not None and slow.overhead_s is not None:

@@ -4,6 +4,7 @@
 Matmul race, measures each constant REPEATS times with the series' probes taking turns
 (core.roofline.spread makes them a constant with its spread and its noisy flag), times every size
 with the race's own paired rounds (`core.matmul.paired.time_interleaved`),
+finds the measured crossover by the race's own verdicts (`core.matmul.verdict.pair_crossover`),
 and returns the result record (`core.results.roofline.RooflineRun`) that the CLI prints, the page
 draws and the store saves. With a GPU the comparison is the GPU against the CPU; without one it is
 all CPU threads against one, so the prediction can be checked on any machine.
@@ -21,7 +22,7 @@ from typing import Any, Literal
 import torch
 
 from core.errors import DashboardError
-from core.matmul.crossover import find_crossover
+from core.matmul.verdict import PairCrossover, pair_crossover
 from core.matmul.engine import (DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_memory,
                                 memory_need)
 from core.matmul.paired import time_interleaved
@@ -326,16 +327,16 @@ def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Serie
         measured = measured_crossover(results, pair)
     return RooflineRun(
         devices_roofs=tuple(fitted.values()), points=points, predicted_crossover_n=predicted,
-        measured_crossover_n=measured, challenger=pair[0].label if pair else None,
+        measured_crossover_n=None if measured is None else measured.n,
+        verdicts=None if measured is None else measured.verdicts,
+        measured_crossover=None if measured is None else measured.interval, challenger=pair[0].label if pair else None,
         baseline=pair[1].label if pair else None, notes=tuple(notes), stopped=stopped, wall_s=wall_s,
         finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), settings=config.to_dict(),
         machine=machine if machine is not None else {}, predicted_crossover_low=low,
         predicted_crossover_high=None if low is None else high)
 
 
-def measured_crossover(results: Sequence[MatmulPoint], pair: tuple[Series, Series]) -> int | None:
-    """The Matmul race's crossover rule on the sweep's medians: from which size the challenger wins for good."""
-    times = {s: {r.n: r.median_s for r in results if r.series == s.label and r.median_s is not None} for s in pair}
-    common = sorted(set(times[pair[0]]) & set(times[pair[1]]))
-    c = find_crossover(common, [times[pair[0]][n] for n in common], [times[pair[1]][n] for n in common])
-    return c.n_int
+def measured_crossover(results: Sequence[MatmulPoint], pair: tuple[Series, Series]) -> PairCrossover:
+    """The Matmul race's crossover rule on the sweep (core.matmul.verdict.pair_crossover): a call per size
+    from the samples, the interval with its call, and a size only where it is found."""
+    return pair_crossover(results, pair[0].label, pair[1].label)
