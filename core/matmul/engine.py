@@ -217,12 +217,13 @@ def check_memory(need: MemoryNeed) -> None:
             )
 
 
-def largest_fitting_size(device: torch.device, dtype: str, candidates: list[int], **need_kwargs: bool) -> int | None:
+def largest_fitting_size(device: torch.device, dtype: str, candidates: list[int], *, end_to_end: bool = False,
+                         check_error: bool = True, cache: str = "warm") -> int | None:
     """The largest of `candidates` that passes the memory guard now, or None."""
     fitting = None
     for n in sorted(candidates):
         try:
-            check_memory(memory_need(device, dtype, n, **need_kwargs))
+            check_memory(memory_need(device, dtype, n, end_to_end=end_to_end, check_error=check_error, cache=cache))
         except DoesNotFit:
             break
         fitting = n
