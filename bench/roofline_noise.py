@@ -2,7 +2,8 @@
 
 Issue 20's target for the roofline: with one competing process, either the wake-up cost stays within 3x of
 the quiet figure or it is flagged `noisy`; and the predicted crossover is within 2x of the measured one or a
-constant it rests on is flagged. This script runs `run_roofline` (CPU: all threads against one) alternately
+constant it rests on is flagged (or the measured crossover is called `unclear`: the run says "cannot tell"
+rather than a size). This script runs `run_roofline` (CPU: all threads against one) alternately
 quiet (this script adds no load; other programs may still run, and each run's own per-constant load is kept)
 and busy (one process spinning `while True: pass`), and checks both targets for every busy run against the
 median of the quiet ones.
@@ -57,6 +58,20 @@ def pair_flagged(run: RooflineRun) -> bool:
     return any(d.noisy for d in run.devices_roofs if d.series in (run.challenger, run.baseline))
 
 
+def measured_unclear(run: RooflineRun) -> bool:
+    """The race's verdicts could not call the measured crossover: the run says 'cannot tell', not a size."""
+    return run.measured_crossover is not None and run.measured_crossover.call == "unclear"
+
+
+def measured(run: RooflineRun) -> str:
+    """'found 64-128', 'none', 'unclear (busy)' or 'no call' (a run older than the verdicts)."""
+    c = run.measured_crossover
+    if c is None:
+        return "no call"
+    busy = " (busy)" if any(v.busy for v in run.verdicts or ()) else ""
+    return f"{c.call} {c.n_low or ''}-{c.n_high}" if c.call == "found" else f"{c.call}{busy}"
+
+
 def checks(runs: list[tuple[bool, RooflineRun]]) -> list[str]:
     quiet = [w for busy, r in runs if not busy for w in [challenger_wake(r)[0]] if w]
     reference = statistics.median(quiet) if quiet else None
@@ -70,10 +85,11 @@ def checks(runs: list[tuple[bool, RooflineRun]]) -> list[str]:
                          + (" -> ok" if within or flagged else " -> FAIL"))
         p, m = run.predicted_crossover_n, run.measured_crossover_n
         close = p is not None and m is not None and 1 / CROSSOVER_FACTOR <= p / m <= CROSSOVER_FACTOR
+        flagged = pair_flagged(run) or measured_unclear(run)
         lines.append(f"run {i + 1} ({'busy' if busy else 'quiet'}): crossover predicted {p} "
-                     f"[{run.predicted_crossover_low}-{run.predicted_crossover_high}], measured {m}: "
-                     + ("within 2x" if close else "not within 2x") + (", flagged" if pair_flagged(run) else ", not flagged")
-                     + (" -> ok" if close or pair_flagged(run) else " -> FAIL"))
+                     f"[{run.predicted_crossover_low}-{run.predicted_crossover_high}], measured {m} ({measured(run)}): "
+                     + ("within 2x" if close else "not within 2x") + (", flagged" if flagged else ", not flagged")
+                     + (" -> ok" if close or flagged else " -> FAIL"))
     return lines
 
 
