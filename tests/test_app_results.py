@@ -132,6 +132,16 @@ def test_import_a_bad_file(app, data, message):
     assert "No saved runs yet" in _text(at), "the page still works"
 
 
+def test_a_session_past_its_runs_per_hour_is_told_how_to_raise_it(app, monkeypatch):
+    monkeypatch.setenv("GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR", "1")
+    at = _upload(_open(app), "laptop.json", json.dumps(matmul_payload(LAPTOP)).encode())
+    assert "imported 1 run(s)" in _text(at)
+    at = _upload(at, "lab.json", json.dumps(matmul_payload(LAB)).encode())
+    error = _shown(at.error[0].value)
+    assert error.startswith("lab.json: this browser session has saved or imported 1 runs in the last hour")
+    assert "GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR" in error and len(open_store().list_runs()) == 1
+
+
 def test_import_waits_for_a_file(app):
     """A click before the upload has reached the server would import nothing: the button waits."""
     at = _open(app)

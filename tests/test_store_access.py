@@ -85,3 +85,31 @@ def test_the_board_and_each_import_are_capped(store, monkeypatch):  # noqa: F811
     monkeypatch.setenv("GPU_VS_CPU_MAX_IMPORT_RUNS", "many")
     with pytest.raises(DashboardError, match="GPU_VS_CPU_MAX_IMPORT_RUNS='many' is not a whole number"):
         store.import_json(json.dumps(exported).encode())
+
+
+def test_a_browser_session_saves_at_most_its_runs_per_hour(store, monkeypatch):  # noqa: F811
+    from core.store import database
+
+    monkeypatch.setenv("GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR", "3")
+    for _ in range(2):
+        store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+    exported = json.loads(store.export_json())
+    two = json.dumps({**exported, "runs": [{**exported["runs"][0], "uid": f"u{i}"} for i in range(2)]}).encode()
+    with pytest.raises(DashboardError, match="this browser session has saved or imported 2 runs in the last hour and "
+                                             "its limit is 3 per hour, so 2 more cannot be saved; wait, import the file "
+                                             r"on the server .* or raise GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR"):
+        store.import_json(two, owner_token="ana")
+    store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+    for run in store.list_runs():
+        store.delete(run.run_id)  # deleting what it saved gives a session no more
+    with pytest.raises(DashboardError, match="saved or imported 3 runs in the last hour"):
+        store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+    assert store.list_runs() == [], "nothing of a refused save is stored"
+    store.import_json(two, owner_token="ben")  # another session has its own hour
+    store.save("matmul", matmul_payload(LAPTOP), {})  # the command line has no quota
+    assert len(store.list_runs()) == 3
+    monkeypatch.setattr(database, "_hour_ago", lambda: "2099-01-01T00:00:00Z")  # an hour later
+    store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+    monkeypatch.setenv("GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR", "0")
+    with pytest.raises(DashboardError, match="GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR='0' is not a whole number from 1"):
+        store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ MAX_RUNS_ENV = "GPU_VS_CPU_MAX_RUNS"  # runs a board may hold: a flood of import
 DEFAULT_MAX_RUNS = 20_000
 MAX_IMPORT_ENV = "GPU_VS_CPU_MAX_IMPORT_RUNS"  # new runs one import may add
 DEFAULT_MAX_IMPORT = 2_000  # a whole class's export is a few hundred runs
+SESSION_HOURLY_ENV = "GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR"  # runs one browser session may save or import per hour
+DEFAULT_SESSION_HOURLY = 500  # a student saves a run a minute at most; a flood from one tab stops here
+QUOTA_WINDOW_S = 3600
 WAL_RETRY_S = 0.05  # pause between tries to switch a new file to WAL while another connection opens it
 PG_CONNECT_TIMEOUT_S = 5  # an unreachable server fails fast with a message, never hangs the page
 PG_MIGRATION_LOCK = 0x6776635F  # pg_advisory_xact_lock key ("gvc_"): one migrator at a time
@@ -92,6 +96,31 @@ def max_runs() -> int:
 
 def max_import_runs() -> int:
     return _count_setting(MAX_IMPORT_ENV, DEFAULT_MAX_IMPORT, files.MAX_IMPORT_RUNS)
+
+
+def max_session_runs_per_hour() -> int:
+    return _count_setting(SESSION_HOURLY_ENV, DEFAULT_SESSION_HOURLY, 10_000_000)
+
+
+def _hour_ago() -> str:
+    return (datetime.now(timezone.utc) - timedelta(seconds=QUOTA_WINDOW_S)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _check_quota(tx: _Tx, owner: str | None, adding: int) -> None:
+    """Refuse, before inserting, what would take a browser session past its runs per hour, and record
+    what it adds (the command line, owner None, has no quota). Saves are counted in their own table,
+    so deleting runs does not give a session more."""
+    if owner is None or adding <= 0:
+        return
+    cap, since = max_session_runs_per_hour(), _hour_ago()
+    tx.run("DELETE FROM gvc_session_saves WHERE saved_at < ?", (since,))
+    done = int(tx.run("SELECT COALESCE(SUM(runs), 0) FROM gvc_session_saves WHERE owner = ? AND saved_at >= ?",
+                      (owner, since))[0][0])
+    if done + adding > cap:
+        raise DashboardError(f"this browser session has saved or imported {done} runs in the last hour and its limit "
+                             f"is {cap} per hour, so {adding} more cannot be saved; wait, import the file on the server "
+                             f"(`python -m core results import FILE`), or raise {SESSION_HOURLY_ENV} on the server")
+    tx.run("INSERT INTO gvc_session_saves (owner, saved_at, runs) VALUES (?, ?, ?)", (owner, files.utc_now(), adding))
 
 
 def _check_room(tx: _Tx, adding: int) -> None:
@@ -191,9 +220,20 @@ def _add_summaries(tx: _Tx) -> None:
                        (jsonio.dumps(summary_facts(run.record)), run.run_id))
 
 
+def _add_session_saves(tx: _Tx) -> None:
+    """Schema 4: what each browser session (by its owner hash) saved or imported in the last hour, for
+    GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR; rows older than the hour are removed as new ones arrive."""
+    tx.run("""CREATE TABLE IF NOT EXISTS gvc_session_saves (
+        owner TEXT NOT NULL,
+        saved_at TEXT NOT NULL,
+        runs INTEGER NOT NULL)""")
+    tx.run("CREATE INDEX IF NOT EXISTS gvc_session_saves_owner ON gvc_session_saves(owner, saved_at)")
+
+
 # MIGRATIONS[i] takes schema version i to i + 1, inside the same transaction that records it.
 # To change the schema, append a function; never edit one that has shipped.
-MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables, _add_provenance_and_owner, _add_summaries]
+MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables, _add_provenance_and_owner, _add_summaries,
+                                           _add_session_saves]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -378,6 +418,7 @@ class Store:
                            versions=software_versions(), result=result, provenance=Provenance(source=source))
         with self._transaction() as tx:
             _check_room(tx, 1)
+            _check_quota(tx, owner_hash(owner_token) if owner_token else None, 1)
             run_id = _insert(tx, record, owner_token)
         assert run_id is not None, "a fresh uuid cannot collide"
         return run_id
@@ -409,6 +450,7 @@ class Store:
                 raise DashboardError(f"the file adds {adding} new runs, over the limit of {most} per import "
                                      f"({MAX_IMPORT_ENV}); import it in parts, or raise the limit on the server")
             _check_room(tx, adding)
+            _check_quota(tx, owner_hash(owner_token) if owner_token else None, adding)
             for record in records:
                 if record.uid in stored:  # already here, or listed twice in the file
                     continue
