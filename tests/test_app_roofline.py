@@ -1,5 +1,7 @@
 """AppTests of the Roofline page: it opens, one click measures and draws both charts, the run is saved, errors show."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -64,3 +66,21 @@ def test_saved_rooflines_appear_on_results_beside_each_other(app: AppTest, no_gp
     assert list(listing["kind"]) == ["roofline", "roofline"] and "crossover predicted 49" in listing["result"].iloc[0]
     (chart,) = [c for c in app.get("plotly_chart") if "Rooflines" in c.proto.spec]
     assert "#1 lab GPU" in chart.proto.spec and "Ana's laptop" in chart.proto.spec
+
+
+def test_a_busy_run_reads_cannot_tell_in_a_warning(app: AppTest, no_gpu, monkeypatch):
+    """The measured crossover by the race's verdicts: a sweep timed while others took the cores it needed is
+    'cannot tell on a machine this busy', shown as a warning, with no measured size."""
+    from core.matmul import verdict
+    from core.roofline import run as roofline_run
+    from tests.test_roofline_spread import _run
+
+    monkeypatch.setattr(verdict, "usable_cores", lambda: 2)
+    busy = replace(_run((20e-6,) * 3, others=1.0), wall_s=1.0)
+    monkeypatch.setattr(roofline_run, "run_roofline", lambda config, hooks=None: busy)
+    app.switch_page(PAGE).run()
+    app.button(key="rl_run").click().run()
+    assert not app.exception and not app.error
+    (warning,) = [w.value for w in app.warning if "crossover" in w.value]
+    assert "the sweep: cannot tell on a machine this busy" in warning and "measured it at" not in warning
+    assert not [s.value for s in app.success if "crossover" in s.value]
