@@ -5,7 +5,10 @@ marbles across processes, core.parallel.processes) launch `python -m torch.distr
 --nproc-per-node K -m <module> ...` as a subprocess in its own process group, inside a job that holds
 their devices. Rank 0 prints one `EVENT_PREFIX` JSON line per event; every other line (the launcher's
 own, the workers' warnings) is relayed to stderr. A Stop, Ctrl+C or any error ends the whole group,
-so no worker outlives the job that holds the lock.
+so no worker outlives the job that holds the lock. A launching process that dies without a word (SIGKILL,
+an out-of-memory kill) cannot end anything: so the launcher and every worker also die with their parent
+(core.platform.parent_watch), the launcher with SIGTERM (torchrun then ends its workers), a worker with
+SIGKILL (torch starts each worker in a session of its own, out of reach of the launcher's group).
 
 The worker side lives here too: where a process sits in the job (`worker_env`), the rank-0 printer,
 and `exit_now`, the way a finished worker leaves.
@@ -29,6 +32,7 @@ from typing import IO, Any
 
 from core.errors import DashboardError
 from core.platform.jobs import RunningJob
+from core.platform.parent_watch import die_with_parent, guarded_command
 from core.results.jsonio import to_jsonable
 
 ROOT = Path(__file__).resolve().parents[2]  # the folder holding `core`: the workers import it from there
@@ -85,6 +89,7 @@ def worker_main(body: Callable[[WorkerEnv, Emit], Event]) -> int:
     """Run one worker's body, whose return is rank 0's last event; a DashboardError becomes an 'error' event
     (the launching job's one message) and exit code 2."""
     emit: Emit = lambda event: None  # noqa: E731  (replaced once the rank is known)
+    die_with_parent(signal.SIGKILL)  # a launcher killed outright leaves no worker computing on
     try:
         env = worker_env()
         emit = rank0_printer(env)
@@ -133,7 +138,7 @@ def end_group(proc: subprocess.Popen[str], grace_s: float = TERMINATE_GRACE_S) -
             proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             continue
-    try:  # workers the launcher left behind (it died first) are still in the group
+    try:  # helpers the launcher left in its group; its workers (own sessions) die with it (parent_watch)
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
@@ -156,14 +161,21 @@ def _reader(stream: IO[str], lines: queue.Queue[str | None]) -> None:
     lines.put(None)
 
 
+def _dies_with_us(command: list[str]) -> list[str]:
+    """`python -m MODULE ARGS` run so that it ends when this process dies (this thread waits for it: follow)."""
+    if command[:2] != [sys.executable, "-m"]:
+        raise ValueError(f"expected a 'python -m module' command, got {command[:3]}")
+    return guarded_command(command[2], command[3:], signal.SIGTERM)
+
+
 def follow(command: list[str], threads: int, job: RunningJob, on_event: Emit) -> Launched:
     """Run `command` in its own process group, hand rank 0's events to `on_event`, relay the rest.
 
     Returns when the launcher exits, or at once (having ended every process) when the job's Stop is
     pressed; an exception from `on_event` or a Ctrl+C also ends every process before it propagates.
     """
-    proc = subprocess.Popen(command, cwd=ROOT, env=worker_environment(threads), stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own group: one killpg ends launcher and workers
+    proc = subprocess.Popen(_dies_with_us(command), cwd=ROOT, env=worker_environment(threads), stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)  # its own group: one killpg ends the launcher
     lines: queue.Queue[str | None] = queue.Queue()
     assert proc.stdout is not None
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
