@@ -90,6 +90,8 @@ def test_the_busy_rule_scales_with_the_cores_the_pair_needs(cores, pair, others,
     a, b = (_point(s, 512, t, others_cores=others) for s, t in zip(pair, (1e-3, 4e-3)))
     v = verdict.judge_points(a, b, cores=cores)
     assert v.busy is busy and (v.call == "unclear") is busy
+    spare = cores - max(1 if s.is_gpu else s.threads for s in pair)
+    assert (f"more than the {spare} the compared series left idle" in v.why) is (busy and spare > 0)
 
 
 def test_pair_verdicts_judge_every_size_both_series_measured():

@@ -83,6 +83,8 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
     ratio, low, high = ratio_interval(a_s, b_s)
     if busy:
         why = f"the machine was busy: other programs used {others_cores:.1f} cores while this size was timed"
+        if spare_cores:
+            why += f", more than the {spare_cores} the compared series left idle"
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, busy=True, why=why)
     if throttle is not None:
         why = (f"the GPU throttled ({throttle or 'reason not given'}) while this size was timed: it ran below its "
