@@ -8,6 +8,7 @@ large) is a `DashboardError` that names the file and says what to do.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import re
@@ -30,6 +31,9 @@ SNIFF_BYTES = 8192  # how much of a file the binary check and the separator gues
 CONTROL_SHARE_MAX = 0.05  # more control characters than this in the first bytes: not text
 MAX_HEADER_BYTES = 64 * 2**10  # a review table's header names a few columns; a longer first line is refused unread
 MAX_COLUMNS = 1_000  # columns a table may have (checked on the header, before any parser builds a table)
+MAX_LINE_BYTES = 2**20  # a review is a few KiB (IMDB's longest ~14 KB); a longer line is a bomb for the tokenizer
+SCAN_CHUNK = 4 * 2**20  # bytes per step of the scans that never copy a whole upload
+ROW_SAMPLE_BYTES = 64 * 2**10  # the first rows, checked for more fields than the header names
 _PARSE_LOCK = threading.Lock()  # one table parsed at a time per server: two tabs never build two big tables at once
 
 RT_POS, RT_NEG = "rt-polarity.pos", "rt-polarity.neg"
@@ -82,17 +86,30 @@ def decode_text(data: bytes, what: str) -> str:
     curly quotes); Latin-1 is the last resort because it decodes any byte. UTF-16 and binary
     files are refused: decoding them as Latin-1 would 'succeed' and produce garbage.
     """
+    return data.decode(text_encoding(data, what))
+
+
+def text_encoding(data: bytes, what: str) -> str:
+    """decode_text's choice of encoding, checked a few MiB at a time: a 100 MB upload is never decoded
+    into a second, larger copy just to learn that it is UTF-8."""
     head = data[:SNIFF_BYTES]
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head.count(b"\x00") > len(head) // 4:
         raise DashboardError(f"{what} looks like UTF-16 text; save it as UTF-8 and try again")
     if b"\x00" in head or _control_share(head) > CONTROL_SHARE_MAX:
         raise DashboardError(f"{what} is not a text file (it holds binary data); expected {ACCEPTED}")
+    if data.isascii():  # most tables, and every bomb so far: one pass in C, no copy
+        return "utf-8-sig"
+    view = memoryview(data)
     for encoding in ("utf-8-sig", "cp1252"):
+        decoder = codecs.getincrementaldecoder(encoding)()
         try:
-            return data.decode(encoding)
+            for start in range(0, len(data), SCAN_CHUNK):
+                decoder.decode(view[start:start + SCAN_CHUNK])
+            decoder.decode(b"", final=True)
+            return encoding
         except UnicodeDecodeError:
             continue
-    return data.decode("latin-1")
+    return "latin-1"
 
 
 def _control_share(head: bytes) -> float:
@@ -173,7 +190,7 @@ def _separator(name: str, text: str) -> str:
         return "\t"
     if lower.endswith(".csv"):
         return ","
-    first = text.split("\n", 1)[0]
+    first = text[:text.find("\n")] if "\n" in text else text
     return "\t" if "\t" in first else ","
 
 
@@ -198,22 +215,58 @@ def _check_header(data: bytes, name: str) -> None:
                              "dashboard reads; keep the text and label columns")
 
 
+def _check_lines(data: bytes, name: str) -> None:
+    """Refuse a line longer than MAX_LINE_BYTES anywhere in the file, scanning SCAN_CHUNK bytes at a time (a
+    100 MB upload in a fraction of a second, a few MiB of memory): one endless row would otherwise be split
+    into millions of fields before the parser could say it has too many."""
+    view, line_start = memoryview(data), 0
+    for start in range(0, len(data), SCAN_CHUNK):
+        ends = np.flatnonzero(np.frombuffer(view[start:start + SCAN_CHUNK], dtype=np.uint8) == 10) + start
+        bounds = np.concatenate(([line_start], ends + 1))
+        longest = int(np.diff(bounds).max()) - 1 if len(ends) else 0
+        if len(ends):
+            line_start = int(ends[-1]) + 1
+        open_line = min(len(data), start + SCAN_CHUNK) - line_start
+        if max(longest, open_line) > MAX_LINE_BYTES:
+            raise DashboardError(f"{name} has a line longer than {MAX_LINE_BYTES // 2**20} MiB; a review table has "
+                                 "one review per line")
+
+
+def _check_rows(data: bytes, name: str, sep: str) -> None:
+    """Refuse first rows with more fields than the header names (pandas would make the extra ones an index
+    of a thousand levels, tens of seconds and GBs); a later such row fails the parse itself (index_col=False)."""
+    sample = data[:MAX_HEADER_BYTES + ROW_SAMPLE_BYTES].decode("latin-1")  # any bytes: only separators are counted
+    rows = csv.reader(io.StringIO(sample), delimiter=sep)
+    try:
+        header = len(next(rows))
+        for number, row in enumerate(rows, start=2):
+            if len(row) > header:
+                raise DashboardError(f"{name} is not a valid {'TSV' if sep == chr(9) else 'CSV'} file (line {number} has "
+                                     f"{len(row):,} fields, the header names {header}); quote texts that contain the "
+                                     "separator or line breaks")
+    except csv.Error:
+        return  # a malformed sample: the parser names the problem
+
+
 def parse_table(data: bytes, name: str) -> Reviews:
     """A CSV or TSV with a header naming a text column and a label column (see TEXT_COLUMNS, LABEL_COLUMNS)."""
     _check_size(len(data), name)
     _check_header(data, name)
+    _check_lines(data, name)
+    _check_rows(data, name, _separator(name, data[:MAX_HEADER_BYTES].decode("latin-1")))
     with _PARSE_LOCK:
         return _parse_table(data, name)
 
 
 def _parse_table(data: bytes, name: str) -> Reviews:
-    text = decode_text(data, name)
-    if not text.strip():
+    encoding = text_encoding(data, name)
+    if data.isspace() or not data.removeprefix(codecs.BOM_UTF8):
         raise DashboardError(f"{name} is empty; expected {ACCEPTED}")
-    sep = _separator(name, text)
-    _check_count(text.count("\n"), name)
-    try:
-        frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True)
+    sep = _separator(name, data[:MAX_HEADER_BYTES].decode("latin-1"))
+    _check_count(data.count(b"\n"), name)
+    try:  # from the bytes: a StringIO of the decoded text would hold four bytes per character
+        frame = pd.read_csv(io.BytesIO(data), encoding=encoding, sep=sep, dtype=str, keep_default_na=False,
+                            skipinitialspace=True, index_col=False)
     except (pd.errors.ParserError, csv.Error, ValueError) as exc:
         detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         kind = "TSV" if sep == "\t" else "CSV"
