@@ -34,7 +34,7 @@ from core.matmul.sweep import SweepConfig, log_sizes, run_sweep
 from core.results.matmul import MatmulSweep
 from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, Progress
-from core.platform.units import gib
+from core.platform.units import gib, percent, readable
 from core.results import jsonio
 from core.results.runs import NOTEBOOK
 from core.selfcheck import CHECKS, FAIL, FULL, PASS, QUICK, SKIP, Report, run_checks, select
@@ -95,7 +95,7 @@ def device_table(info: dict[str, Any]) -> pd.DataFrame:
         rows.append({"device": f"cuda:{gpu.get('index')}", "name": gpu.get("name"),
                      "memory": f"{gib(gpu.get('free_memory_bytes'))} free of {gib(gpu.get('total_memory_bytes'))}",
                      "details": f"compute capability {gpu.get('compute_capability')}"})
-    return pd.DataFrame(rows)
+    return readable(rows)  # a field the check could not read is blank, never None
 
 
 def check_devices(python: str = sys.executable) -> DeviceCheck:
@@ -190,9 +190,10 @@ class ClassifierRace:
     baseline_accuracy: float
 
     def summary(self) -> pd.DataFrame:
-        return pd.DataFrame([{"device": r.device, "epochs": len(r.epochs), "test accuracy": r.test_accuracy,
-                              "seconds per epoch": r.seconds_per_epoch, "reviews/s": r.samples_per_s}
-                             for r in self.runs])
+        """One row per device, as the notebook shows it: 3 significant figures, units in the headers."""
+        return readable([{"preset": r.config.preset, "device": r.device, "epochs": len(r.epochs),
+                          "test accuracy": percent(r.test_accuracy), "s / epoch": r.seconds_per_epoch,
+                          "reviews / s": r.samples_per_s} for r in self.runs])
 
     def payloads(self) -> list[dict[str, Any]]:
         return [jsonio.to_jsonable(replace(r.run, baseline_accuracy=self.baseline_accuracy)) for r in self.runs]

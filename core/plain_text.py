@@ -28,6 +28,21 @@ def for_markdown(text: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
 
 
+_CODE_SPAN = re.compile(r"(`[^`\n]+`)")  # `python -m core data add ...` in a message the project wrote
+
+
+def message_markdown(text: object) -> str:
+    """A message for st.error and its kind: its `code` spans render as code (a command to type, a setting),
+    everything else literally (a message may quote a file name or a label that a stranger chose)."""
+    parts = _CODE_SPAN.split(str(text))
+    return "".join(part if i % 2 else for_markdown(part) for i, part in enumerate(parts))
+
+
+def message_plain(text: object) -> str:
+    """The same message for a terminal: code spans without their backticks (a command stays copyable as typed)."""
+    return _CODE_SPAN.sub(lambda m: m.group(1)[1:-1], str(text))
+
+
 def plotly_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy of `frame` whose text cells are escaped for Plotly; numbers, None and NaN are left as they are."""
     out = frame.copy()

@@ -9,6 +9,7 @@ import streamlit as st
 from core.charts.class_board import hardware_figure, spread_figure
 from core.errors import DashboardError
 from core.plain_text import for_markdown
+from core.platform.units import readable
 from core.store import open_store
 from core.store.class_board import (
     DEFAULT_REFRESH_S, MAX_BOARD_RUNS, MAX_REFRESH_S, MIN_REFRESH_S, changed, crossover_spread, epoch_spread,
@@ -67,6 +68,6 @@ for spread, title, axis, key in ((speedups, "GPU speed-up in training", "times f
 right.plotly_chart(hardware_figure(room_hardware(board)), key="cb_hardware")
 
 st.subheader("Latest runs")
-st.dataframe([asdict(row) for row in grouped_rows(board)], hide_index=True, key="cb_runs",
+st.dataframe(readable([asdict(row) for row in grouped_rows(board)]), hide_index=True, key="cb_runs",
              column_config={"who": "name or machine", "run_id": st.column_config.NumberColumn("run", format="#%d"),
                             "when": "arrived (UTC)"})

@@ -11,6 +11,7 @@ from core.matmul.collector import SweepCollector
 from core.matmul.guess import compare_guess
 from core.matmul.sweep import clock_summary, results_frame, run_sweep, sweep_json_text
 from core.platform.devices import has_gpu
+from core.platform.units import readable
 from core.results.csvio import csv_text
 from core.results.guess import parse_matmul_guess
 from pages.shared.device_wait import page_job
@@ -79,7 +80,7 @@ if sweep is not None and sweep.has_steps:
             st.caption("ratio: the slower median over the faster (compared: the second over the first); the 95 % "
                        "interval is a bootstrap of the samples. *unclear* when the interval straddles 1 by more "
                        "than 5 %, with fewer than 3 samples, or when other programs took CPU during that size.")
-            st.dataframe(verdict_table(shown.verdicts), hide_index=True, key="mm_verdicts")
+            st.dataframe(readable(verdict_table(shown.verdicts)), hide_index=True, key="mm_verdicts")
     for note in sync_bug_notes(frame):
         st.warning(note, icon=":material/timer_off:")
     if frame["unsynced_s"].isna().all():
@@ -93,7 +94,7 @@ if sweep is not None and sweep.has_steps:
     for skip in shown.skipped:
         st.warning(f"Skipped n = {skip.n:,} on {skip.series}: {skip.message}", icon=":material/skip_next:")
     table = results_table(frame)
-    st.dataframe(table, hide_index=True, key="mm_table")
+    st.dataframe(readable(table), hide_index=True, key="mm_table")
     if clocks := clock_summary(shown.results):
         st.caption(clocks)
     d1, d2 = st.columns(2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,7 @@ def _error(capsys, argv) -> str:
 
 
 def test_list_table_and_json(saved, capsys):
-    assert main(["results", "list"]) == 0
+    assert main(["results", "list", "--wide"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("2 saved run(s) in the SQLite file")
     assert "Lab Xeon 8480C + NVIDIA H200" in out and "accuracy 75.0%" in out and "Ana" in out
@@ -47,6 +48,20 @@ def test_list_table_and_json(saved, capsys):
 
     assert main(["results", "list", "--json", "--device", "cuda:0"]) == 0
     assert [r["run_id"] for r in json.loads(capsys.readouterr().out)["runs"]] == [saved[0]]
+
+
+def test_list_fits_100_columns_eliding_the_long_fields_and_wide_shows_them(capsys):
+    store = open_store()
+    long_label = "Ana's laptop in the back row, borrowed from the physics lab for the afternoon"
+    run_id = store.save("train", train_payload(), machine=LAPTOP, label=long_label)
+    assert main(["results", "list"]) == 0
+    table = capsys.readouterr().out.splitlines()[1:]
+    assert max(len(line) for line in table) <= 100, table
+    row = next(line for line in table if line.lstrip().startswith(str(run_id)))
+    assert "Ana's l…" in row and long_label not in row and "mini-batch: accuracy" in row
+    assert main(["results", "list", "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert long_label in wide and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", wide)  # the whole time, too
 
 
 def test_list_when_empty(capsys):

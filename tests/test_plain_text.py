@@ -52,3 +52,40 @@ def test_streamlit_shows_escaped_markdown_literally():
 def test_plotly_figure_keeps_the_escaped_name():
     fig = go.Figure(go.Scatter(x=[1], y=[1], name=for_plotly(HOSTILE)))
     assert "<a" not in fig.data[0].name
+
+
+def test_a_message_keeps_its_code_spans_as_code_and_escapes_the_rest():
+    from core.plain_text import message_markdown, message_plain
+
+    text = "[evil](https://x.invalid).csv: no reviews; run `python -m core data add rt-polarity PATH` first"
+    shown = message_markdown(text)
+    assert "`python -m core data add rt-polarity PATH`" in shown  # Markdown draws it as code
+    assert shown.startswith(r"\[evil\]\(https\:") and "**" not in shown  # the file name stays plain text
+    assert message_plain(text) == "[evil](https://x.invalid).csv: no reviews; run python -m core data add rt-polarity PATH first"
+
+
+def _error_page():
+    import streamlit as st
+
+    from core.plain_text import message_markdown
+
+    st.error(message_markdown("run `python -m core data add rt-polarity PATH` (a *local* copy)"))
+
+
+def test_streamlit_draws_a_message_s_code_span_as_code():
+    app = AppTest.from_function(_error_page).run()
+    body = app.error[0].value
+    assert "`python -m core data add rt-polarity PATH`" in body and r"\*local\*" in body
+
+
+def test_the_cli_prints_an_error_without_backticks(capsys, monkeypatch):
+    from core.cli import main
+    from core.errors import DashboardError
+    from core.cli import results
+
+    def refuse(args):
+        raise DashboardError("cannot read it; try `python -m core results list`")
+
+    monkeypatch.setattr(results, "run_list", refuse)
+    assert main(["results", "list"]) == 2
+    assert capsys.readouterr().err == "error: cannot read it; try python -m core results list\n"

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from core.errors import DashboardError
+from core.plain_text import message_plain
 
 # Subcommand name -> its module under core.cli, in the order `--help` lists them.
 SUBCOMMANDS = {
@@ -72,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(chosen_command(words)).parse_args(words)
         return int(args.handler(args) or 0)
     except DashboardError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {message_plain(exc)}", file=sys.stderr)  # a page shows its `code`; a terminal, plain text
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.results.jsonio import dumps
+from core.platform.units import cell
 
 
 def print_json(obj: Any) -> None:
@@ -13,21 +14,50 @@ def print_json(obj: Any) -> None:
     print(dumps(obj, indent=2))
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Left-aligned text, right-aligned numbers, two spaces between columns."""
+TABLE_WIDTH = 100  # columns a table keeps to by default: a terminal's usual 80-120, and the issue's 100
+ELLIPSIS = "…"
+MIN_ELIDED = 8  # an elided column keeps at least this many characters (or its header's)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_width: int | None = None,
+                 elide: Sequence[str] = ()) -> str:
+    """Left-aligned text, right-aligned numbers, two spaces between columns.
+
+    With `max_width`, the columns named in `elide` (free text: labels, names, results) give up characters, the
+    first named first (each down to its header's width or MIN_ELIDED), until the table fits; a cut cell ends in
+    an ellipsis. Other columns are never cut.
+    """
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    if max_width is not None:
+        widths = _fit(headers, widths, max_width, elide)
     numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) for i in range(len(headers))]
 
     def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
+        return "  ".join(_cut(v, w).rjust(w) if num else _cut(v, w).ljust(w)
+                         for v, w, num in zip(values, widths, numeric)).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
 
 
+def _fit(headers: Sequence[str], widths: list[int], max_width: int, elide: Sequence[str]) -> list[int]:
+    """Narrow the elidable columns in `elide`'s order until the row fits `max_width` (or none can give more)."""
+    widths = list(widths)
+    over = sum(widths) + 2 * (len(widths) - 1) - max_width
+    for name in elide:
+        if over <= 0 or name not in headers:
+            continue
+        i = list(headers).index(name)
+        give = min(over, widths[i] - min(widths[i], max(MIN_ELIDED, len(name))))
+        widths[i] -= give
+        over -= give
+    return widths
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + ELLIPSIS
+
+
 def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    """As every table shows it (core.tables): significant figures, nothing as blank."""
+    return cell(value)

@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.cli.output import format_table, print_json
+from core.cli.output import TABLE_WIDTH, format_table, print_json
 from core.errors import DashboardError
 from core.results.files import check_label
 from core.store import KINDS, MAX_IMPORT_BYTES, Store, StoredRun, listing_frame, open_store
 
 # argparse fields that are how the command was called, not settings of the run
+SAVED = "saved (UTC)"  # core.store.frames.LISTING_COLUMNS
+ELIDED = ("label", "machine", "devices", "result")  # cut in this order to fit: the result keeps the most
 NOT_SETTINGS = frozenset({"handler", "command", "json", "save", "label", "db", "results_command"})
 
 
@@ -39,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_filters(ls)
     _add_store_option(ls)
     ls.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    ls.add_argument("--wide", action="store_true",
+                    help=f"every column in full (by default the table keeps to {TABLE_WIDTH} characters: long labels, "
+                         "machines and results end in …)")
     ls.set_defaults(handler=run_list)
 
     ex = actions.add_parser("export", help="write saved runs as JSON (re-importable) or CSV (one row per point)")
@@ -94,7 +99,11 @@ def run_list(args: argparse.Namespace) -> int:
     print(f"{len(runs)} saved run(s) in the {store.describe()}")
     if runs:
         frame = listing_frame(runs)
-        print(format_table(list(frame.columns), frame.values.tolist()))
+        if args.wide:
+            print(format_table(list(frame.columns), frame.values.tolist()))
+        else:
+            frame[SAVED] = frame[SAVED].str[5:16]  # 'MM-DD HH:MM': the year and seconds make room for the result
+            print(format_table(list(frame.columns), frame.values.tolist(), max_width=TABLE_WIDTH, elide=ELIDED))
     for bad in listing.unreadable:
         print(f"run #{bad.run_id} cannot be read ({bad.reason}); `python -m core results delete {bad.run_id}` "
               "removes it", file=sys.stderr)

@@ -1,9 +1,21 @@
-"""Human-readable figures shared by the pages and the CLI."""
+"""Human-readable figures shared by the pages, the notebook and the CLI: sizes, shares, and whole tables.
+
+Every table a person reads goes through `readable` (pages' st.dataframe, the notebook's display) or
+`cell` (the CLI's plain-text tables), so a cell reads `114` or `127,308` rather than `114.2115` or
+`127307.8684`, and a value that was not measured is an empty cell, never Python's `None` or pandas'
+`nan`. Units belong in the column's name ("median ms", "peak GFLOP/s"), so a column reads in one unit.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 GIB = 2**30
-EMPTY = "—"  # a figure not measured (yet)
 
 
 def gib(n_bytes: int | None) -> str:
@@ -11,6 +23,94 @@ def gib(n_bytes: int | None) -> str:
     return "unknown" if n_bytes is None else f"{n_bytes / GIB:.1f} GiB"
 
 
+SIGNIFICANT = 3  # figures a timing on a shared machine can back: its noise is rarely below 1 %
+WHOLE_FROM = 1000.0  # from here on a number is shown whole, with thousands separators (127,308)
+
+Format = Callable[[Any], str]
+EMPTY = "—"  # a figure not measured (yet), where a widget needs some text (st.metric); a table cell stays blank
+
+
+def is_blank(value: Any) -> bool:
+    """None, NaN (float or pandas' NA) or an empty string: a cell with nothing to show."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", EMPTY)):
+        return True
+    if type(value).__name__ == "NAType":  # pandas' NA, without importing pandas here
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def number(value: Any, digits: int = SIGNIFICANT) -> str:
+    """'0.178', '114', '127,308'; '' for nothing; infinity as '∞'."""
+    if is_blank(value):
+        return ""
+    x = float(value)
+    if math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    if abs(x) >= WHOLE_FROM:
+        return f"{round(x):,}"
+    return f"{x:.{digits}g}"
+
+
+def quantity(value: Any, unit: str, digits: int = SIGNIFICANT) -> str:
+    """'114 ms', '2.5 GB/s'; '' for nothing (a blank never carries a unit)."""
+    shown = number(value, digits)
+    return f"{shown} {unit}" if shown else ""
+
+
+def seconds(value: Any, digits: int = SIGNIFICANT) -> str:
+    """A duration in the unit that puts it between 1 and 1000: '1.5 s', '345 ms', '12.5 µs'."""
+    if is_blank(value):
+        return ""
+    x = float(value)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(x) >= scale:
+            return quantity(x / scale, unit, digits)
+    return quantity(x / 1e-9, "ns", digits)
+
+
 def percent(share: float | None) -> str:
-    """An accuracy or other share as '78.2%': the one format the classifier page and Results use."""
-    return EMPTY if share is None else f"{share:.1%}"
+    """An accuracy or other share as '78.2%' (EMPTY where there is none): the one format the classifier page,
+    Results and the tables use (one decimal: accuracies differ in the tenths)."""
+    return EMPTY if share is None or is_blank(share) else f"{share:.1%}"
+
+
+def cell(value: Any) -> str:
+    """Any value as a table shows it: numbers to SIGNIFICANT figures, whole numbers with separators from 10,000
+    (so years, ids and sizes up to 9,999 read as typed), flags as yes/no, nothing as ''."""
+    if is_blank(value):
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    if isinstance(value, float):
+        return number(value)
+    return str(value)
+
+
+def _whole(column: pd.Series) -> bool:
+    """A column of whole numbers with nothing missing: kept as numbers (they sort and need no rounding)."""
+    import pandas as pd
+
+    return pd.api.types.is_integer_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype)
+
+
+def readable(table: pd.DataFrame | Sequence[Mapping[str, Any]],
+             formats: Mapping[str, Format] | None = None) -> pd.DataFrame:
+    """The table as it is shown: each column in `formats` through its format, every other cell through `cell`,
+    except columns of whole numbers with nothing missing, kept as numbers. Only for showing: exports keep
+    every digit."""
+    import pandas as pd  # here, not at the top: the CLI's quick commands never draw a data frame
+
+    frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table))
+    formats = formats or {}
+    out = {}
+    for name in frame.columns:
+        column = frame[name]
+        if name in formats:
+            out[name] = [formats[name](v) for v in column.tolist()]
+        elif _whole(column):
+            out[name] = column.tolist()
+        else:
+            out[name] = [cell(v) for v in column.tolist()]
+    return pd.DataFrame(out, columns=list(frame.columns), index=frame.index)
