@@ -8,7 +8,7 @@ from core.charts.classifier import accuracy_curve, loss_curves
 from core.classifier.runs import DONE
 from core.classifier.training import predict
 from core.errors import DashboardError
-from core.plain_text import for_markdown
+from core.plain_text import message_markdown
 from core.results.guess import parse_train_guess
 from core.results.jsonio import to_jsonable
 from pages.shared.classifier_widgets import (
@@ -37,7 +37,8 @@ if settings.train or settings.race or settings.both:
         if step.item is not None:
             rec = bench.runs[-1]
             loss_slot.plotly_chart(loss_curves(rec.reports, baseline_loss=rec.baseline.test_loss,
-                                               epochs=rec.config.epochs), key=f"clf_live_{rec.number}_{len(rec.reports)}")
+                                               epochs=rec.config.epochs, run=rec.label),
+                                   key=f"clf_live_{rec.number}_{len(rec.reports)}")
 
     def tick(batches: int) -> None:  # any page update lets a Stop click end the run here, between batches
         if batches % TICK_BATCHES == 0:
@@ -61,7 +62,7 @@ if settings.train or settings.race or settings.both:
             bench.train(config, turn.hooks, race=settings.race, both=settings.both, on_done=save, guess=guess)
         status.empty()
     except DashboardError as exc:
-        status.error(for_markdown(str(exc)))  # it may name an uploaded file: the uploader chose that name
+        status.error(message_markdown(exc))  # it may name an uploaded file (escaped); its `code` shows as code
 
 if bench.guess_note:  # ---- the guess beside the measurement, right under the buttons
     guess_slot.info(bench.guess_note, icon=":material/psychology_alt:")
@@ -71,9 +72,9 @@ if bench.runs:  # ---- the latest run (from the session, so it survives reruns a
         run_metrics(last)
     loss_slot.plotly_chart(loss_curves(last.reports, baseline_loss=base and base.test_loss,
                                        epochs=last.config.epochs if last.status == DONE else None,
-                                       kept_epoch=last.best_epoch), key="clf_loss")
+                                       kept_epoch=last.best_epoch, run=last.label), key="clf_loss")
     acc_slot.plotly_chart(accuracy_curve(last.epochs, baseline_accuracy=base and base.accuracy,
-                                         best_epoch=last.best_epoch), key="clf_acc")
+                                         best_epoch=last.best_epoch, run=last.label), key="clf_acc")
 if bench.preset_race is not None:  # ---- the latest "both presets" comparison
     preset_race_view(bench.preset_race)
 scaling_section(choice, settings)  # ---- K data-parallel worker processes against one

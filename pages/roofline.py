@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from core.charts.roofline import model_figure, roofline_figure, roofs_table
+from core.charts.roofline import WARM_CACHE_NOTE, model_caption, model_figure, roofline_figure, roofs_table
 from core.errors import DashboardError
 from core.matmul.sweep import dtype_choices
 from core.platform.devices import available_devices
 from core.results.jsonio import dumps
+from core.platform.units import readable
 from core.roofline.explain import cannot_tell, crossover_sentence, model_error_text
 from core.roofline.run import RooflineConfig, run_roofline
 from pages.shared.device_wait import page_job
@@ -63,13 +64,9 @@ if (result := state.rl_result) is not None:
     t1.plotly_chart(roofline_figure(result), key="rl_roofline_chart")
     t1.caption("Solid: each series' bandwidth roof rising to its compute roof, meeting at the ridge (diamond). "
                "Dotted: the theoretical peak. Markers: the sweep's products; hover for n, time and share of the roof.")
-    t2.plotly_chart(model_figure(result), key="rl_model_chart")
-    t2.caption("Markers: measured seconds per product. Lines: t(n) = overhead + max(2n³/peak, bytes/bandwidth), "
-               "from the measured constants alone (dashed: plus the copies to and from the GPU). Grey band: the "
-               "crossover sizes the constants' spread over their repeats allows. Small products are timed with "
-               "warm caches (their matrices stay in cache from one repetition to the next), so they look faster "
-               "than the bandwidth roof, measured from RAM, predicts; the Matmul race's cold-cache switch shows the difference.")
-    st.dataframe(roofs_table(result), hide_index=True, key="rl_table")
+    t2.plotly_chart(model := model_figure(result), key="rl_model_chart")
+    t2.caption(f"{model_caption(result, model)} {WARM_CACHE_NOTE}")
+    st.dataframe(readable(roofs_table(result)), hide_index=True, key="rl_table")
     for note in result.notes:
         st.info(note)
     st.download_button("Download JSON", dumps(result.to_json(), indent=2), "roofline.json", "application/json",

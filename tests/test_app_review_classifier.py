@@ -91,7 +91,7 @@ def test_race_cpu_then_gpu_with_the_same_seed(app, fake_cuda, monkeypatch, toy_c
     assert runs[0].config.seed == runs[1].config.seed
     assert [e.train_loss for e in runs[0].epochs] == pytest.approx([e.train_loss for e in runs[1].epochs])
     race = json.loads(app.get("plotly_chart")[-1].proto.spec)  # the overlay, by wall time
-    assert [t["name"] for t in race["data"]] == ["run 1 · cpu", "run 2 · cuda:0"]
+    assert [t["name"] for t in race["data"]] == ["run 1 · cpu · mini-batch", "run 2 · cuda:0 · mini-batch"]  # preset named
 
 
 def test_train_one_epoch_on_a_fixture(app, no_gpu, toy_csv):
@@ -196,10 +196,11 @@ def test_both_presets_without_a_gpu_show_the_cpu_half_and_what_a_gpu_would(app, 
 
     _both_presets(app, toy_csv)
     assert "Both presets, side by side" in [s.value for s in app.subheader]
-    [table] = [d for d in app.dataframe if list(d.value.columns)[:3] == ["preset", "device", "step"]]
-    assert table.value[["preset", "device", "step"]].values.tolist() == [["lecture", "cpu", "update"],
-                                                                         ["minibatch", "cpu", "epoch"]]
-    assert (table.value["seconds per step"] > 0).all()
+    [table] = [d for d in app.dataframe if list(d.value.columns)[:3] == ["preset", "device", "s / epoch"]]
+    assert table.value[["preset", "device"]].values.tolist() == [["lecture", "cpu"], ["mini-batch", "cpu"]]
+    assert all(float(s) > 0 for s in table.value["s / epoch"]), "3 significant figures, as text"
+    chart = next(c for c in app.get("plotly_chart") if "mini-batch: many small updates per epoch" in c.proto.spec)
+    assert '"type":"linear"' in chart.proto.spec.replace(" ", "") and "per update" not in chart.proto.spec
     texts = [m.value for m in app.markdown]
     assert any(EXPLANATION in t and WITHOUT_GPU in t for t in texts)
     assert [r.config.preset for r in app.session_state["clf_bench"].runs] == ["lecture", "minibatch"]
@@ -209,10 +210,10 @@ def test_both_presets_without_a_gpu_show_the_cpu_half_and_what_a_gpu_would(app, 
 def test_both_presets_with_a_gpu_race_four_runs(app, fake_cuda, monkeypatch, toy_csv):
     keep_cuda_on_cpu(monkeypatch)
     _both_presets(app, toy_csv)
-    [table] = [d for d in app.dataframe if list(d.value.columns)[:3] == ["preset", "device", "step"]]
+    [table] = [d for d in app.dataframe if list(d.value.columns)[:3] == ["preset", "device", "s / epoch"]]
     assert table.value[["preset", "device"]].values.tolist() == [["lecture", "cpu"], ["lecture", "cuda:0"],
-                                                                 ["minibatch", "cpu"], ["minibatch", "cuda:0"]]
-    assert table.value["GPU speed-up"].notna().sum() == 2  # one per preset, on its GPU row
+                                                                 ["mini-batch", "cpu"], ["mini-batch", "cuda:0"]]
+    assert (table.value["GPU speed-up ×"] != "").sum() == 2  # one per preset, on its GPU row; blank on the others
 
 
 def test_the_lecture_preset_trains_from_its_own_settings(app, no_gpu, toy_csv):

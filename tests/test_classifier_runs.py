@@ -20,7 +20,7 @@ def test_record_grows_and_keeps_partial_reports_apart():
         rec = rec.with_report(r)
     assert len(rec.reports) == 3 and [e.epoch for e in rec.epochs] == [1, 2]
     assert rec.seconds_per_epoch == 2.0  # the median of 1.0 and 3.0, as TrainResult computes it
-    assert rec.kept is rec.epochs[-1] and rec.status == RUNNING and rec.label == "run 1 · auto"
+    assert rec.kept is rec.epochs[-1] and rec.status == RUNNING and rec.label == "run 1 · auto · mini-batch"
 
 
 def test_interrupted_runs_are_marked_stopped_and_keep_their_reports():

@@ -65,7 +65,7 @@ def test_tidy_and_listing_frames(runs):
     assert len(tidy_frame(runs)) == 7 + 3
     listing = listing_frame(runs)
     assert list(listing["run"]) == [3, 2, 1]
-    assert listing.iloc[0]["result"] == "accuracy 75.0% in 1.5 s, 3 epochs"
+    assert listing.iloc[0]["result"] == "mini-batch: accuracy 75.0% in 1.5 s, 3 epochs"  # the preset named
     assert listing.iloc[2]["result"] == "n 256–512, GPU wins from n≈300"
     assert listing.iloc[1]["result"] == "n 256–1024, no crossover"
 

@@ -14,6 +14,7 @@ from core.classifier.preset_race import PresetRace
 from core.classifier.scaling import Scaling
 from core.results.train import TrainEpoch
 from core.plain_text import for_plotly
+from core.platform.units import seconds
 
 TRAIN_COLOR = "#1f77b4"
 TEST_COLOR = "#d62728"
@@ -62,19 +63,21 @@ def _baseline(fig: go.Figure, y: float, text: str) -> None:
 
 def loss_curves(reports: Sequence[TrainEpoch], *, baseline_loss: float | None = None,
                 baseline_name: str = "LogisticRegression", epochs: int | None = None,
-                kept_epoch: int | None = None) -> go.Figure:
+                kept_epoch: int | None = None, run: str | None = None) -> go.Figure:
     """Train and test loss by epoch (fractional for mid-epoch reports), with the baseline's test loss.
 
     The epoch with the lowest test loss gets a star and a line: where test loss turns up while
     train loss keeps falling, the network has begun to learn the training reviews by heart
     (overfitting). `epochs` fixes the x range to the whole run, so the axis does not jump while it
-    trains; `kept_epoch` (chosen on validation data) is drawn too when given.
+    trains; `kept_epoch` (chosen on validation data) is drawn too when given. `run` names the run in the
+    legend's lines ("run 2 · cuda:0 · lecture"), so a screenshot says which preset and device it shows.
     """
+    prefix = f"{for_plotly(run)}: " if run else ""
     x = [r.progress for r in reports]
     fig = go.Figure()
-    fig.add_scatter(x=x, y=[r.train_loss for r in reports], name="train loss", mode="lines+markers",
+    fig.add_scatter(x=x, y=[r.train_loss for r in reports], name=f"{prefix}train loss", mode="lines+markers",
                     line=dict(color=TRAIN_COLOR))
-    fig.add_scatter(x=x, y=[r.test_loss for r in reports], name="test loss", mode="lines+markers",
+    fig.add_scatter(x=x, y=[r.test_loss for r in reports], name=f"{prefix}test loss", mode="lines+markers",
                     line=dict(color=TEST_COLOR),
                     customdata=[[r.test_accuracy, r.seconds] for r in reports],
                     hovertemplate="epoch %{x:.2f}<br>test loss %{y:.4f}<br>test accuracy %{customdata[0]:.3f}"
@@ -99,10 +102,13 @@ def loss_curves(reports: Sequence[TrainEpoch], *, baseline_loss: float | None = 
 
 
 def accuracy_curve(reports: Sequence[TrainEpoch], *, baseline_accuracy: float | None = None,
-                   baseline_name: str = "LogisticRegression", best_epoch: int | None = None) -> go.Figure:
-    """Test accuracy by epoch against the baseline's; the kept epoch is a line named in the legend."""
+                   baseline_name: str = "LogisticRegression", best_epoch: int | None = None,
+                   run: str | None = None) -> go.Figure:
+    """Test accuracy by epoch against the baseline's; the kept epoch is a line named in the legend; `run` as in
+    loss_curves."""
     fig = go.Figure()
-    fig.add_scatter(x=[r.progress for r in reports], y=[r.test_accuracy for r in reports], name="test accuracy",
+    name = f"{for_plotly(run)}: test accuracy" if run else "test accuracy"
+    fig.add_scatter(x=[r.progress for r in reports], y=[r.test_accuracy for r in reports], name=name,
                     mode="lines+markers", line=dict(color=TEST_COLOR))
     if best_epoch is not None:
         _epoch_line(fig, best_epoch, f"kept epoch ({best_epoch})", KEPT_COLOR, "dot")
@@ -151,18 +157,21 @@ def overlay(runs: Sequence[Run], *, by: str = "epoch", metric: str = "test_loss"
     return fig
 
 
+PRESET_BARS = {"lecture": "lecture: 1 full-batch update per epoch", "minibatch": "mini-batch: many small updates per epoch"}
+
+
 def preset_race_chart(race: PresetRace) -> go.Figure:
-    """Seconds per step (a full-batch update, a mini-batch epoch) of each preset, one bar per device, log scale:
-    the lecture's bars differ by the GPU's lead, the mini-batch bars barely."""
+    """Seconds per epoch of each preset, one bar per device, on a linear axis from zero, so bars compare by their
+    length (a log axis drew 0.11 s and 0.345 s as if 20x apart). One unit: the lecture's full-batch update is its
+    whole epoch, so both presets are timed per pass over the training reviews."""
     fig = go.Figure()
     for device in dict.fromkeys(t.device for t in race.timings):
         shown = [t for t in race.timings if t.device == device]
-        fig.add_bar(x=[f"{t.preset} (per {t.step_name})" for t in shown], y=[t.seconds_per_step for t in shown],
-                    name=for_plotly(device), text=[None if t.seconds_per_step is None else f"{t.seconds_per_step:.3g} s"
-                                                   for t in shown], textposition="outside")
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), barmode="group",
-                      yaxis_title="seconds per step (median)", legend=dict(orientation="h", y=1.12))
-    fig.update_yaxes(type="log")
+        fig.add_bar(x=[PRESET_BARS.get(t.preset, t.preset) for t in shown], y=[t.seconds_per_step for t in shown],
+                    name=for_plotly(device), text=[seconds(t.seconds_per_step) or None for t in shown],
+                    textposition="outside")
+    style(fig, title=None, height=340)
+    fig.update_layout(barmode="group", yaxis=linear_axis(trace_values(fig, "y"), "seconds per epoch (median)"))
     return fig
 
 

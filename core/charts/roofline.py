@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.charts.axis_style import log_axis, style, time_unit, trace_values
+from core.charts.axis_style import axis_position, inside_anchor, log_axis, style, time_unit, trace_values
 from core.plain_text import for_plotly
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
 from core.roofline.model import RooflineModel
@@ -120,15 +120,64 @@ def model_figure(run: RooflineRun) -> go.Figure:
             e2e = [p for p in pts if p.end_to_end_s]
             fig.add_scatter(x=[p.n for p in e2e], y=unit.scale(p.end_to_end_s for p in e2e), mode="markers", legendgroup=name,
                             name=f"{name} measured with copies", marker=dict(color=color, size=9, symbol="circle-open"))
-    low, high = run.predicted_crossover_low, run.predicted_crossover_high
-    if low is not None and (high is None or high > low):
-        fig.add_vrect(x0=low, x1=high or max(grid), fillcolor="gray", opacity=0.12, line_width=0)  # the page names it
-    for n, label, dash in ((run.predicted_crossover_n, "predicted", "dash"), (run.measured_crossover_n, "measured", "dot")):
-        if n is not None:
-            fig.add_vline(x=n, line=dict(color="black", dash=dash, width=1), annotation_text=f"{label} n ≈ {n:,}")
     fig.update_layout(xaxis=log_axis(trace_values(fig, "x"), "matrix size n (n × n)"),
                       yaxis=log_axis(trace_values(fig, "y"), f"time per product ({unit.name})"))
+    _crossover_marks(fig, run)
     return style(fig, title=None, height=HEIGHT)
+
+
+WARM_CACHE_NOTE = ("Small products are timed with warm caches (their matrices stay in cache from one repetition to "
+                   "the next), so they look faster than the bandwidth roof, measured from RAM, predicts; the Matmul "
+                   "race's cold-cache switch shows the difference.")
+CROSSOVER_DASH = {"predicted": "dashdot", "measured": "dot"}  # the model's copies line is "dash": not these
+
+
+def _in_view(n: float, axis_range: Sequence[float]) -> bool:
+    return n > 0 and axis_range[0] <= math.log10(n) <= axis_range[1]
+
+
+def crossovers_drawn(run: RooflineRun, axis_range: Sequence[float]) -> dict[str, int]:
+    """The crossovers (predicted, measured) that fall inside the x axis' log10 range: the ones drawn as lines."""
+    found = {"predicted": run.predicted_crossover_n, "measured": run.measured_crossover_n}
+    return {label: n for label, n in found.items() if n is not None and _in_view(n, axis_range)}
+
+
+def _crossover_marks(fig: go.Figure, run: RooflineRun) -> None:
+    """The grey band of possible crossovers, clipped to the axis, and a labelled line per crossover inside it;
+    a crossover outside the range drawn gets no line (model_caption says where it is)."""
+    xaxis = fig.layout.xaxis
+    lo, hi = xaxis.range
+    low, high = run.predicted_crossover_low, run.predicted_crossover_high
+    if low is not None and (high is None or high > low):
+        x0, x1 = max(low, 10**lo), min(high or 10**hi, 10**hi)
+        if x1 > x0:
+            fig.add_vrect(x0=x0, x1=x1, fillcolor="gray", opacity=0.12, line_width=0)
+    for row, (label, n) in enumerate(crossovers_drawn(run, (lo, hi)).items()):
+        fig.add_vline(x=n, line=dict(color="black", dash=CROSSOVER_DASH[label], width=1))
+        x = axis_position(n, xaxis)
+        anchor = inside_anchor(x, (lo, hi))
+        fig.add_annotation(x=x, xref="x", y=1 - 0.07 * row, yref="paper", yanchor="top", xanchor=anchor,
+                           xshift=4 if anchor == "left" else -4, text=f"{label} n ≈ {n:,}", showarrow=False,
+                           bgcolor="rgba(255,255,255,0.8)")
+
+
+def model_caption(run: RooflineRun, fig: go.Figure) -> str:
+    """What `model_figure` drew, in words: only the lines that are there, and where a crossover beyond the range is."""
+    copies = any(roofs.h2d_gbs and roofs.d2h_gbs and model_of(roofs) for roofs in run.devices_roofs)
+    parts = ["Markers: measured seconds per product. Lines: t(n) = overhead + max(2n³/peak, bytes/bandwidth), "
+             "from the measured constants alone" + (" (dashed: plus the copies to and from the GPU; open markers: "
+                                                    "measured with the copies)" if copies else "") + "."]
+    drawn = crossovers_drawn(run, fig.layout.xaxis.range)
+    words = {"predicted": "dash-dot", "measured": "dotted"}
+    if drawn:
+        parts.append("Vertical lines: the " + " and the ".join(f"{label} crossover ({words[label]})" for label in drawn)
+                     + ".")
+    for label, n in (("predicted", run.predicted_crossover_n), ("measured", run.measured_crossover_n)):
+        if n is not None and label not in drawn:
+            parts.append(f"The {label} crossover, n ≈ {n:,}, lies beyond the range drawn, so it has no line.")
+    if any(s.type == "rect" for s in fig.layout.shapes):
+        parts.append("Grey band: the crossover sizes the constants' spread over their repeats allows.")
+    return " ".join(parts)
 
 
 def _range(roofs: DeviceRoofs, name: str, scale: float = 1.0) -> str:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from core.classifier.model import ClassifierConfig, preset_config
 from core.classifier.reports import TrainResult
 from core.parallel.chain import TITLE as CHAIN_TITLE
+from core.platform.units import percent
+from core.results.train import preset_title
 
 PRESET_ORDER = ("lecture", "minibatch")
 STEP_NAME = {"lecture": "update", "minibatch": "epoch"}
@@ -82,13 +84,10 @@ class PresetRace:
         rows: list[dict[str, object]] = []
         for t in self.timings:
             speedup = self.speedup(t.preset) if t.device != "cpu" else None
-            rows.append({
-                "preset": t.preset, "device": t.device, "step": t.step_name,
-                "seconds per step": None if t.seconds_per_step is None else round(t.seconds_per_step, 4),
-                "steps": t.steps,
-                "test accuracy": None if t.test_accuracy is None else round(t.test_accuracy, 4),
-                "dense matrix MB": None if t.dense_mb is None else round(t.dense_mb, 1),
-                "GPU speed-up": None if speedup is None else round(speedup, 2),
+            rows.append({  # one unit for both presets: the lecture's update is its whole epoch
+                "preset": preset_title(t.preset), "device": t.device, "s / epoch": t.seconds_per_step,
+                "epochs": t.steps, "test accuracy": percent(t.test_accuracy), "dense matrix MB": t.dense_mb,
+                "GPU speed-up ×": speedup,
             })
         return rows
 

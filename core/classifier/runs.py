@@ -16,7 +16,7 @@ from core.classifier.model import ClassifierConfig
 from core.classifier.reports import TrainResult, figure
 from core.platform.units import percent
 from core.results.load import MachineLoad
-from core.results.train import TrainEpoch
+from core.results.train import TrainEpoch, preset_title
 
 RUNNING, DONE, STOPPED = "running", "done", "stopped"
 RISE = 1.02  # test loss 2% above its lowest counts as rising, not as noise
@@ -36,8 +36,7 @@ class RunRecord:
 
     @property
     def label(self) -> str:
-        preset = " · lecture" if self.config.preset == "lecture" else ""
-        return f"run {self.number} · {self.device}{preset}"
+        return f"run {self.number} · {self.device} · {preset_title(self.config.preset)}"
 
     @property
     def epochs(self) -> tuple[TrainEpoch, ...]:

@@ -25,6 +25,12 @@ from core.results.schema import Declared, Kind
 KIND = "train"
 VERSION = 2
 PRESETS = ("minibatch", "lecture")  # core.classifier.model.PRESETS; repeated so the schema imports no torch
+PRESET_TITLES = {"minibatch": "mini-batch", "lecture": "lecture"}  # how every legend and table row names them
+
+
+def preset_title(preset: str | None) -> str:
+    """'lecture' or 'mini-batch'; a run saved before presets existed trained in mini-batches (the only way then)."""
+    return PRESET_TITLES.get(preset or "minibatch", preset or "mini-batch")
 BACKENDS = ("gloo", "nccl")  # torch.distributed backends a data-parallel run may name
 LATE = Field(default=None, exclude_if=f.omitted_when_none)  # a key a later release added: written only when set
 
@@ -106,4 +112,4 @@ class TrainRun(Kind):
     @property
     def headline(self) -> str:
         accuracy = f"accuracy {self.test_accuracy:.1%}" if self.test_accuracy is not None else "no accuracy"
-        return f"{accuracy} in {self.train_seconds or 0:.1f} s, {len(self.epochs)} epochs"
+        return f"{preset_title(self.preset)}: {accuracy} in {self.train_seconds or 0:.1f} s, {len(self.epochs)} epochs"

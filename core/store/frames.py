@@ -14,6 +14,7 @@ import pandas as pd
 
 from core.results import MatmulPoint, MatmulSweep, TrainEpoch, TrainRun
 from core.results.matmul import POINT_COLUMNS
+from core.results.train import preset_title
 from core.results.schema import field_names
 from core.store.records import BUSY_MARK, QUIET_MARK, UNKNOWN_MARK, RunSummary, StoredRun, device_title
 from core.store.records import load_mark as _result_load_mark
@@ -83,7 +84,8 @@ def train_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
         elapsed = 0.0
         for epoch in sorted(run.result.epochs, key=lambda e: e.epoch):
             elapsed += epoch.seconds or 0.0
-            row = {**_run_columns(run), "series": _series(run, title), "device": device, "device_title": title}
+            row = {**_run_columns(run), "series": _series(run, title, preset_title(run.result.preset)), "device": device,
+                   "device_title": title}
             row.update({name: getattr(epoch, name) for name in EPOCH_FIELDS})
             row["elapsed_s"] = elapsed
             rows.append(row)

@@ -23,10 +23,10 @@ from core.classifier.scaling import WORKER_COUNTS, measure_scaling, worker_data
 from core.classifier.shared_builds import SharedBuilds
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload, Workbench
 from core.errors import DashboardError
-from core.plain_text import for_markdown
+from core.plain_text import message_markdown
 from core.results.guess import TRAIN_EXAMPLE
 from core.platform.devices import NEEDS_GPU, available_devices, has_gpu
-from core.platform.units import percent
+from core.platform.units import percent, readable
 from pages.shared.device_wait import page_job
 from pages.shared.notices import gpu_badge, load_notice
 
@@ -67,7 +67,7 @@ def data_choice() -> DataChoice:
                                                                    text=f"{done / 2**20:.1f} MiB"))
             st.success(f"{source} downloaded and verified.")
         except DashboardError as exc:
-            st.error(str(exc))
+            st.error(message_markdown(exc))
     else:
         st.caption(f"Not downloaded yet ({ds.approx_mb:g} MB from {ds.url}); Train downloads it too.")
     return DataChoice(source)
@@ -163,7 +163,7 @@ def _action_row(v: dict[str, Any], waiting_for: str) -> SettingsForm:
                                "below" + ("" if has_gpu() else f". Disabled: the race {NEEDS_GPU}") + wait)
     both = buttons.button("Both presets", key="clf_both", icon=":material/compare_arrows:", disabled=bool(waiting_for),
                           help="each preset's defaults from this seed on the CPU and the GPU (the CPU alone without "
-                               "one): seconds per update and per epoch side by side" + wait)
+                               "one): seconds per epoch side by side" + wait)
     buttons.button("Stop", key="clf_stop", icon=":material/stop:", help="stops within a few batches; results so far stay")
     if waiting_for:
         st.caption(f"*Train* and *Both presets* wait for {waiting_for}.")
@@ -173,10 +173,10 @@ def _action_row(v: dict[str, Any], waiting_for: str) -> SettingsForm:
 
 
 def preset_race_view(race: PresetRace) -> None:
-    """The "both presets" comparison: the runs' seconds per step side by side, with why they differ."""
+    """The "both presets" comparison: the runs' seconds per epoch side by side, with why they differ."""
     st.subheader("Both presets, side by side")
     st.plotly_chart(preset_race_chart(race), key="clf_both_chart")
-    st.dataframe(race.rows(), hide_index=True, key="clf_both_table")
+    st.dataframe(readable(race.rows()), hide_index=True, key="clf_both_table")
     st.markdown(race.explanation)
     st.page_link("pages/why_parallel.py", label=f"Why parallel: {CHAIN_TITLE}", icon=":material/call_split:")
 
@@ -221,13 +221,13 @@ def scaling_section(choice: DataChoice, settings: SettingsForm) -> None:
                 st.session_state.clf_scaling = measure_scaling(data, config, hooks=turn.hooks)
             status.empty()
         except DashboardError as exc:
-            status.error(for_markdown(str(exc)))
+            status.error(message_markdown(exc))
     scaling = st.session_state.get("clf_scaling")
     if scaling is not None and scaling.points:
         st.plotly_chart(scaling_chart(scaling), key="clf_scaling_chart")
-        st.dataframe([{"workers": p.workers, "s/epoch": round(p.seconds_per_epoch, 3),
-                       "all-reduce share": f"{p.allreduce_share:.0%}", "test accuracy": p.test_accuracy}
-                      for p in scaling.points], hide_index=True, key="clf_scaling_table")
+        st.dataframe(readable([{"workers": p.workers, "s / epoch": p.seconds_per_epoch,
+                                "all-reduce share": percent(p.allreduce_share), "test accuracy": percent(p.test_accuracy)}
+                               for p in scaling.points]), hide_index=True, key="clf_scaling_table")
 
 
 def run_history(bench: Workbench) -> None:
@@ -238,7 +238,7 @@ def run_history(bench: Workbench) -> None:
                   format_func=lambda b: "wall time (the race)" if b == "seconds" else "epoch")
     metric = h2.selectbox("Show", list(METRICS), format_func=METRICS.get, key="clf_metric")
     st.plotly_chart(overlay(bench.runs, by=by, metric=metric), key="clf_overlay")
-    st.dataframe(table_rows(bench.runs), hide_index=True, key="clf_table")
+    st.dataframe(readable(table_rows(bench.runs)), hide_index=True, key="clf_table")
     if st.button("Clear history", key="clf_clear"):
         bench.runs.clear()
         st.rerun()
