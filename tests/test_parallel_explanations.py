@@ -134,7 +134,8 @@ def test_first_call_summary():
     p = FirstCallPoint("cpu", 64, Measurement((1e-5,), 1000, 5e-4), Measurement((1e-5,), 1000, 2e-5))
     s = summarize_first_call(FirstCallResult((p,), None))
     assert s == ("n = 64 on cpu: the first call in a fresh process took 500 µs, 50× the warmed median of 10 µs; "
-                 "in this server the first call took 2× its median.")
+                 "in this running Python process, which had run other work first, the first call took 2× its median.")
+    assert "server" not in s, "the CLI prints it too: no page or server words"
 
 
 def test_location_summaries():

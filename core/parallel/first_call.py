@@ -26,7 +26,7 @@ from core.parallel.section import (
     random_tensor,
     section_job,
 )
-from core.parallel.wording import format_duration, times
+from core.parallel.wording import RUNNING_PROCESS, format_duration, times
 from core.platform.jobs import JobHooks, Progress
 from core.platform.timing import Measurement, measure, torch_threads
 
@@ -113,8 +113,8 @@ def explain_first_call(gpu: str | None, config: FirstCallConfig = FirstCallConfi
         "The first product a program computes is slow: PyTorch sets up its math library, starts its threads "
         "and picks a method for that size, which later calls skip, so a fair benchmark runs the operation "
         "once before timing (a warm-up) and never counts it. We time the first call in a brand-new Python "
-        "process, because this dashboard has usually multiplied matrices already and its own first call (the "
-        "middle bar) is often no slower than the rest. For a large matrix the set-up is lost in the work. "
+        "process, because a program that has already multiplied matrices (this dashboard, or a command that ran "
+        "other sections first) often finds its own first call (the middle bar) no slower than the rest. For a large matrix the set-up is lost in the work. "
     )
     if gpu:
         return text + (f"On the GPU ({gpu}) the first product also loads the GPU's matrix library, which can take "
@@ -128,8 +128,8 @@ def summarize_first_call(result: FirstCallResult) -> str:
     for p in result.points:
         lines.append(
             f"n = {p.size} on {p.device}: the first call in a fresh process took {format_duration(p.fresh.first_call_s)}, "
-            f"{times(p.cold_ratio)} the warmed median of {format_duration(p.fresh.median_s)}; in this server the first "
-            f"call took {times(p.here_ratio)} its median."
+            f"{times(p.cold_ratio)} the warmed median of {format_duration(p.fresh.median_s)}; in {RUNNING_PROCESS}, "
+            f"which had run other work first, the first call took {times(p.here_ratio)} its median."
         )
     return "\n\n".join(lines)
 
@@ -139,11 +139,11 @@ def _configure(v: Values) -> FirstCallConfig:
 
 
 def first_call_figure(result: FirstCallResult) -> go.Figure:
-    """Per size: the cold first call, the first call in this server, and the warmed median."""
+    """Per size: the cold first call, the first call in this running process, and the warmed median."""
     labels = [f"n = {p.size}" + ("" if p.device == CPU else f", {gpu_label(p.device)}") for p in result.points]
     series = (
         ("first call, fresh Python process", WRONG_COLOR, lambda p: p.fresh.first_call_s),
-        ("first call in this running server", PALETTE[1], lambda p: p.here.first_call_s),
+        ("first call in this running process", PALETTE[1], lambda p: p.here.first_call_s),
         ("median after warm-up", RIGHT_COLOR, lambda p: p.fresh.median_s),
     )
     fig = go.Figure()

@@ -13,6 +13,9 @@ def times(x: float) -> str:
     return f"{x:.2g}×" if x < 10 else f"{x:.0f}×"
 
 
+RUNNING_PROCESS = "this running Python process"  # the dashboard's server, or the CLI's own process: true of both
+
+
 def sync_call(gpu: str | None) -> str:
     return "torch.mps.synchronize()" if gpu == "mps" else "torch.cuda.synchronize()"
 
