@@ -47,17 +47,26 @@ def settings_cell(nb: Any) -> Any:
     return next(c for c in nb.cells if c.cell_type == "code" and "# @param" in c.source)
 
 
-def run_notebook(workdir: Path, monkeypatch: pytest.MonkeyPatch, **settings: Any) -> Any:
-    """Run every cell in `workdir` with the quick CPU settings plus `settings`; returns the executed notebook."""
+def run_notebook(workdir: Path, monkeypatch: pytest.MonkeyPatch, *, notebook: Path = NOTEBOOK,
+                 kernel_name: str = "python3", checkout: bool = True, last_cell: str = "", **settings: Any) -> Any:
+    """Run every cell in `workdir` with the quick CPU settings plus `settings`; returns the executed notebook.
+
+    `checkout`: the kernel imports this checkout (PYTHONPATH); without it, whatever `kernel_name`'s Python has
+    installed (the Colab kit's wheel). `last_cell`: code run after the notebook's own cells."""
     nbclient = nbclient_or_skip()
     import nbformat
 
     data = write_rt_folder(workdir / "reviews")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nb = nbformat.read(notebook, as_version=4)
     cell = settings_cell(nb)
     cell.source = with_settings(cell.source, {"REQUIRE_GPU": False, "QUICK": True, "DATA": str(data), **settings})
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel and its `python -m core` use this checkout
-    client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+    if last_cell:
+        nb.cells.append(nbformat.v4.new_code_cell(last_cell))
+    if checkout:
+        monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel and its `python -m core` use this checkout
+    else:
+        monkeypatch.delenv("PYTHONPATH", raising=False)
+    client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name=kernel_name,
                                      resources={"metadata": {"path": str(workdir)}})
     client.execute()
     return nb
