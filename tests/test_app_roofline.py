@@ -37,6 +37,10 @@ def test_one_click_measures_draws_and_saves(app: AppTest, no_gpu):
     assert "crossover" in text
     (run,) = open_store().list_runs(kind="roofline")
     assert run.label == "Ana's laptop" and run.result.points
+    captions = " ".join(c.value for c in app.caption)
+    assert "Markers: measured seconds per product" in captions and "plus the copies" not in captions  # no GPU: none drawn
+    table = app.dataframe[0].value
+    assert not {"None", "nan"} & {str(v) for row in table.values.tolist() for v in row}  # blank, never None
 
 
 def test_no_device_chosen_is_an_error_not_a_crash(app: AppTest, no_gpu):
