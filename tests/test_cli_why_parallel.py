@@ -79,3 +79,20 @@ def test_more_processes_than_the_page_allows_is_one_line(capsys):
     assert main(["why-parallel", "--section", "processes", "--processes", "99"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: argument --processes: most worker processes must be between 1 and 16") and err.count("\n") == 1
+
+
+def test_a_refusal_prints_torch_s_message_below_its_summary_without_backticks(monkeypatch, capsys):
+    """The summary says "its message is below": the CLI prints it there, and code without Markdown's backticks."""
+    import dataclasses
+
+    from core.parallel import location, registry
+
+    refused = location.LocationResult("cuda:0", "Expected all tensors to be on the same device", "RuntimeError",
+                                      "cuda:0")
+    fake = dataclasses.replace(location.SECTION, run=lambda config, hooks: refused)
+    monkeypatch.setattr(registry, "SECTIONS", tuple(fake if s.key == "location" else s for s in registry.SECTIONS))
+    assert main(["why-parallel", "--section", "location"]) == 0
+    out = capsys.readouterr().out
+    assert "PyTorch refused a_cpu @ a_gpu with a RuntimeError; its message is below." in out and "`" not in out
+    summary_at, message_at = out.index("its message is below"), out.index("Expected all tensors")
+    assert summary_at < message_at

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 
 from core.cli.output import print_json
+from core.plain_text import message_plain
 from core.cli.waiting import cli_hooks
 from core.parallel import registry
 from core.parallel.machine import pick_gpu
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         done = sections[section.key]
         if not args.json:
             notice = f"\n{done['notice']}" if done["notice"] else ""
-            print(f"{section.title}  ({done['wall_s']:.1f} s)\n{done['summary']}{notice}\n")
+            verbatim = f"\n{done['verbatim']}" if done["verbatim"] else ""  # torch's own message, as raised
+            print(f"{section.title}  ({done['wall_s']:.1f} s)\n{message_plain(done['summary'])}{verbatim}{notice}\n")
     if args.json:  # `load`: the first timed section's probe (each section carries its own)
         load = next((s["load"] for s in sections.values() if s["load"] is not None), None)
         print_json({"gpu": pick_gpu(), "budget_s": args.budget, "load": load, "sections": sections})

@@ -135,6 +135,7 @@ class Section(Generic[C, R]):
         start = time.perf_counter()
         result = self.run(config, hooks)
         return {"wall_s": time.perf_counter() - start, "summary": self.summarize(result),
+                "verbatim": self.verbatim(result),  # the text a summary points to ("its message is below")
                 "load": None if load is None else load.to_json(), "notice": None if load is None else load.notice,
                 "result": dataclasses.asdict(result)}  # type: ignore[call-overload]
 
