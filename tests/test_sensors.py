@@ -169,6 +169,9 @@ def test_throttled_sizes_are_noted_shown_in_the_table_and_saved():
     assert note in sweep.notes
     table = results_table(results_frame(sweep.results))
     assert list(table["throttled"]) == ["", "", "", "sw_power_cap, sw_thermal"] and list(table["CPU MHz"])[:2] == [2600, 2650]
+    from core.cli.matmul import render
+    header, _, *rows = render(sweep).splitlines()
+    assert header.rstrip().endswith("throttled") and rows[3].endswith("sw_power_cap, sw_thermal")  # the CLI's table too
     obj = sweep.to_json()
     back = read_result("matmul", obj)
     assert back.results[3].throttled is True and back.results[0].cpu_mhz == 2600.0

@@ -123,6 +123,9 @@ def render(result: MatmulSweep) -> str:
         for r in result.results
     ]
     headers = ["series", "n", "median ms", "IQR ms", "samples", "GFLOP/s", "unsynced ms", "end-to-end ms", "rel error"]
+    if any(r.throttled for r in result.results):  # the throttle note points to this column, as on the page
+        headers.append("throttled")
+        rows = [[*row, r.throttle if r.throttled else None] for row, r in zip(rows, result.results)]
     lines = [format_table(headers, rows), ""]
     lines += [f"skipped n={s.n} on {s.series}: {s.message}" for s in result.skipped]
     lines += [f"note: {n}" for n in result.notes]
