@@ -70,8 +70,8 @@ def test_train_overlay_by_epoch_and_by_time(runs):
     assert len(by_epoch.data) == 2 and all(list(t.x) == [1, 2] for t in by_epoch.data)
     by_time = train_overlay(frame, "train_loss", "elapsed_s")
     xs = {t.name: list(t.x) for t in by_time.data}
-    assert xs["#4 cuda:0 (NVIDIA H200)"] == pytest.approx([0.2, 0.4])
-    assert xs["#3 cpu (Student Laptop CPU i5)"] == pytest.approx([5.0, 10.0])
+    assert xs["#4 cuda:0 (NVIDIA H200) mini-batch"] == pytest.approx([0.2, 0.4])
+    assert xs["#3 cpu (Student Laptop CPU i5) mini-batch"] == pytest.approx([5.0, 10.0])
     assert by_time.layout.xaxis.title.text == "seconds of training"
     assert_legend_right(by_time)
     assert by_time.layout.xaxis.range[0] == 0 and by_time.layout.xaxis.range[1] >= 10.0
