@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_save_options(p)
+    from core.cli.ranks import register_flags
+
+    register_flags(p)  # --ranks K, --distributed: every device of a torchrun job
     p.set_defaults(handler=run)
 
 
@@ -89,6 +92,10 @@ def _progress(progress: Progress[SweepEvent]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_save_options(args)
+    if args.ranks is not None or args.distributed:
+        from core.cli import ranks
+
+        return ranks.run(args)
     guess = parse_matmul_guess(args.guess)  # an unreadable guess fails before anything runs
     config = config_from_args(args)
     plan = plan_series(config)

@@ -16,18 +16,21 @@ from typing import Any, Union
 
 from core.errors import DashboardError
 from core.results import fields as f
-from core.results import matmul, roofline, train
+from core.results import cluster, matmul, roofline, train
+from core.results.cluster import ClusterRun
 from core.results.matmul import MatmulSweep
 from core.results.roofline import RooflineRun
 from core.results.train import TrainRun
 
-Result = Union[MatmulSweep, TrainRun, RooflineRun]
-SCHEMAS: dict[str, type[MatmulSweep] | type[TrainRun] | type[RooflineRun]] = {
-    matmul.KIND: MatmulSweep, train.KIND: TrainRun, roofline.KIND: RooflineRun}
-VERSIONS = {matmul.KIND: matmul.VERSION, train.KIND: train.VERSION, roofline.KIND: roofline.VERSION}
-KINDS = tuple(SCHEMAS)  # ("matmul", "train", "roofline")
+Result = Union[MatmulSweep, TrainRun, RooflineRun, ClusterRun]
+SCHEMAS: dict[str, type[MatmulSweep] | type[TrainRun] | type[RooflineRun] | type[ClusterRun]] = {
+    matmul.KIND: MatmulSweep, train.KIND: TrainRun, roofline.KIND: RooflineRun, cluster.KIND: ClusterRun}
+VERSIONS = {matmul.KIND: matmul.VERSION, train.KIND: train.VERSION, roofline.KIND: roofline.VERSION,
+            cluster.KIND: cluster.VERSION}
+KINDS = tuple(SCHEMAS)  # ("matmul", "train", "roofline", "cluster")
 OLD_NAMES = {name: matmul.KIND for name in matmul.OLD_KIND_NAMES}
-KIND_TITLES = {"matmul": "matmul sweep", "train": "training run", "roofline": "roofline"}
+KIND_TITLES = {"matmul": "matmul sweep", "train": "training run", "roofline": "roofline",
+               "cluster": "every device at once"}
 
 
 def kind_name(value: Any, path: str) -> str:
@@ -50,6 +53,8 @@ def detect_kind(value: Any) -> str | None:
         return train.KIND
     if "points" in value and "devices" in value:
         return roofline.KIND
+    if "ranks" in value:
+        return cluster.KIND
     return None
 
 

@@ -1,0 +1,126 @@
+"""`python -m core matmul --ranks K` and `--distributed`: the Matmul race on every device of a torchrun job.
+
+`--ranks K` starts K ranks on this machine itself (core.matmul.rank_launch); `--distributed` is what
+each rank runs under the user's own torchrun, on one machine or many:
+
+    torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT \\
+        -m core matmul --distributed --json
+
+Every rank measures; rank 0 alone prints (a table, or one JSON object with --json) and saves (--save).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from core.cli.output import format_table, print_json
+from core.cli.results import save_if_requested
+from core.cli.waiting import cli_hooks
+from core.errors import DashboardError
+from core.matmul.rank_worker import DEFAULT_SIZES, RanksConfig
+from core.platform.jobs import Progress
+from core.platform.torchrun import DEFAULT_TIMEOUT_S
+from core.results.cluster import NAMED, NONE, ClusterRun
+
+
+def register_flags(p: argparse.ArgumentParser) -> None:
+    """The matmul subcommand's flags for a run on every rank."""
+    p.add_argument("--ranks", type=int, metavar="K", help="time the sweep on K torchrun ranks of this machine "
+                   "(one per GPU, else CPU ranks sharing the cores), all at once and then each alone")
+    p.add_argument("--distributed", action="store_true", help="this process is one rank of your own torchrun job "
+                   "(many machines: README 'Every device at once'); rank 0 prints and saves")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"with --ranks/--distributed: a rank silent this long has hung (default {DEFAULT_TIMEOUT_S:g})")
+
+
+def _whole_numbers(text: str, what: str, example: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise DashboardError(f"{what}s {text[:40]!r} are not whole numbers; give e.g. {example}") from None
+
+
+def _budget(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise DashboardError(f"budget {text[:40]!r} is not a number of seconds; give e.g. --budget 0.5") from None
+
+
+def config_from_args(args: argparse.Namespace) -> RanksConfig:
+    sizes = _whole_numbers(args.sizes, "size", "--sizes 256,512") if args.sizes else DEFAULT_SIZES
+    threads = _whole_numbers(args.threads, "thread count", "--threads 2") if args.threads else None
+    if threads is not None and len(threads) != 1:
+        raise DashboardError("--threads takes one number with --ranks/--distributed: each CPU rank's threads")
+    device = (args.devices or "auto").strip()
+    if "," in device:
+        raise DashboardError("--devices takes one of auto, cpu or cuda with --ranks/--distributed: "
+                             "each rank gets its own cuda:LOCAL_RANK")
+    if "," in args.dtype:
+        raise DashboardError("--dtype takes one dtype with --ranks/--distributed")
+    if not 0 < args.timeout <= 3600:
+        raise DashboardError(f"--timeout must be more than 0 and at most 3600 s, not {args.timeout:g}")
+    settings = {"sizes": list(sizes), "budget": args.budget, "dtype": args.dtype, "devices": device,
+                "threads": threads[0] if threads else None, "ranks": args.ranks, "distributed": args.distributed}
+    return RanksConfig(sizes=tuple(sorted(set(sizes))), budget_s=_budget(args.budget), dtype=args.dtype.strip(),
+                       device=device, threads=threads[0] if threads else None, timeout_s=args.timeout,
+                       settings=settings)
+
+
+def _progress(progress: Progress[object]) -> None:
+    print(f"[{progress.done}/{progress.total}] {progress.message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Both modes: refuse what cannot run before anything starts, measure, then rank 0 prints and saves."""
+    if args.ranks is not None and args.distributed:
+        raise DashboardError("--ranks starts the ranks itself; --distributed runs under your torchrun: give one")
+    if args.guess or args.end_to_end or args.cache != "warm" or args.tf32 != "off":
+        raise DashboardError("--guess, --end-to-end, --cache and --tf32 are not for --ranks/--distributed")
+    config = config_from_args(args)
+    hooks = cli_hooks(on_progress=None if args.quiet else _progress)
+    if args.distributed:
+        from core.matmul.rank_worker import measure_ranks
+        from core.platform.parent_watch import die_with_parent
+
+        die_with_parent()  # the user's torchrun killed outright leaves no rank computing on
+        result = measure_ranks(config, distributed=True, hooks=hooks)
+        if result is None:  # not rank 0: rank 0 speaks for the job
+            return 0
+    else:
+        from core.matmul.rank_launch import run_ranks
+
+        result = run_ranks(config, args.ranks, hooks)
+    payload = result.to_json()
+    if args.json:
+        print_json(payload)
+    else:
+        print(render(result))
+    save_if_requested(args, "cluster", payload)
+    return 0
+
+
+def render(run: ClusterRun) -> str:
+    """Per rank and size: GFLOP/s together and alone; then the spread, the contention and the straggler."""
+    rows = []
+    for r in run.ranks:
+        alone = {p.n: p.gflops for p in r.alone}
+        rows += [[r.rank, r.hostname, r.device, p.n, p.gflops, alone.get(p.n), len(p.times_s), "busy" if p.busy else ""]
+                 for p in r.together]
+    lines = [format_table(["rank", "host", "device", "n", "GFLOP/s together", "GFLOP/s alone", "samples", ""], rows), ""]
+    lines += [f"n={s.n}: together {s.min or 0:.2f} / {s.median or 0:.2f} / {s.max or 0:.2f} GFLOP/s (min / median / max)"
+              for s in run.spread]
+    lines += [f"n={c.n}: alone / together = {c.ratio or 0:.2f} (median {c.alone_gflops or 0:.2f} alone, "
+              f"{c.together_gflops or 0:.2f} together)" for c in run.contention]
+    if run.straggler_call == NAMED:
+        lines += [f"straggler: rank {s.rank} on {s.hostname} ({s.device}) is {s.below_median or 0:.0%} below the median "
+                  f"at n={s.n} (slowdown {s.slowdown_low or 0:.2f}-{s.slowdown_high or 0:.2f}x)" for s in run.stragglers]
+    elif run.straggler_call == NONE:
+        lines.append(f"straggler: none ({run.straggler_note})")
+    else:
+        lines.append(f"straggler: cannot tell ({run.straggler_note})")
+    lines.append(f"{len(run.ranks)} ranks on {run.hosts} host(s), wall time {run.wall_s or 0:.1f} s")
+    if run.load is not None and run.load.notice:
+        lines.append(run.load.notice)
+    return "\n".join(lines)

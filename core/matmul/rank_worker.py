@@ -1,0 +1,312 @@
+"""One torchrun rank of the matmul race on every device: time the sweep together with the others, then alone.
+
+Started by `python -m core matmul --ranks K` (core.matmul.rank_launch, through core.platform.torchrun)
+as `python -m core.matmul.rank_worker ...`, or by the user's own torchrun on many machines as
+`python -m core matmul --distributed` (core.cli.ranks calls `measure_ranks` in that process).
+
+Each rank uses `cuda:LOCAL_RANK` where there are GPUs (or --device cuda), else the CPU with its share
+of the cores (usable cores // ranks on this machine). The ranks talk over gloo, only to line up
+(a barrier before every size, so "together" means at the same time) and to gather the records at the
+end; rank 0 builds the run (core.matmul.ranks) and reports it.
+
+Every rank prints two events of its own, whichever its rank: `joining` (rank, host, pid) just before it
+joins the process group, and `error` when it fails; rank 0 also prints progress and the result. The
+launcher on one machine names a rank that died, hung or never joined from them (core.matmul.rank_launch).
+
+GVC_TEST_SLOW_RANK=R:S (tests only) makes rank R sleep S seconds inside every timed call: a straggler
+on purpose. GVC_TEST_LATE_RANK=R makes rank R wait an hour before joining: a rank that never joins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from core.errors import DashboardError
+from core.matmul import engine
+from core.matmul.engine import DTYPES
+from core.matmul.ranks import contention, judge_stragglers, rank_point, spread
+from core.matmul.verdict import MIN_SAMPLES
+from core.platform import timing
+from core.platform.devices import cuda_count, device_key, synchronize
+from core.platform.jobs import JobHooks, RunningJob, run_job
+from core.platform.machine_load import busy_for, cpu_reading, others_between, usable_cores
+from core.platform.parent_watch import die_with_parent
+from core.platform.torchrun import DEFAULT_TIMEOUT_S, EVENT_PREFIX, WorkerEnv, exit_now, worker_env
+from core.results.cluster import ClusterRun, RankPoint, RankRecord
+from core.results.jsonio import to_jsonable
+
+Event = dict[str, Any]
+SLOW_ENV, LATE_ENV = "GVC_TEST_SLOW_RANK", "GVC_TEST_LATE_RANK"
+DEFAULT_SIZES = (256, 512, 1024)
+MAX_SIZE = 16384
+
+
+@dataclass(frozen=True)
+class RanksConfig:
+    """One run on every rank."""
+
+    sizes: tuple[int, ...] = DEFAULT_SIZES  # the sweep every rank times, smallest first
+    budget_s: float = 0.5  # seconds per size on each rank, in each phase
+    dtype: str = "float32"
+    device: str = "auto"  # auto: cuda:LOCAL_RANK when this machine has GPUs, else the CPU; or cpu, cuda
+    threads: int | None = None  # per CPU rank; None: this machine's usable cores shared among its ranks
+    timeout_s: float = DEFAULT_TIMEOUT_S  # a rank silent this long in a collective has hung: fail, name it
+    seed: int = 0
+    settings: dict[str, Any] = field(default_factory=dict)  # as the user gave them, saved with the run
+
+    def to_args(self) -> list[str]:
+        """The worker's command-line flags for this config."""
+        return ["--config", json.dumps(to_jsonable(asdict(self)))]
+
+
+def check_config(config: RanksConfig) -> None:
+    """The settings a rank would refuse, refused before anything starts."""
+    if not config.sizes or any(not 1 <= n <= MAX_SIZE for n in config.sizes):
+        raise DashboardError(f"sizes must be between 1 and {MAX_SIZE}; got {list(config.sizes)[:8]}")
+    if not 0 < config.budget_s <= 60:
+        raise DashboardError(f"--budget must be more than 0 and at most 60 s per size, not {config.budget_s:g}")
+    if config.dtype not in DTYPES:
+        raise DashboardError(f"--dtype {config.dtype!r} is not one of {', '.join(DTYPES)}")
+    if config.device not in ("auto", "cpu", "cuda"):
+        raise DashboardError(f"--device for ranks is auto, cpu or cuda (each rank takes cuda:LOCAL_RANK), "
+                             f"not {config.device!r}")
+    if config.threads is not None and config.threads < 1:
+        raise DashboardError(f"--threads must be at least 1, not {config.threads}")
+
+
+def rank_device(config: RanksConfig, local_rank: int, local_ranks: int, gpus: int, host: str) -> torch.device:
+    """cuda:LOCAL_RANK on a machine with GPUs (or asked for), else the CPU; one line when this machine has
+    fewer GPUs than ranks started on it."""
+    if config.device == "cpu" or (config.device == "auto" and gpus == 0):
+        return torch.device("cpu")
+    if local_ranks > gpus:
+        raise DashboardError(f"{host} has {gpus} GPU(s) but {local_ranks} ranks were started on it: give "
+                             f"--nproc-per-node {gpus} or fewer, or --device cpu")
+    return torch.device("cuda", local_rank)
+
+
+def rank_threads(config: RanksConfig, device: torch.device, local_ranks: int, cores: int) -> int | None:
+    """A CPU rank's share of this machine's cores (at least one); None on a GPU (torch's own)."""
+    if device.type != "cpu":
+        return None
+    return config.threads or max(1, cores // max(1, local_ranks))
+
+
+def device_name(device: torch.device, threads: int | None) -> str:
+    if device.type == "cuda":
+        return str(torch.cuda.get_device_properties(device).name)[:120]
+    from core.platform.hardware import cpu_name
+
+    return f"{cpu_name()[:100]}, {threads} thread{'s' * (threads != 1)}"
+
+
+def _test_delay(rank: int) -> float:
+    """Seconds rank `rank` sleeps inside each timed call (GVC_TEST_SLOW_RANK=R:S), 0 for every other rank."""
+    spec = os.environ.get(SLOW_ENV, "")
+    who, _, seconds = spec.partition(":")
+    return float(seconds) if who.strip() == str(rank) and seconds else 0.0
+
+
+@dataclass
+class _Rank:
+    """Where this rank sits and what it times with."""
+
+    env: WorkerEnv
+    host: str
+    device: torch.device
+    threads: int | None
+    local_ranks: int
+    cores: int
+    delay_s: float
+
+    def per_rank_cores(self) -> int:
+        return self.threads or 1 if self.device.type == "cpu" else 1  # a GPU rank keeps one core busy launching
+
+    def time_size(self, config: RanksConfig, n: int, *, together: bool) -> RankPoint:
+        """One size timed on this rank's device, with how busy the machine was meanwhile."""
+        ops = engine.make_operands(self.device, DTYPES[config.dtype], n, seed=config.seed, end_to_end=False)
+        synchronize(self.device)
+        fn: Callable[[], object] = engine.product(ops)
+        if self.delay_s:
+            fn = _slowed(fn, self.delay_s)
+        before = cpu_reading()
+        with timing.torch_threads(self.threads):
+            measured = timing.measure(fn, self.device, budget_s=config.budget_s, min_samples=MIN_SAMPLES)
+        others = others_between(before, cpu_reading())
+        siblings = (self.local_ranks - 1) * self.per_rank_cores() if together else 0
+        needed = self.per_rank_cores() * (self.local_ranks if together else 1)
+        mine = None if others is None else max(0.0, others - siblings)
+        busy = busy_for(mine, cores=self.cores, needed=min(self.cores, needed))
+        return rank_point(n, measured.times_s, others_cores=mine, busy=busy)
+
+
+def _slowed(fn: Callable[[], object], delay_s: float) -> Callable[[], object]:
+    """`fn`, then a sleep inside the same timed call: a straggler on purpose (tests only)."""
+    def call() -> object:
+        out = fn()
+        time.sleep(delay_s)
+        return out
+    return call
+
+
+def _emit(event: Event) -> None:
+    print(EVENT_PREFIX + json.dumps(to_jsonable(event)), flush=True)
+
+
+def _sweep(rank: _Rank, config: RanksConfig, report: Callable[[str, int, int], None]) -> RankRecord:
+    """Together (a barrier before each size, so all ranks time it at once), then each rank alone."""
+    import torch.distributed as dist
+
+    together: list[RankPoint] = []
+    alone: list[RankPoint] = []
+    steps = len(config.sizes) * (1 + rank.env.world_size)
+    for n in config.sizes:
+        dist.barrier()
+        together.append(rank.time_size(config, n, together=True))
+        report(f"n={n}: all {rank.env.world_size} ranks at once", len(together), steps)
+    for turn in range(rank.env.world_size):
+        dist.barrier()
+        if turn == rank.env.rank:
+            alone.extend(rank.time_size(config, n, together=False) for n in config.sizes)
+        report(f"rank {turn} alone", len(config.sizes) * (2 + turn), steps)
+    dist.barrier()
+    return RankRecord(rank=rank.env.rank, hostname=rank.host, device=device_key(rank.device),
+                      device_name=device_name(rank.device, rank.threads), threads=rank.threads,
+                      together=tuple(together), alone=tuple(alone))
+
+
+def build_run(records: list[RankRecord], config: RanksConfig, *, mode: str, wall_s: float,
+              job: RunningJob | None = None) -> ClusterRun:
+    """Rank 0's run from every rank's record: the spread, the contention and the stragglers derived once."""
+    from core.platform.hardware import inspect_machine
+    from core.results.files import utc_now
+
+    ranks = sorted(records, key=lambda r: r.rank)
+    stragglers, call, note = judge_stragglers(ranks)
+    return ClusterRun(ranks=tuple(ranks), spread=spread(ranks), spread_alone=spread(ranks, "alone"),
+                      contention=contention(ranks), stragglers=stragglers, straggler_call=call,
+                      straggler_note=note[:2000], dtype=config.dtype, hosts=len({r.hostname for r in ranks}),
+                      mode=mode, wall_s=wall_s, finished_at=utc_now(), settings=to_jsonable(config.settings),
+                      machine=inspect_machine().to_dict(), load=None if job is None else job.load)
+
+
+def _local_devices(device: torch.device, local_ranks: int) -> list[str]:
+    return ["cpu"] if device.type == "cpu" else [f"cuda:{i}" for i in range(local_ranks)]
+
+
+def _lock(distributed: bool, rank: _Rank, hooks: JobHooks | None) -> AbstractContextManager[RunningJob | None]:
+    """Under the user's torchrun, local rank 0 holds this machine's devices for the run (the others start
+    timing only after it joined); on one machine the launcher holds them already."""
+    if distributed and rank.env.local_rank == 0:
+        return run_job(_local_devices(rank.device, rank.local_ranks), hooks,
+                       label=f"matmul on {rank.env.world_size} ranks", measure_load=True)
+    return nullcontext()
+
+
+def measure_ranks(config: RanksConfig, *, distributed: bool = False, hooks: JobHooks | None = None,
+                  environ: dict[str, str] | None = None) -> ClusterRun | None:
+    """This rank's part of the run; rank 0 returns the whole run, every other rank None.
+
+    Raises a DashboardError naming this rank and its host when something fails on it (a peer that died
+    or hung shows up here as a collective that failed or timed out).
+    """
+    import torch.distributed as dist
+
+    env = worker_env(environ)
+    host = socket.gethostname()[:120] or "unknown host"
+    local_ranks = int((environ or os.environ).get("LOCAL_WORLD_SIZE", "1"))
+    check_config(config)
+    device = rank_device(config, env.local_rank, local_ranks, cuda_count(), host)
+    cores = usable_cores()
+    rank = _Rank(env, host, device, rank_threads(config, device, local_ranks, cores), local_ranks, cores,
+                 _test_delay(env.rank))
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    started = time.perf_counter()
+    with _lock(distributed, rank, hooks) as job:
+        _emit({"event": "joining", "rank": env.rank, "hostname": host, "pid": os.getpid()})
+        if os.environ.get(LATE_ENV, "").strip() == str(env.rank):
+            time.sleep(3600)
+        with _group(config.timeout_s, rank):
+            record = _sweep(rank, config, _progress if env.rank == 0 else lambda *a: None)
+            gathered: list[Any] = [None] * env.world_size
+            dist.all_gather_object(gathered, record.to_json())
+        if env.rank != 0:
+            return None
+        records = [RankRecord.from_json(r, f"ranks[{i}]") for i, r in enumerate(gathered)]
+        return build_run(records, config, mode="torchrun" if distributed else "one machine",
+                         wall_s=time.perf_counter() - started, job=job)
+
+
+def _progress(message: str, done: int, total: int) -> None:
+    _emit({"event": "progress", "message": message, "done": done, "total": total})
+
+
+@contextmanager
+def _group(timeout_s: float, rank: _Rank) -> Iterator[None]:
+    """This rank in the gloo group; a failed or timed-out collective becomes one line naming this rank."""
+    import torch.distributed as dist
+    from datetime import timedelta
+
+    try:
+        dist.init_process_group("gloo", timeout=timedelta(seconds=timeout_s))
+    except Exception as exc:  # noqa: BLE001 - the store's and gloo's errors have no common type
+        raise DashboardError(f"rank {rank.env.rank} on {rank.host}: waited {timeout_s:g} s for the other ranks to "
+                             f"join and gave up ({_first_line(exc)})") from None
+    try:
+        try:
+            yield
+        except DashboardError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise DashboardError(f"rank {rank.env.rank} on {rank.host}: {_collective_failure(exc, timeout_s)}") from None
+    finally:
+        dist.destroy_process_group()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[-1] if text else type(exc).__name__)[:300]
+
+
+def _collective_failure(exc: BaseException, timeout_s: float) -> str:
+    text = str(exc)
+    if "Timed out" in text or "timed out" in text or "Timeout" in text:
+        return f"timed out: another rank gave no answer within the {timeout_s:g} s process-group timeout (hung)"
+    if "closed" in text or "reset" in text or "Broken pipe" in text:
+        return "another rank closed its connection (it died)"
+    return f"a collective failed ({_first_line(exc)})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m core.matmul.rank_worker",
+                                description="one rank of the matmul race on every device (start it with torchrun)")
+    p.add_argument("--config", required=True, help="RanksConfig as JSON")
+    args = p.parse_args(argv)
+    raw = json.loads(args.config)
+    config = RanksConfig(**{**raw, "sizes": tuple(raw["sizes"])})
+    die_with_parent()  # a launcher killed outright leaves no rank computing on
+    try:
+        run = measure_ranks(config)
+    except DashboardError as exc:
+        _emit({"event": "error", "message": str(exc), "rank": os.environ.get("RANK")})
+        print(f"rank error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    if run is not None:
+        _emit({"event": "result", "run": run.to_json()})
+    return 0
+
+
+if __name__ == "__main__":
+    exit_now(main())

@@ -1,0 +1,131 @@
+"""What a run on every rank says: the spread across ranks, the contention, and the straggler, if any.
+
+Pure functions of the ranks' records (core.results.cluster), so the rule is tested without a process.
+
+The straggler rule. In data-parallel training every step waits for the slowest rank, so one slow
+device sets the pace of all. At the largest size every rank measured together, a rank is named a
+straggler when
+- its GFLOP/s are more than STRAGGLER_BELOW (10 %) below the median rank's, and
+- that is outside the noise, by the verdicts' rule (core.matmul.verdict): the 95 % bootstrap interval
+  of its time over the median rank's time lies wholly above 1 + SAME_MARGIN, each with at least
+  MIN_SAMPLES samples; and
+- where either rank's machine was busy while the size was timed (other programs took cores it needed),
+  only when even the interval's low end is BUSY_STRAGGLER_RATIO (2x) or more: a neighbour's load
+  moves a rank by some tens of percent and spreads over the ranks, so a smaller gap is "cannot tell".
+A rank more than 10 % below that fails the noise rule makes the call `unclear`, never `none`.
+
+The median rank is the one whose rate is nearest the median (with an even count, the faster of the
+two middle ones): its samples are the reference, so the interval compares two real series.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from core.matmul.verdict import MIN_SAMPLES, SAME_MARGIN, ratio_interval
+from core.results.cluster import (
+    NAMED, NONE, UNCLEAR, Contention, RankPoint, RankRecord, SizeSpread, Straggler,
+)
+
+STRAGGLER_BELOW = 0.10  # a rank this far below the median rank's GFLOP/s holds a data-parallel job back
+BUSY_STRAGGLER_RATIO = 2.0  # on a busy machine, only a rank at most half as fast as the median is named
+
+
+def gflops(n: int, seconds: float | None) -> float | None:
+    """2 n^3 operations in `seconds`, in GFLOP/s; None when not measured."""
+    return None if not seconds or seconds <= 0 else 2.0 * n ** 3 / seconds / 1e9
+
+
+def rank_point(n: int, times_s: Sequence[float], *, others_cores: float | None = None, busy: bool = False) -> RankPoint:
+    """One size's point on one rank from its per-call samples."""
+    seconds = statistics.median(times_s) if times_s else None
+    return RankPoint(n=n, seconds=seconds, gflops=gflops(n, seconds), times_s=tuple(times_s),
+                     others_cores=others_cores, busy=busy)
+
+
+def _at(record: RankRecord, n: int, phase: str) -> RankPoint | None:
+    points: tuple[RankPoint, ...] = record.together if phase == "together" else record.alone
+    return next((p for p in points if p.n == n and p.gflops is not None), None)
+
+
+def common_sizes(ranks: Sequence[RankRecord], phase: str = "together") -> list[int]:
+    """The sizes every rank measured in `phase`, smallest first."""
+    if not ranks:
+        return []
+    sets = [{p.n for p in (r.together if phase == "together" else r.alone) if p.gflops is not None} for r in ranks]
+    return sorted(set.intersection(*sets))
+
+
+def spread(ranks: Sequence[RankRecord], phase: str = "together") -> tuple[SizeSpread, ...]:
+    """Min / median / max GFLOP/s across ranks, per size every rank measured."""
+    out = []
+    for n in common_sizes(ranks, phase):
+        rates = [p.gflops for r in ranks if (p := _at(r, n, phase)) is not None and p.gflops is not None]
+        out.append(SizeSpread(n=n, min=min(rates), median=statistics.median(rates), max=max(rates)))
+    return tuple(out)
+
+
+def contention(ranks: Sequence[RankRecord]) -> tuple[Contention, ...]:
+    """Median alone over median together, per size both phases measured on every rank."""
+    together = {s.n: s.median for s in spread(ranks, "together")}
+    alone = {s.n: s.median for s in spread(ranks, "alone")}
+    out = []
+    for n in sorted(set(together) & set(alone)):
+        t, a = together[n], alone[n]
+        out.append(Contention(n=n, alone_gflops=a, together_gflops=t, ratio=a / t if a and t else None))
+    return tuple(out)
+
+
+def median_rank(ranks: Sequence[RankRecord], n: int) -> RankRecord:
+    """The rank whose rate at n is nearest the median (ties: the faster), the stragglers' reference."""
+    rates = {r.rank: p.gflops or 0.0 for r in ranks if (p := _at(r, n, "together")) is not None}
+    middle = statistics.median(rates.values())
+    best = min(rates, key=lambda k: (abs(rates[k] - middle), -rates[k]))
+    return next(r for r in ranks if r.rank == best)
+
+
+def judge_stragglers(ranks: Sequence[RankRecord]) -> tuple[tuple[Straggler, ...], str, str]:
+    """(stragglers, call, note) at the largest size every rank measured together (see the module's rule)."""
+    sizes = common_sizes(ranks)
+    if len(ranks) < 2 or not sizes:
+        return (), UNCLEAR, "fewer than two ranks measured a common size" if len(ranks) < 2 else "no size on every rank"
+    n = sizes[-1]
+    reference = median_rank(ranks, n)
+    ref_point = _at(reference, n, "together")
+    assert ref_point is not None and ref_point.gflops is not None
+    named: list[Straggler] = []
+    doubts: list[str] = []
+    for r in ranks:
+        p = _at(r, n, "together")
+        if r is reference or p is None or p.gflops is None:
+            continue
+        below = 1.0 - p.gflops / statistics.median(x.gflops or 0.0 for x in (_at(q, n, "together") for q in ranks) if x)
+        if below <= STRAGGLER_BELOW:
+            continue
+        doubt, low, high = _noise(p, ref_point)
+        if doubt:
+            doubts.append(f"rank {r.rank} is {below:.0%} below the median at n={n}, but {doubt}")
+            continue
+        named.append(Straggler(rank=r.rank, hostname=r.hostname, device=r.device, n=n, below_median=min(1.0, below),
+                               slowdown_low=low, slowdown_high=high))
+    if named:
+        return tuple(named), NAMED, "; ".join(doubts)
+    if doubts:
+        return (), UNCLEAR, "; ".join(doubts)
+    return (), NONE, f"every rank within {STRAGGLER_BELOW:.0%} of the median at n={n}"
+
+
+def _noise(p: RankPoint, ref: RankPoint) -> tuple[str, float | None, float | None]:
+    """('' or why it cannot be told, low, high) for a rank's slowdown against the median rank's samples."""
+    mine = [t for t in p.times_s if t is not None and t > 0]
+    theirs = [t for t in ref.times_s if t is not None and t > 0]
+    if min(len(mine), len(theirs)) < MIN_SAMPLES:
+        return f"fewer than {MIN_SAMPLES} samples: raise the time budget", None, None
+    _, low, high = ratio_interval(theirs, mine)  # median(mine) / median(theirs): above 1, this rank is slower
+    if low <= 1 + SAME_MARGIN:
+        return f"its samples overlap the median rank's (slowdown {low:.2f}-{high:.2f}x)", low, high
+    if (p.busy or ref.busy) and low < BUSY_STRAGGLER_RATIO:
+        return (f"the machine was busy while it was timed (slowdown {low:.2f}-{high:.2f}x, under the "
+                f"{BUSY_STRAGGLER_RATIO:g}x a busy machine needs)"), low, high
+    return "", low, high
