@@ -390,8 +390,13 @@ def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[Ma
     verdicts = sweep_verdicts(series, results, cores=None if load is None else load.cores)
     crossovers = sweep_crossovers(config, series, results, verdicts)
 
+    lead = pick_headline(crossovers)  # the comparison every view shows first; saved as crossover_n when GPU vs CPU
+
     def headline(column: str) -> int | None:
-        c = next((c for c in crossovers if c.gpu_vs_cpu and c.time == column), None)
+        if lead is None or not lead.gpu_vs_cpu:
+            return None
+        c = next((c for c in crossovers if (c.challenger, c.baseline, c.time) == (lead.challenger, lead.baseline, column)),
+                 None)
         return None if c is None else c.n
 
     return MatmulSweep(
