@@ -141,7 +141,8 @@ def test_both_presets_without_a_gpu_run_the_cpu_half(toy_csv, monkeypatch):
     assert [(r.config.preset, r.device) for r in results] == [("lecture", "cpu"), ("minibatch", "cpu")]
     race = bench.preset_race
     assert race is not None and not race.with_gpu and WITHOUT_GPU in race.explanation
-    assert [row["step"] for row in race.rows()] == ["update", "epoch"] and race.speedup("lecture") is None
+    assert [row["preset"] for row in race.rows()] == ["lecture", "mini-batch"] and race.speedup("lecture") is None
+    assert all(row["s / epoch"] > 0 for row in race.rows())  # one unit: the lecture's update is its epoch
     assert len(bench.kept_preps) == 2  # both presets' features kept for the next press
 
 
@@ -155,7 +156,7 @@ def test_both_presets_with_a_gpu_time_four_runs_and_their_speedups(toy_csv, fake
         ("lecture", "cpu"), ("lecture", "cuda:0"), ("minibatch", "cpu"), ("minibatch", "cuda:0")]
     race = preset_race(results, with_gpu=True)
     gpu_rows = [row for row in race.rows() if row["device"] == "cuda:0"]
-    assert all(row["GPU speed-up"] is not None and row["GPU speed-up"] > 0 for row in gpu_rows)
+    assert all(row["GPU speed-up ×"] is not None and row["GPU speed-up ×"] > 0 for row in gpu_rows)
     assert WITHOUT_GPU not in race.explanation and "chain of tiny steps" in race.explanation
 
 

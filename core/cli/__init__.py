@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from core.errors import DashboardError
-from core.plain_text import message_plain
 
 # Subcommand name -> its module under core.cli, in the order `--help` lists them.
 SUBCOMMANDS = {
@@ -73,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(chosen_command(words)).parse_args(words)
         return int(args.handler(args) or 0)
     except DashboardError as exc:
+        from core.plain_text import message_plain  # here: plain_text loads pandas, which `devices` never needs
+
         print(f"error: {message_plain(exc)}", file=sys.stderr)  # a page shows its `code`; a terminal, plain text
         return 2
     except KeyboardInterrupt:
