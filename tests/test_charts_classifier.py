@@ -70,3 +70,20 @@ def test_overlay_by_epoch_and_by_wall_time():
         overlay([cpu], by="minutes")
     with pytest.raises(ValueError):
         overlay([cpu], metric="f1")
+
+
+def test_both_presets_bars_are_linear_in_one_unit():
+    """0.11 s against 0.345 s read about 3x apart (a log axis drew them ~20x), labels in the axis' unit."""
+    from core.charts.classifier import preset_race_chart
+    from core.classifier.preset_race import PresetRace, PresetTiming
+
+    race = PresetRace((PresetTiming("lecture", "cpu", 0.345, 10, 0.7, 80.0),
+                       PresetTiming("minibatch", "cpu", 0.11, 10, 0.78, None)), with_gpu=False)
+    fig = preset_race_chart(race)
+    assert fig.layout.yaxis.type == "linear" and fig.layout.yaxis.range[0] == 0
+    unit = fig.layout.yaxis.title.text.rsplit("(", 1)[1].rstrip(")")
+    assert fig.layout.yaxis.title.text.startswith("time per epoch")
+    (bars,) = fig.data
+    assert [t.endswith(f" {unit}") for t in bars.text] == [True, True]
+    assert max(bars.y) / min(bars.y) == pytest.approx(0.345 / 0.11)
+    assert not any("update" in x and "per update" in x for x in bars.x)  # one unit: per epoch

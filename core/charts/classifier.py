@@ -7,14 +7,14 @@ from typing import Protocol
 
 import plotly.graph_objects as go
 
-from core.charts.axis_style import linear_axis, style, trace_values
+from core.charts.axis_style import linear_axis, style, time_unit, trace_values
 from core.charts.split_work import split_work_chart
 from core.classifier.runs import lowest_test_loss_epoch
 from core.classifier.preset_race import PresetRace
 from core.classifier.scaling import Scaling
 from core.results.train import TrainEpoch
 from core.plain_text import for_plotly
-from core.platform.units import seconds
+from core.platform.units import number
 
 TRAIN_COLOR = "#1f77b4"
 TEST_COLOR = "#d62728"
@@ -165,13 +165,14 @@ def preset_race_chart(race: PresetRace) -> go.Figure:
     length (a log axis drew 0.11 s and 0.345 s as if 20x apart). One unit: the lecture's full-batch update is its
     whole epoch, so both presets are timed per pass over the training reviews."""
     fig = go.Figure()
+    unit = time_unit(t.seconds_per_step for t in race.timings)  # the axis and the bars' labels in one unit
     for device in dict.fromkeys(t.device for t in race.timings):
         shown = [t for t in race.timings if t.device == device]
-        fig.add_bar(x=[PRESET_BARS.get(t.preset, t.preset) for t in shown], y=[t.seconds_per_step for t in shown],
-                    name=for_plotly(device), text=[seconds(t.seconds_per_step) or None for t in shown],
-                    textposition="outside")
+        heights = unit.scale(t.seconds_per_step for t in shown)
+        fig.add_bar(x=[PRESET_BARS.get(t.preset, t.preset) for t in shown], y=heights, name=for_plotly(device),
+                    text=[None if h is None else f"{number(h)} {unit.name}" for h in heights], textposition="outside")
     style(fig, title=None, height=340)
-    fig.update_layout(barmode="group", yaxis=linear_axis(trace_values(fig, "y"), "seconds per epoch (median)"))
+    fig.update_layout(barmode="group", yaxis=linear_axis(trace_values(fig, "y"), f"time per epoch, median ({unit.name})"))
     return fig
 
 
