@@ -101,3 +101,15 @@ def test_schema_2_boards_get_their_summaries_and_keep_unreadable_rows_named(stor
     assert [r.run_id for r in listing.runs] == [store.list_runs()[0].run_id] and len(listing.unreadable) == 1
     assert "results: expected a list" in listing.unreadable[0].reason
     assert listing.runs[0] == store.list_runs()[0].summary
+
+
+@pytest.mark.parametrize("summary", ['{"v": 1, "headline": "yesterday\'s wording", "devices": [], "load": "", '
+                                     '"shown": "measured"}', "{not json", '{"v": 2}'])
+def test_a_summary_of_another_version_is_read_again_and_rewritten(store, summary):  # noqa: F811
+    run_id = store.save("matmul", matmul_payload(LAPTOP), {})
+    with store._transaction() as tx:
+        tx.run("UPDATE gvc_runs SET summary_json = ? WHERE id = ?", (summary, run_id))
+    assert store.read_summaries().runs == [store.get(run_id).summary]
+    with store._transaction(write=False) as tx:
+        [(written,)] = tx.run("SELECT summary_json FROM gvc_runs")
+    assert json.loads(written)["v"] == database.SUMMARY_VERSION, "rewritten: the next listing reads only columns"

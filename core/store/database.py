@@ -29,7 +29,7 @@ from core.store.access import INSTRUCTOR, Access, owner_hash
 from core.results.csvio import csv_text
 from core.results.machine import read_machine
 from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun, machine_label,
-                                software_versions, summary_facts)
+                                SUMMARY_VERSION, software_versions, summary_facts)
 
 DATABASE_URL_ENV = "DATABASE_URL"  # postgresql://user:password@host:5432/db shares one board
 SQLITE_FILE = "results.sqlite3"  # in core.platform.paths.data_dir()
@@ -499,8 +499,22 @@ class Store:
         if missing := [i for i, summary in read.items() if summary is None]:
             full = self.read_runs(run_ids=missing)
             read.update({r.run_id: r.summary for r in full.runs} | {r.run_id: r for r in full.unreadable})
+            self._refresh_summaries(full.runs)
         return SummaryListing([r for r in read.values() if isinstance(r, RunSummary)],
                               [r for r in read.values() if isinstance(r, UnreadableRun)])
+
+    def _refresh_summaries(self, runs: Sequence[StoredRun]) -> None:
+        """Store the summaries of runs read in full (an older summary version, or none): the next listing
+        reads only their columns. Best effort: a busy board is left as it was, and asked again next time."""
+        if not runs:
+            return
+        try:
+            with self._transaction() as tx:
+                for run in runs:
+                    tx.run("UPDATE gvc_runs SET summary_json = ? WHERE id = ?",
+                           (jsonio.dumps(summary_facts(run.record)), run.run_id))
+        except DashboardError:
+            pass
 
     def filter_choices(self) -> tuple[list[str], list[str], list[str]]:
         """(machines, devices, sources) present on the whole board, for the page's filters: three small queries."""
@@ -640,18 +654,21 @@ def _row_to_run(row: tuple) -> StoredRun | UnreadableRun:
         return UnreadableRun(int(run_id), str(kind)[:40], str(created_at)[:40], str(exc), owner)
 
 
-def _row_to_summary(row: tuple) -> RunSummary | UnreadableRun | None:
-    """A listing row from its columns and stored summary; None when it has none (read it in full)."""
+def _row_to_summary(row: tuple) -> RunSummary | None:
+    """A listing row from its columns and stored summary; None when it has none, or one of another summary
+    version or that cannot be read (it is derived: the run is read in full instead, and its summary rewritten)."""
     run_id, kind, created_at, label, machine, source, owner, summary = row
     if summary is None:
         return None
     try:
         facts = jsonio.loads(summary, what="its summary")
+        if not isinstance(facts, dict) or facts.get("v") != SUMMARY_VERSION:
+            return None
         return RunSummary(int(run_id), str(kind), str(created_at), str(label), str(machine),
                           tuple(str(d) for d in facts["devices"]), str(facts["headline"]), str(facts["load"]),
                           str(source), str(facts["shown"]), owner)
-    except (DashboardError, KeyError, TypeError, ValueError) as exc:
-        return UnreadableRun(int(run_id), str(kind)[:40], str(created_at)[:40], f"its summary: {exc}", owner)
+    except (DashboardError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _resolve(url: str | None) -> tuple[str, str]:

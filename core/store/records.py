@@ -112,10 +112,15 @@ def load_mark(result: Result) -> str:
     return UNKNOWN_MARK if load is None else BUSY_MARK if load.busy else QUIET_MARK
 
 
+# Bump when a kind's `headline`, `load_mark` or `Provenance.shown` changes what it says: a stored summary of
+# another version is read again from its run (and rewritten), so the listing never shows yesterday's wording.
+SUMMARY_VERSION = 2
+
+
 def summary_facts(record: RunRecord) -> dict[str, Any]:
     """The listing's facts that need the payload read: stored as the row's `summary_json` when it is written."""
-    return {"headline": record.result.headline, "devices": list(record.devices), "load": load_mark(record.result),
-            "shown": provenance_of(record).shown}
+    return {"v": SUMMARY_VERSION, "headline": record.result.headline, "devices": list(record.devices),
+            "load": load_mark(record.result), "shown": provenance_of(record).shown}
 
 
 @dataclass(frozen=True)
