@@ -34,7 +34,7 @@ from core.results.cluster import ClusterRun
 
 WORKER_MODULE = "core.matmul.rank_worker"
 MAX_RANKS = 64
-POLL_S = 0.1  # how often the ranks' processes are looked at: a death is ordered against the others within this
+POLL_S = 0.02  # how often the ranks' processes are looked at: a death is ordered against the others within this
 Launch = Callable[[list[str], int, RunningJob, torchrun.Emit], torchrun.Launched]
 
 

@@ -39,7 +39,7 @@ from core.matmul.ranks import contention, judge_stragglers, rank_point, spread
 from core.matmul.verdict import MIN_SAMPLES
 from core.platform import timing
 from core.platform.devices import cuda_count, device_key, synchronize
-from core.platform.jobs import JobHooks, RunningJob, run_job
+from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.platform.machine_load import busy_for, cpu_reading, others_between, usable_cores
 from core.platform.parent_watch import die_with_parent
 from core.platform.torchrun import DEFAULT_TIMEOUT_S, EVENT_PREFIX, WorkerEnv, exit_now, worker_env
@@ -215,9 +215,12 @@ def _lock(distributed: bool, rank: _Rank, hooks: JobHooks | None) -> AbstractCon
 
 
 def measure_ranks(config: RanksConfig, *, distributed: bool = False, hooks: JobHooks | None = None,
-                  environ: dict[str, str] | None = None) -> ClusterRun | None:
+                  environ: dict[str, str] | None = None, say: Callable[[Event], None] | None = None) -> ClusterRun | None:
     """This rank's part of the run; rank 0 returns the whole run, every other rank None.
 
+    `say` gets this rank's events (`joining`, and on rank 0 `progress`): the launched worker prints them
+    for the launcher; under the user's torchrun (the default) rank 0's progress goes to `hooks.on_progress`,
+    so stdout stays the one table or JSON object.
     Raises a DashboardError naming this rank and its host when something fails on it (a peer that died
     or hung shows up here as a collective that failed or timed out).
     """
@@ -234,12 +237,15 @@ def measure_ranks(config: RanksConfig, *, distributed: bool = False, hooks: JobH
     if device.type == "cuda":
         torch.cuda.set_device(device)
     started = time.perf_counter()
+    tell = say or _to_hooks(hooks)
     with _lock(distributed, rank, hooks) as job:
-        _emit({"event": "joining", "rank": env.rank, "hostname": host, "pid": os.getpid()})
         if os.environ.get(LATE_ENV, "").strip() == str(env.rank):
-            time.sleep(3600)
+            time.sleep(3600)  # tests only: a rank that never joins
+        tell({"event": "joining", "rank": env.rank, "hostname": host, "pid": os.getpid()})
         with _group(config.timeout_s, rank):
-            record = _sweep(rank, config, _progress if env.rank == 0 else lambda *a: None)
+            record = _sweep(rank, config, (lambda message, done, total: tell(
+                {"event": "progress", "message": message, "done": done, "total": total})) if env.rank == 0
+                else (lambda message, done, total: None))
             gathered: list[Any] = [None] * env.world_size
             dist.all_gather_object(gathered, record.to_json())
         if env.rank != 0:
@@ -249,8 +255,12 @@ def measure_ranks(config: RanksConfig, *, distributed: bool = False, hooks: JobH
                          wall_s=time.perf_counter() - started, job=job)
 
 
-def _progress(message: str, done: int, total: int) -> None:
-    _emit({"event": "progress", "message": message, "done": done, "total": total})
+def _to_hooks(hooks: JobHooks | None) -> Callable[[Event], None]:
+    """Rank 0's progress events as the caller's progress hook (the CLI's stderr line); the rest unsaid."""
+    def tell(event: Event) -> None:
+        if event.get("event") == "progress" and hooks is not None and hooks.on_progress is not None:
+            hooks.on_progress(Progress(int(event["done"]), int(event["total"]), str(event["message"])))
+    return tell
 
 
 @contextmanager
@@ -298,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     config = RanksConfig(**{**raw, "sizes": tuple(raw["sizes"])})
     die_with_parent()  # a launcher killed outright leaves no rank computing on
     try:
-        run = measure_ranks(config)
+        run = measure_ranks(config, say=_emit)
     except DashboardError as exc:
         _emit({"event": "error", "message": str(exc), "rank": os.environ.get("RANK")})
         print(f"rank error: {exc}", file=sys.stderr, flush=True)

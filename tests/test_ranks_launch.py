@@ -1,0 +1,141 @@
+"""The matmul race on real torchrun ranks over gloo, CPU ranks on this machine: two ranks, two agents on
+loopback, a straggler on purpose, a killed rank, a hung rank, a rank that never joins.
+
+Slow: each test starts torchrun and two Python processes that import torch. The processes are found
+as descendants of this test's own process (never by name: other runs on this machine start the same
+commands) and must all be gone when a test ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from core.errors import DashboardError
+from core.matmul import rank_worker
+from core.matmul.rank_launch import run_ranks
+from core.matmul.rank_worker import RanksConfig
+from core.platform.device_lock import current_holder
+from core.platform.jobs import JobHooks
+from core.results.cluster import NAMED, ClusterRun
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+TINY = RanksConfig(sizes=(32, 64), budget_s=0.1, threads=1)
+
+
+def _ranks_below() -> dict[int, psutil.Process]:
+    """This test's rank processes by rank (descendants of this process only)."""
+    out = {}
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "core.matmul.rank_worker" in " ".join(p.cmdline()) and "torch.distributed.run" not in p.cmdline():
+                out[int(p.environ()["RANK"])] = p
+        except (psutil.Error, KeyError, ValueError):
+            pass
+    return out
+
+
+def _gone(procs: list[psutil.Process], within_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        alive = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_two_ranks_on_this_machine_from_the_command_line():
+    """`--ranks 2`: both ranks with a point per size together and alone, the spread, no straggler named."""
+    out = subprocess.run([sys.executable, "-m", "core", "matmul", "--ranks", "2", "--sizes", "32,64", "--budget", "0.1",
+                          "--threads", "1", "--json", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    run = ClusterRun.from_json(json.loads(out.stdout), "run")
+    assert [r.rank for r in run.ranks] == [0, 1] and all(r.device == "cpu" and r.threads == 1 for r in run.ranks)
+    assert all([p.n for p in r.together] == [32, 64] == [p.n for p in r.alone] for r in run.ranks)
+    assert all(p.gflops and len(p.times_s) >= 3 for r in run.ranks for p in r.together + r.alone)
+    assert [s.n for s in run.spread] == [32, 64] and [c.n for c in run.contention] == [32, 64]
+    assert run.straggler_call != NAMED, run.straggler_note  # nobody slowed on purpose: none, or cannot tell
+    assert current_holder("cpu") is None and _ranks_below() == {}
+
+
+def test_a_rank_slowed_on_purpose_is_named_the_straggler(monkeypatch):
+    monkeypatch.setenv(rank_worker.SLOW_ENV, "1:0.004")  # 4 ms more per call of a ~0.1 ms product
+    run = run_ranks(TINY, 2)
+    assert run.straggler_call == NAMED, run.straggler_note
+    (s,) = run.stragglers
+    assert (s.rank, s.n, s.hostname) == (1, 64, socket.gethostname()[:120]) and s.below_median > 0.5
+    assert current_holder("cpu") is None
+
+
+def _kill_rank_one(sig: signal.Signals, seen: dict[int, psutil.Process]):
+    def on_progress(progress) -> None:
+        if not seen:
+            seen.update(_ranks_below())
+            os.kill(seen[1].pid, sig)
+    return on_progress
+
+
+def test_a_killed_rank_is_one_line_naming_it_and_leaves_no_process():
+    seen: dict[int, psutil.Process] = {}
+    config = RanksConfig(sizes=(32, 64, 128, 256), budget_s=2.0, threads=1)
+    with pytest.raises(DashboardError, match=r"^rank 1 on \S+ died \(pid \d+\).*devices are free$"):
+        run_ranks(config, 2, JobHooks(on_progress=_kill_rank_one(signal.SIGKILL, seen)))
+    assert len(seen) == 2 and _gone(list(seen.values())) and current_holder("cpu") is None
+
+
+def test_a_hung_rank_is_one_line_naming_it_and_leaves_no_process():
+    seen: dict[int, psutil.Process] = {}
+    config = RanksConfig(sizes=(32, 64, 128, 256), budget_s=2.0, threads=1, timeout_s=3)
+    with pytest.raises(DashboardError, match=r"^rank 1 on \S+ hung"):
+        run_ranks(config, 2, JobHooks(on_progress=_kill_rank_one(signal.SIGSTOP, seen)))
+    assert len(seen) == 2 and _gone(list(seen.values())) and current_holder("cpu") is None
+
+
+def test_a_rank_that_never_joins_is_named(monkeypatch):
+    monkeypatch.setenv(rank_worker.LATE_ENV, "1")
+    with pytest.raises(DashboardError, match=r"^rank 1 on this machine never joined"):
+        run_ranks(RanksConfig(sizes=(32,), budget_s=0.1, threads=1, timeout_s=3), 2)
+    assert current_holder("cpu") is None and _gone(list(_ranks_below().values()))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_agents_on_loopback_give_one_gathered_result(tmp_path):
+    """The README's many-machine command with two torchrun agents as two "nodes" (c10d on a loopback port),
+    each with a lock folder of its own, as two machines have."""
+    port = _free_port()
+    agents = [subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+         "--node-rank", str(node), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+         "--rdzv-id", "ranks-test", "-m", "core", "matmul", "--distributed", "--json", "--sizes", "32,64",
+         "--budget", "0.1", "--threads", "1", "--timeout", "60"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), GPU_VS_CPU_LOCK_DIR=str(tmp_path / f"locks{node}")))
+        for node in range(2)]
+    try:
+        outs = [a.communicate(timeout=240) for a in agents]
+    finally:
+        for a in agents:
+            a.kill()
+    assert [a.returncode for a in agents] == [0, 0], [err[-2000:] for _, err in outs]
+    printed = [out for out, _ in outs if out.strip()]
+    assert len(printed) == 1, "rank 0 alone prints"
+    run = ClusterRun.from_json(json.loads(printed[0]), "run")
+    assert [r.rank for r in run.ranks] == [0, 1] and run.mode == "torchrun"
+    assert all(len(r.together) == 2 and len(r.alone) == 2 for r in run.ranks)
+    assert current_holder("cpu") is None
