@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from core.errors import DashboardError
-from core.plain_text import for_markdown
+from core.plain_text import for_markdown, message_markdown
 from core.results.runs import SOURCES
 from core.store.access import Access
 from core.store.database import Store, open_store
@@ -105,7 +105,8 @@ def import_upload(url: str | None, upload: Upload | None, label: str = "", *, ac
         result = open_store(url).import_json(upload.getvalue(), label=label, file=name, session=session,
                                              owner_token=access.owner_token if access else None)
     except DashboardError as exc:
-        return Notice("error", for_markdown(f"{name}: {exc}"))  # the file's name and values are the uploader's
+        # the file's name and values are the uploader's: escaped; the message's own `code` still shows as code
+        return Notice("error", message_markdown(f"{name}: {exc}"))
     skipped = f"; {result.skipped} were already saved" if result.skipped else ""
     return Notice("success", f"{for_markdown(name)}: imported {len(result.run_ids)} run(s){skipped}.")
 
