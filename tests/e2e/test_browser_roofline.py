@@ -23,3 +23,10 @@ def test_one_click_draws_the_roofline(page, streamlit_url):
     assert "arithmetic intensity" in chart.inner_text()  # the roofline's x axis, drawn by Plotly
     page.get_by_text("the model predicts", exact=False).first.wait_for()
     screenshot(page, "roofline")
+    page.get_by_role("tab", name="Time against the model").click()
+    page.get_by_text("Markers: measured seconds per product", exact=False).wait_for()
+    wait_for_idle(page)
+    model = page.locator('[data-testid="stPlotlyChart"]').nth(1)
+    assert "matrix size n" in model.inner_text()
+    model.scroll_into_view_if_needed()
+    screenshot(page, "roofline_model")  # crossover lines labelled inside the axis, caption naming only what is drawn
