@@ -16,6 +16,7 @@ from core.results.csvio import csv_text
 from core.results.guess import parse_matmul_guess
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
+from pages.shared.every_device import every_device_section
 from pages.shared.matmul_form import sweep_form
 from pages.shared.notices import gpu_badge, load_notice
 from pages.shared.result_store import save_run
@@ -101,3 +102,5 @@ if sweep is not None and sweep.has_steps:
     d1.download_button("Download CSV", csv_text(table), "matmul_race.csv", "text/csv", key="mm_csv")
     d2.download_button("Download JSON", sweep_json_text(shown), "matmul_race.json",
                        "application/json", key="mm_json")
+
+every_device_section()  # K torchrun ranks, the same sweep on each: the straggler, if any

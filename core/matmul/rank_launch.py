@@ -55,6 +55,15 @@ def rank_devices(config: RanksConfig, ranks: int, gpus: int) -> list[str]:
     return ["cpu"]
 
 
+def most_ranks(gpus: int) -> int:
+    """The most ranks a page offers: one per GPU, else twice the usable cores (what rank_devices accepts)."""
+    return min(MAX_RANKS, gpus if gpus else max(2, 2 * usable_cores()))
+
+
+PAGE_SIZES = {"small (64, 128, 256)": (64, 128, 256), "medium (256, 512, 1024)": (256, 512, 1024),
+              "large (1024, 2048, 4096)": (1024, 2048, 4096)}  # the page's sweeps: a few seconds per rank on a CPU
+
+
 def launcher_command(config: RanksConfig, ranks: int) -> list[str]:
     return torchrun.launcher_command(ranks, WORKER_MODULE, config.to_args())
 
