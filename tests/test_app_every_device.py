@@ -73,6 +73,8 @@ def test_results_and_the_class_board_show_a_run_on_every_rank(app: AppTest):
     assert "cluster" in listing.astype(str).to_string()
     app.switch_page("pages/class_board.py").run()
     assert not app.exception, app.exception
+    board = " ".join(d.value.astype(str).to_string() for d in app.dataframe)
+    assert "straggler: rank 1" in board and "lab node" in board
 
 
 @pytest.mark.slow
