@@ -37,6 +37,7 @@ from core.platform.jobs import JobHooks, Progress
 from core.platform.units import gib, percent, readable
 from core.results import jsonio
 from core.results.runs import NOTEBOOK
+from core.results.train import preset_title
 from core.selfcheck import CHECKS, FAIL, FULL, PASS, QUICK, SKIP, Report, run_checks, select
 from core.store import ImportResult, Store, open_store
 
@@ -191,12 +192,17 @@ class ClassifierRace:
 
     def summary(self) -> pd.DataFrame:
         """One row per device, as the notebook shows it: 3 significant figures, units in the headers."""
-        return readable([{"preset": r.config.preset, "device": r.device, "epochs": len(r.epochs),
+        return readable([{"preset": preset_title(r.config.preset), "device": r.device, "epochs": len(r.epochs),
                           "test accuracy": percent(r.test_accuracy), "s / epoch": r.seconds_per_epoch,
                           "reviews / s": r.samples_per_s} for r in self.runs])
 
     def payloads(self) -> list[dict[str, Any]]:
         return [jsonio.to_jsonable(replace(r.run, baseline_accuracy=self.baseline_accuracy)) for r in self.runs]
+
+
+def run_name(result: TrainResult) -> str:
+    """'cpu · mini-batch': how a notebook chart names a training run, as the dashboard's legends do."""
+    return f"{result.device} · {preset_title(result.config.preset)}"
 
 
 def classifier_race(data: str, plan: Plan, *, seed: int = 0, hooks: JobHooks | None = None) -> ClassifierRace:
