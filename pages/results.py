@@ -11,6 +11,8 @@ from core.store import board, listing_frame
 from core.store.access import key_too_short
 from core.store.board import Notice
 from core.store.records import RunFilter, UnreadableRun
+from core.charts.ranks import ranks_figure
+from core.results.cluster import ClusterRun
 from pages.shared import board_widgets as widgets
 from pages.shared import result_store
 from pages.shared.entry import through_app
@@ -122,6 +124,8 @@ if "train" in drawn:
         st.plotly_chart(trainings, key="results_train_chart")
 if (rooflines := result_store.figure("roofline", chosen_ids, version)) is not None:  # titled "Rooflines" itself
     st.plotly_chart(rooflines, key="results_roofline_chart")
+for every in (r for r in compared.runs if isinstance(r.result, ClusterRun)):  # every device at once: one chart per run
+    st.plotly_chart(ranks_figure(every.result, every.title), key=f"results_cluster_{every.run_id}")
 st.subheader("Export and delete")
 for column, b in zip(st.columns(2), widgets.download_buttons(board.exports(store_url(), ids), len(ids))):
     column.download_button(b.label, b.export.data, file_name=b.export.file_name, mime=b.export.mime, key=b.key,

@@ -71,6 +71,7 @@ def test_results_and_the_class_board_show_a_run_on_every_rank(app: AppTest):
     listing = app.dataframe[0].value
     assert listing.astype(str).apply(lambda col: col.str.contains("straggler: rank 1")).any().any(), listing.columns
     assert "cluster" in listing.astype(str).to_string()
+    assert any("results_cluster_" in str(c.proto.id) for c in app.get("plotly_chart")), "its chart among the compared"
     app.switch_page("pages/class_board.py").run()
     assert not app.exception, app.exception
     board = " ".join(d.value.astype(str).to_string() for d in app.dataframe)

@@ -27,8 +27,9 @@ def rank_label(record: RankRecord, hosts: int) -> str:
     return for_plotly(f"rank {record.rank} · {where}")
 
 
-def ranks_figure(run: ClusterRun) -> go.Figure:
-    """Bars per rank (together, alone), the median line, the straggler outlined in red and named."""
+def ranks_figure(run: ClusterRun, who: str = "") -> go.Figure:
+    """Bars per rank (together, alone), the median line, the straggler outlined in red and named; `who`
+    (a stored run's title, on Results) leads the chart's title."""
     n = run.largest_common_n
     fig = go.Figure()
     if n is None:
@@ -52,7 +53,8 @@ def ranks_figure(run: ClusterRun) -> go.Figure:
                            font=dict(color=STRAGGLER), yshift=6)
     fig.update_layout(barmode="group", xaxis=dict(title=dict(text="rank")),
                       yaxis=linear_axis([*together, *alone, median], "GFLOP/s"))
-    return style(fig, title=f"GFLOP/s per rank at n = {n:,}", height=380)
+    lead = f"{for_plotly(who)}: " if who else ""
+    return style(fig, title=f"{lead}GFLOP/s per rank at n = {n:,}", height=380)
 
 
 def verdict_line(run: ClusterRun) -> str:
