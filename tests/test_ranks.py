@@ -217,3 +217,13 @@ def test_cli_flags_become_one_config_and_misfits_are_one_line():
         cli_ranks.run(_args(distributed=True))
     with pytest.raises(DashboardError, match="not for --ranks"):
         cli_ranks.run(_args(guess="1024"))
+
+
+def test_the_json_matmul_ranks_prints_imports_as_a_cluster_run():
+    from core.results import files
+    from core.results.jsonio import dumps
+
+    ranks = [_record(0, {64: FAST}), _record(1, {64: FAST})]
+    run = ClusterRun(ranks=tuple(ranks), spread=spread(ranks), straggler_call=NONE)
+    (record,) = files.read_import(dumps(run.to_json()).encode(), file="ranks.json")
+    assert record.kind == "cluster" and record.result == run and record.devices == ["cpu"]
