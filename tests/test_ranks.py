@@ -120,6 +120,9 @@ def test_each_rank_takes_its_local_gpu_and_too_few_gpus_is_one_line(gpu_model):
     assert rank_devices(auto, 2, 2) == ["cuda:0", "cuda:1"]
     with pytest.raises(DashboardError, match="--ranks 3 needs 3 GPUs"):
         rank_devices(auto, 3, 2)
+    rank_launch.check_fits(RanksConfig(sizes=(8192,)), 2, ["cuda:0", "cuda:1"])  # 0.75 GiB per GPU
+    with pytest.raises(DashboardError, match="n=65536 float32 on cuda:0 needs"):
+        rank_launch.check_fits(RanksConfig(sizes=(65536,)), 2, ["cuda:0", "cuda:1"])
     env = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4"}
     with pytest.raises(DashboardError, match=f"{socket.gethostname()[:20]}.* has 2 GPU"):
         measure_ranks(auto, distributed=True, environ=env)  # before any process group or lock
@@ -227,3 +230,15 @@ def test_the_json_matmul_ranks_prints_imports_as_a_cluster_run():
     run = ClusterRun(ranks=tuple(ranks), spread=spread(ranks), straggler_call=NONE)
     (record,) = files.read_import(dumps(run.to_json()).encode(), file="ranks.json")
     assert record.kind == "cluster" and record.result == run and record.devices == ["cpu"]
+
+
+def test_sizes_that_do_not_fit_are_refused_before_anything_starts(monkeypatch):
+    from core.matmul import engine
+
+    monkeypatch.setattr(engine, "free_device_bytes", lambda device: 3 * 2**30)
+    rank_launch.check_fits(RanksConfig(sizes=(4096,)), 2, ["cpu"])  # 2 x ~0.26 GiB
+    with pytest.raises(DashboardError, match=r"n=16384 on 4 CPU ranks needs .* GiB at once"):
+        rank_launch.check_fits(RanksConfig(sizes=(1024, 16384)), 4, ["cpu"])
+    rank = rank_worker._Rank(WorkerEnv(2, 4, 0), "node-c", torch.device("cpu"), 1, 1, 2, 0.0)
+    with pytest.raises(DashboardError, match=r"^rank 2 on node-c: n=16384 float32 on cpu needs"):
+        rank.time_size(RanksConfig(), 16384, together=True)

@@ -55,6 +55,25 @@ def rank_devices(config: RanksConfig, ranks: int, gpus: int) -> list[str]:
     return ["cpu"]
 
 
+def check_fits(config: RanksConfig, ranks: int, devices: list[str]) -> None:
+    """The largest size on every rank at once, before anything starts: CPU ranks share one RAM, a GPU rank
+    has its own GPU."""
+    import torch
+
+    from core.matmul import engine
+
+    n = max(config.sizes)
+    need = engine.memory_need(torch.device(devices[0]), config.dtype, n, check_error=False)
+    if devices != ["cpu"]:
+        for device in devices:
+            engine.check_memory(engine.memory_need(torch.device(device), config.dtype, n, check_error=False))
+        return
+    free = engine.free_device_bytes(torch.device("cpu"))
+    if need.device_bytes * ranks > free:
+        raise DashboardError(f"n={n} on {ranks} CPU ranks needs {need.device_bytes * ranks / 2**30:.2f} GiB at once, "
+                             f"but only {free / 2**30:.2f} GiB is free; choose smaller sizes or fewer ranks")
+
+
 def most_ranks(gpus: int) -> int:
     """The most ranks a page offers: one per GPU, else twice the usable cores (what rank_devices accepts)."""
     return min(MAX_RANKS, gpus if gpus else max(2, 2 * usable_cores()))
@@ -163,6 +182,7 @@ def run_ranks(config: RanksConfig, ranks: int, hooks: JobHooks | None = None, *,
     """
     check_config(config)
     devices = rank_devices(config, ranks, cuda_count() if gpus is None else gpus)
+    check_fits(config, ranks, devices)
     threads = config.threads or max(1, usable_cores() // ranks)
     with run_job(devices, hooks, label=f"matmul on {ranks} ranks", measure_load=True) as job:
         follower = _Follower(job, ranks)

@@ -134,7 +134,12 @@ class _Rank:
         return self.threads or 1 if self.device.type == "cpu" else 1  # a GPU rank keeps one core busy launching
 
     def time_size(self, config: RanksConfig, n: int, *, together: bool) -> RankPoint:
-        """One size timed on this rank's device, with how busy the machine was meanwhile."""
+        """One size timed on this rank's device, with how busy the machine was meanwhile; a size that does not
+        fit is one line naming this rank (a CPU allocation past the RAM would not raise: the kernel kills)."""
+        try:
+            engine.check_memory(engine.memory_need(self.device, config.dtype, n, check_error=False))
+        except DashboardError as exc:
+            raise DashboardError(f"rank {self.env.rank} on {self.host}: {exc}") from None
         ops = engine.make_operands(self.device, DTYPES[config.dtype], n, seed=config.seed, end_to_end=False)
         synchronize(self.device)
         fn: Callable[[], object] = engine.product(ops)
