@@ -8,7 +8,10 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from core.classifier.model import ClassifierConfig, SparseBatch, build_model, forward, make_batch, resolve_input_mode
+from core.classifier.model import (
+    ClassifierConfig, SparseBatch, build_model, forward, kept_hidden, make_batch, nb_logit_weight, preset_config,
+    resolve_input_mode, with_nb_logit,
+)
 from core.errors import DashboardError
 
 
@@ -61,7 +64,7 @@ def test_input_mode_auto():
     ("batch_size", 0, "batch size"), ("hidden", 0, "hidden size"), ("momentum", 1.0, "momentum"),
     ("weight_decay", -0.1, "weight decay"), ("ngrams", 3, "ngrams"), ("weighting", "bm25", "weighting"),
     ("max_features", 0, "max features"), ("test_size", 1.0, "test share"), ("val_fraction", 1.0, "validation"),
-    ("input_mode", "csr", "input mode"), ("report_every", -1, "report every"),
+    ("input_mode", "csr", "input mode"), ("report_every", -1, "report every"), ("nb_logit", -0.1, "naive-Bayes"),
 ])
 def test_config_out_of_range(field, value, message):
     with pytest.raises(DashboardError, match=message) as err:
@@ -72,6 +75,38 @@ def test_config_out_of_range(field, value, message):
 def test_defaults_are_valid_and_round_trip():
     config = ClassifierConfig()
     assert ClassifierConfig(**config.to_dict()) == config
+
+
+def test_the_nb_logit_adds_the_input_sum_to_the_logit_in_the_lectures_shape():
+    """with_nb_logit: two more hidden units, and logit = the network's + weight x the sum of the review's inputs
+    (its naive-Bayes log-odds on NB-scaled inputs), on both input paths; the network given is left as it was."""
+    x = sp.random(7, 20, density=0.3, format="csr", dtype=np.float32, random_state=2)
+    x.data = x.data * 4 - 2  # negative and positive NB ratios both
+    model = build_model(20, 5, seed=3)
+    before = [q.clone() for q in model.parameters()]
+    torch.manual_seed(5)
+    rng_state = torch.get_rng_state()
+    wide = with_nb_logit(model, 0.3)
+    assert torch.equal(torch.get_rng_state(), rng_state)  # no random init of the copy
+    assert [type(m) for m in wide] == [nn.Linear, nn.ReLU, nn.Linear, nn.Sigmoid]
+    assert wide[0].out_features == 7 and wide[2].in_features == 7
+    row_sums = torch.from_numpy(np.asarray(x.sum(axis=1)).ravel())
+    with torch.no_grad():
+        logit = torch.logit(forward(model, make_batch(x, "sparse")).double())
+        for mode in ("sparse", "dense"):
+            got = torch.logit(forward(wide, make_batch(x, mode)).double())
+            assert torch.allclose(got, logit + 0.3 * row_sums, atol=1e-4)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert with_nb_logit(model, 0.0) is model
+
+
+def test_the_nb_logit_applies_to_nb_weightings_only_and_not_to_the_lecture():
+    assert nb_logit_weight(ClassifierConfig()) == ClassifierConfig().nb_logit > 0
+    assert kept_hidden(ClassifierConfig()) == ClassifierConfig().hidden + 2
+    assert nb_logit_weight(ClassifierConfig(weighting="nbchars")) > 0
+    assert nb_logit_weight(ClassifierConfig(weighting="tfidf")) == 0  # there the inputs' sum is not evidence
+    assert kept_hidden(ClassifierConfig(weighting="binary", hidden=8)) == 8
+    assert nb_logit_weight(preset_config("lecture")) == 0
 
 
 def test_the_gathered_first_layer_equals_embedding_bag_with_an_empty_review():

@@ -322,6 +322,21 @@ def test_the_averaged_weights_are_kept_and_scored_as_reported():
     assert averaged.test_accuracy == pytest.approx(_test_accuracy_of(averaged, features))
 
 
+def test_the_nb_logit_is_kept_and_scored_as_reported_and_leaves_sgd_alone():
+    """nb_logit on 'nb' features: the same SGD path (training losses) as without, a kept network two hidden
+    units wider, and the accuracy the run reports is that network's own."""
+    cfg = ClassifierConfig(**{**FAST, "weighting": "nb", "epochs": 3, "val_fraction": 0.0, "average_from": 2,
+                              "nb_logit": 0.0})
+    features = features_for(toy_reviews(60), cfg)
+    plain = train(features, cfg)
+    blended = train(features, ClassifierConfig(**{**cfg.to_dict(), "nb_logit": 0.3}))
+    assert [e.train_loss for e in blended.epochs] == [e.train_loss for e in plain.epochs]
+    assert blended.epochs[-1].test_loss != plain.epochs[-1].test_loss
+    assert plain.model[0].out_features == cfg.hidden and blended.model[0].out_features == cfg.hidden + 2
+    assert torch.equal(blended.model[0].weight[:cfg.hidden], plain.model[0].weight)
+    assert blended.test_accuracy == pytest.approx(_test_accuracy_of(blended, features))
+
+
 def test_an_average_of_one_epoch_is_that_epoch():
     cfg = ClassifierConfig(**{**FAST, "epochs": 2, "val_fraction": 0.0})
     features = features_for(toy_reviews(60), cfg)

@@ -32,7 +32,8 @@ from torch.optim.swa_utils import AveragedModel
 
 from core.classifier.features import Features
 from core.classifier.model import (
-    ClassifierConfig, SparseBatch, build_model, forward, make_batch, make_sgd, to_device,
+    ClassifierConfig, SparseBatch, build_model, forward, kept_hidden, make_batch, make_sgd, nb_logit_weight, to_device,
+    with_nb_logit,
 )
 from core.classifier.reports import Evaluation, describe
 from core.errors import DashboardError
@@ -257,6 +258,11 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
     """
     optimizer = make_sgd(model.parameters(), config)
     average = EpochAverage(model, config.average_from)
+    nb_weight = nb_logit_weight(config)
+
+    def scored() -> nn.Sequential:  # what a run stopped now keeps: the average, naive Bayes's log-odds added
+        return with_nb_logit(average.kept(model), nb_weight)
+
     device = plan.device
     reports: list[TrainEpoch] = []
     best: tuple[float, int, dict[str, torch.Tensor]] | None = None
@@ -278,7 +284,7 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
                 epoch.train_s += clock.now(device) - t0
                 if last:
                     average.add(model, number)
-                report = _report(model, average.kept(model), plan, config, epoch, b + 1, start)
+                report = _report(model, scored(), plan, config, epoch, b + 1, start)
                 if last:
                     reports.append(report)
                 job.report(Progress((number - 1) * plan.n_batches + b + 1, config.epochs * plan.n_batches,
@@ -289,8 +295,9 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
         val = reports[-1].val_loss
         score = val if val is not None else -number  # without validation: keep the last epoch
         if best is None or score < best[0]:
-            best = (score, number, cpu_copy(average.kept(model)))
-    kept = build_model(_first_layer(model).in_features, config.hidden, config.seed)
+            best = (score, number, cpu_copy(scored()))
+    kept = build_model(_first_layer(model).in_features, config.hidden if best is None else kept_hidden(config),
+                       config.seed)
     if best is not None:
         kept.load_state_dict(best[2])
     kept.eval()
