@@ -131,7 +131,9 @@ class _Rank:
     delay_s: float
 
     def per_rank_cores(self) -> int:
-        return self.threads or 1 if self.device.type == "cpu" else 1  # a GPU rank keeps one core busy launching
+        if self.device.type != "cpu":
+            return 1  # a GPU rank keeps one core busy launching and waiting
+        return self.threads or 1
 
     def time_size(self, config: RanksConfig, n: int, *, together: bool) -> RankPoint:
         """One size timed on this rank's device, with how busy the machine was meanwhile; a size that does not
