@@ -151,3 +151,17 @@ def test_the_newest_run_is_named_in_words_with_its_label_escaped(app):
     app.switch_page("pages/class_board.py").run()
     line = next(m.value for m in app.markdown if m.value.startswith("**Newest:**"))
     assert "\\*Ana\\*" in line and "matmul" in line
+
+
+def test_training_measurements_are_named_by_preset_in_the_legend():
+    store = open_store()
+    lecture = _train("cpu", 0.3)
+    lecture["preset"] = "lecture"
+    store.save("train", lecture)
+    store.save("train", _train("cpu", 4.0))
+    spread = epoch_spread(refresh(store))
+    assert sorted(zip(spread.measured, spread.measured_presets)) == [(0.3, "lecture"), (4.0, "mini-batch")]
+    fig = spread_figure(spread, title="Seconds per epoch", x_title="seconds per epoch", none_word="no race")
+    names = [t.name for t in fig.data]
+    assert "measured, lecture (1)" in names and "measured, mini-batch (1)" in names
+    assert not any("median" in (a.text or "") for a in fig.layout.annotations)  # no median across two presets

@@ -12,6 +12,7 @@ from core.store.class_board import Hardware, Spread
 
 GUESSED, MEASURED = "guessed", "measured"
 GUESS_COLOR, MEASURED_COLOR = "#7b3294", "#1a9641"
+SYMBOLS = ("diamond", "square", "triangle-up")  # a measurement's marker, one per preset
 JITTER = 0.12  # markers of one row spread this far up and down, so equal guesses do not hide each other
 HEIGHT = 300
 
@@ -32,13 +33,18 @@ def spread_figure(spread: Spread, *, title: str, x_title: str, none_word: str = 
     for i, (low, high) in enumerate(spread.intervals):
         fig.add_trace(go.Scatter(x=[low, high], y=[rows[MEASURED]] * 2, mode="lines", showlegend=i == 0,
                                  name="measured interval", line=dict(width=10, color=MEASURED_COLOR), opacity=0.25))
-    fig.add_trace(go.Scatter(x=spread.measured, y=[rows[MEASURED] + j for j in _jitter(len(spread.measured))],
-                             mode="markers", name=f"measured ({len(spread.measured)})",
-                             marker=dict(size=12, color=MEASURED_COLOR, symbol="diamond")))
+    heights = [rows[MEASURED] + j for j in _jitter(len(spread.measured))]
+    labels = spread.measured_presets if len(spread.measured_presets) == len(spread.measured) else []
+    groups = list(dict.fromkeys(labels)) or [""]
+    for symbol, group in zip(SYMBOLS * len(groups), groups):  # training runs: one legend entry per preset
+        at = [i for i in range(len(spread.measured)) if not labels or labels[i] == group]
+        fig.add_trace(go.Scatter(x=[spread.measured[i] for i in at], y=[heights[i] for i in at], mode="markers",
+                                 name=f"measured{', ' + group if group else ''} ({len(at)})",
+                                 marker=dict(size=12, color=MEASURED_COLOR, symbol=symbol)))
     values = [*spread.guessed, *spread.measured, *(x for pair in spread.intervals for x in pair)] or [1.0, 10.0]
     fig.update_layout(xaxis=log_axis(values, x_title, headroom=0.05, below=0.05),
                       yaxis=dict(tickvals=list(rows.values()), ticktext=list(rows), range=[-0.5, 1.5]))
-    if (median := spread.measured_median) is not None:
+    if len(groups) == 1 and (median := spread.measured_median) is not None:  # a median across presets means nothing
         fig.add_vline(x=median, line=dict(dash="dash", color=MEASURED_COLOR),
                       annotation_text=f"measured median {median:,.3g}", annotation_position="top")
     for count, who, color in ((spread.none_guessed, "guessed", GUESS_COLOR),

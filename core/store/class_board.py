@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Guess
 from core.results.matmul import MatmulSweep
-from core.results.train import TrainRun
+from core.results.train import TrainRun, preset_title
 from core.store.database import Store
 from core.store.records import StoredRun
 
@@ -108,6 +108,7 @@ class Spread:
     intervals: list[tuple[float, float]] = field(default_factory=list)  # matmul: (n_low or n_high/2, n_high]
     none_guessed: int = 0  # "no crossover" guesses
     none_measured: int = 0  # runs that found no crossover (or, for speed-ups, could not tell)
+    measured_presets: list[str] = field(default_factory=list)  # training: each measurement's preset, for the legend
 
     @property
     def empty(self) -> bool:
@@ -159,13 +160,14 @@ def speedup_spread(board: ClassBoard) -> Spread:
         seconds = _epoch_median(train)
         if seconds:
             newest.setdefault((run.machine_label, train.preset, train.device != "cpu"), seconds)
-    measured = [cpu / newest[(m, p, True)] for (m, p, gpu), cpu in newest.items() if not gpu and (m, p, True) in newest]
-    return Spread(guessed, measured)
+    pairs = [(cpu / newest[(m, p, True)], preset_title(p)) for (m, p, gpu), cpu in newest.items()
+             if not gpu and (m, p, True) in newest]
+    return Spread(guessed, [s for s, _ in pairs], measured_presets=[p for _, p in pairs])
 
 
 def epoch_spread(board: ClassBoard) -> Spread:
     """Seconds per epoch: guesses against every training run's median epoch."""
-    guessed, measured = [], []
+    guessed, measured, presets = [], [], []
     for run in board.runs:
         train = run.result
         if not isinstance(train, TrainRun):
@@ -174,7 +176,8 @@ def epoch_spread(board: ClassBoard) -> Spread:
             guessed.append(train.guess.value)
         if (seconds := _epoch_median(train)) is not None:
             measured.append(seconds)
-    return Spread(guessed, measured)
+            presets.append(preset_title(train.preset))
+    return Spread(guessed, measured, measured_presets=presets)
 
 
 @dataclass(frozen=True)
