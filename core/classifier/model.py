@@ -192,13 +192,15 @@ def with_nb_logit(model: nn.Sequential, weight: float) -> nn.Sequential:
         raise TypeError("with_nb_logit needs build_model's Linear, ReLU, Linear, Sigmoid")
     w = first.weight.detach()
     ones = torch.ones(1, first.in_features, dtype=w.dtype, device=w.device)
-    wide = nn.Sequential(nn.Linear(first.in_features, first.out_features + NB_UNITS, device="meta"), nn.ReLU(),
-                         nn.Linear(first.out_features + NB_UNITS, 1, device="meta"), nn.Sigmoid()).to_empty(device=w.device)
-    with torch.no_grad():  # meta, then filled: no random init, so the global RNG is left as it was
-        wide[0].weight.copy_(torch.cat([w, ones, -ones]))
-        wide[0].bias.copy_(torch.cat([first.bias.detach(), first.bias.new_zeros(NB_UNITS)]))
-        wide[2].weight.copy_(torch.cat([second.weight.detach(), second.weight.new_tensor([[weight, -weight]])], dim=1))
-        wide[2].bias.copy_(second.bias.detach())
+    hidden = first.out_features + NB_UNITS
+    into = nn.Linear(first.in_features, hidden, device="meta").to_empty(device=w.device)  # meta: no random init,
+    out = nn.Linear(hidden, 1, device="meta").to_empty(device=w.device)  # so the global RNG is left as it was
+    with torch.no_grad():
+        into.weight.copy_(torch.cat([w, ones, -ones]))
+        into.bias.copy_(torch.cat([first.bias.detach(), first.bias.new_zeros(NB_UNITS)]))
+        out.weight.copy_(torch.cat([second.weight.detach(), second.weight.new_tensor([[weight, -weight]])], dim=1))
+        out.bias.copy_(second.bias.detach())
+    wide = nn.Sequential(into, nn.ReLU(), out, nn.Sigmoid())
     return wide.train(model.training)
 
 
