@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+import pages.shared.server_memory  # noqa: F401  (Arrow on the system allocator: memory given back)
 from pages.shared.entry import mark_entered
 from pages.shared.layout import projector_layout
 
