@@ -13,8 +13,10 @@ Part 4 (rt-polarity): 10-fold cross-validation, the protocol of the published ta
 2012, Kim 2014): the network's default preset, MNB-bi and NBSVM-bi (core.classifier.crossval), each
 fitted on nine folds and scored on the tenth, nothing tuned on a test fold (the defaults were chosen on
 validation folds of the fixed split's training 80%: VALIDATION below), beside the published figures
-(MNB-bi 79.0, NBSVM-bi 79.4, CNN-non-static 81.5). Target (issue 19): the network at least 79.5, not
-met (78.90 with the epochs' average, 78.93 without; see VALIDATION_INNER10). Also the lecture preset's seconds per full-batch update on the fixed split.
+(MNB-bi 79.0, NBSVM-bi 79.4, CNN-non-static 81.5). Target (issue 19): the network at least 79.5: 79.78 with
+the naive-Bayes log-odds added to the kept network's logit (nb_logit 0.3, chosen on inner validation folds and
+looked at once on the 10 folds; 78.90 without it; see VALIDATION_INNER10 and ROUND3). Also the lecture preset's
+seconds per full-batch update on the fixed split.
 Part 3 (a child process, so its peak RSS is its own): a synthetic IMDB-scale run, 50,000 documents x
 50,000-term vocabulary with ~230 non-zeros per row, one epoch. Target: peak RSS under 2 GB, where the
 dense float32 matrix alone would be 10 GB.
@@ -45,7 +47,7 @@ import scipy.sparse as sp  # noqa: E402
 
 from core.classifier.baseline import BaselineResult, reference_baselines  # noqa: E402
 from core.classifier.crossval import PUBLISHED, cross_validate, default_scorers  # noqa: E402
-from core.classifier.model import ClassifierConfig, preset_config  # noqa: E402
+from core.classifier.model import ClassifierConfig, nb_logit_weight, preset_config  # noqa: E402
 from core.classifier.reports import TrainResult  # noqa: E402
 from core.results.train import TrainEpoch  # noqa: E402
 from core.platform.jobs import JobHooks, Progress  # noqa: E402
@@ -114,12 +116,40 @@ VALIDATION_INNER10 = (  # (candidate, the epoch's own weights at epoch 10, mean 
     ("+ one input: out-of-fold NB log-odds (stopped after 4 folds: the first 0.633)", None, None),
 )
 # The interpolation with naive Bayes added 0.15 points over the average alone on these folds, within their
-# noise, at the cost of two hidden units kept out of training and a post-hoc change of weights: not taken.
+# noise, at the cost of two hidden units kept out of training and a post-hoc change of weights: not taken then
+# (taken in the third round: VALIDATION_ROUND3).
 # The 10-fold protocol was then run ONCE with average_from 5 (this file, load 1.9-4.6): the network 78.90
 # (stdev 1.21; 78.93 without the average), NBSVM-bi 79.35, MNB-bi 78.80; the fixed split's test accuracy
 # 0.7825 (the same as without), ~1.07 s an epoch. The +0.3 on inner folds did not carry to the outer folds
 # (-0.03 there, 3 reviews of 10,662): the target of 79.5 is missed. The average stays the default, as the
 # validation folds chose it and the fixed split is unchanged; no other candidate has seen the 10 folds.
+
+# Third round (helper ACCURACY3, /tmp/acc3/exp3.py): the same inner 10 folds and loop (the defaults reproduce
+# 0.7904 exactly), every run saving its validation logits, so ensembles and blends are scored without retraining.
+# Figures: mean validation accuracy of the kept network (the mean of epochs 5-10's weights), seed 0 unless named.
+VALIDATION_ROUND3 = (  # (candidate, mean validation accuracy over the inner 10 folds, note)
+    ("defaults (nb, hidden 16, 10 epochs, mean of 5-10), seeds 0 / 1 / 2", "0.7904 / 0.7895 / 0.7892", None),
+    ("mean logit of 2 / 3 seeds' networks (one network 32 / 48 wide)", "0.7897 / 0.7895", "no gain: dropped"),
+    ("+ 0.3 x NB log-odds added to the logit after training, seeds 0 / 1 / 2 (chosen)", "0.7920 / 0.7911 / 0.7904",
+     "+0.16 on seed 0; 5 folds up, 4 down"),
+    ("  the same on the 3-seed ensemble (x 0.2 / 0.3)", "0.7914 / 0.7913", None),
+    ("NB log-odds x 0.3 added during training too (the network learns the rest)", 0.7875, "-0.29"),
+    ("1-3-grams, NB-weighted", 0.7884, "-0.20"),
+    ("sublinear counts (1 + log tf) x NB ratio", 0.7890, "-0.14"),
+    ("hidden 64, dropout 0.5 on the hidden layer", 0.7902, "-0.02, 4x the time"),
+    ("MNB-bi / NBSVM-bi on the same folds", "0.7856 / 0.7847", "blends with them: at most 0.7921"),
+    ("learning curve: 80% of each training fold (6.1k): network / MNB / NBSVM", "0.7756 / 0.7768 / 0.7745",
+     "the network gains more from data"),
+)
+# Chosen: the NB log-odds added after training with weight 0.3 (the weight the second round's blend table picked
+# on these folds; the rest changes nothing). Built into the model as two more hidden units, relu(s) and relu(-s)
+# with s the sum of the NB-scaled inputs, weighed +0.3 and -0.3 by the output (model.with_nb_logit): the kept
+# network keeps the lecture's shape, 18 hidden units of which 16 trained. The 10-fold protocol was then looked at
+# ONCE with it (exp3's loop, /tmp/acc3/outer.py, load 3.0-4.8): 79.78 (stdev 0.88; 9 folds of 10 up), the
+# defaults before 78.90 fold for fold as the bench had them; then the bench with the change in core (this file,
+# its load in bench/results/classifier.json) gave the same folds. The gain on the outer folds (+0.88) is far above
+# the inner folds' (+0.16): these comparisons are noisy at the scale of a few tenths, so the margin over 79.5 is
+# small against that noise.
 
 
 def peak_rss_bytes() -> int:
@@ -187,7 +217,8 @@ def rt_polarity(path: Path, epochs: int | None) -> dict:
         "kept_epoch": result.best_epoch,
         "kept_by": ("the mean of the epoch-end weights from epoch " + str(config.average_from)
                     if config.average_from and config.average_from <= config.epochs else
-                    "lowest validation loss" if features.n_val else "last epoch (no validation rows)"),
+                    "lowest validation loss" if features.n_val else "last epoch (no validation rows)")
+                   + (f", + {nb_logit_weight(config):g} x NB log-odds" if nb_logit_weight(config) else ""),
         "test_accuracy": result.test_accuracy,
         "train_seconds": result.train_seconds,
         "seconds_per_epoch": result.seconds_per_epoch,
@@ -285,7 +316,9 @@ def render(report: dict) -> str:
              "second round: inner 10 folds of the same training rows, mean validation accuracy "
              "(VALIDATION_INNER10):",
              format_table(["candidate", "epoch 10's weights", "mean of epochs 5-10"],
-                          [list(row) for row in VALIDATION_INNER10]), ""]
+                          [list(row) for row in VALIDATION_INNER10]), "",
+             "third round: the same inner 10 folds, mean validation accuracy (VALIDATION_ROUND3):",
+             format_table(["candidate", "validation accuracy", "note"], [list(row) for row in VALIDATION_ROUND3]), ""]
     rt = report.get("rt_polarity")
     if rt:
         rows = [[f"network (defaults), kept: {rt['kept_by']} (epoch {rt['kept_epoch']})", rt["test_accuracy"]]]
