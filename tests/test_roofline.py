@@ -268,6 +268,7 @@ def test_gpu_copy_rates_are_repeated_in_the_rounds_with_their_spread(fake_cuda, 
     monkeypatch.setattr(probes, "launch_s", lambda device, dtype, *, budget_s: 8e-6)
     monkeypatch.setattr(probes, "wake_s", lambda threads, *, budget_s: 1e-6)
     monkeypatch.setattr(probes, "Copies", FakeCopies)
+    monkeypatch.setattr(roofline_run, "cpu_reading", lambda: None)  # the load unknown: only the repeats can flag
     gpu, cpu = Series("cuda:0", "float32", tf32=False), Series("cpu", "float32", threads=2)
     found, _ = roofline_run.probe_rounds([gpu, cpu], 0.3)
     assert order == ["cuda", "cpu", "cpu", "cuda", "cuda", "cpu"]  # A, B, B, A, A, B
