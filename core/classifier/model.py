@@ -83,7 +83,7 @@ class ClassifierConfig:
     nb_logit: float = 0.3  # with the 'nb' weightings: the scored and kept network adds this times the naive-Bayes
     #   log-odds of the review (the sum of its NB-scaled inputs) to its output's logit, through two more hidden
     #   units (with_nb_logit), after training: NBSVM's interpolation with naive Bayes. SGD's path is unchanged.
-    #   0: none. Chosen on inner validation folds (+0.16 there), then 10-fold 78.90 -> 79.78 (bench, VALIDATION_INNER10)
+    #   0: none. Chosen on inner validation folds (+0.16 there), then 10-fold 78.90 -> 79.78 (bench, VALIDATION_ROUND3)
     seed: int = 0  # initial weights, batch order and the split all follow from it
     device: str = "auto"  # auto | cpu | cuda | cuda:N | mps
     input_mode: str = "auto"  # see INPUT_MODES
@@ -182,7 +182,7 @@ def with_nb_logit(model: nn.Sequential, weight: float) -> nn.Sequential:
     written in the lecture's own shape: one unit computes relu(s), one relu(-s) (first-layer rows of +1
     and -1, bias 0), and the output weighs them +weight and -weight, since relu(s) - relu(-s) = s.
     Applied to the weights SGD trained (the training loss never sees it: trained with the term in,
-    the network learned to lean on it and scored lower on validation folds, VALIDATION_INNER10), so it
+    the network learned to lean on it and scored lower on validation folds, VALIDATION_ROUND3), so it
     adds no work per batch. A copy on the weights' own device; `model` is left as it is. weight 0: `model`.
     """
     if not weight:
