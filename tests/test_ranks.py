@@ -181,7 +181,11 @@ def test_a_failed_launch_names_the_rank_that_never_joined_died_or_hung():
     def follower(*events) -> _Follower:
         f = _Follower(_Job(), 3)  # type: ignore[arg-type]
         for e in events:
-            f.event(e)
+            if e["event"] == "error":  # the run has failed: the launch is ended at once
+                with pytest.raises(rank_launch._RankFailed):
+                    f.event(e)
+            else:
+                f.event(e)
         return f
 
     joined = [{"event": "joining", "rank": r, "hostname": "node-a", "pid": os.getpid()} for r in range(3)]

@@ -87,6 +87,11 @@ def launcher_command(config: RanksConfig, ranks: int) -> list[str]:
     return torchrun.launcher_command(ranks, WORKER_MODULE, config.to_args())
 
 
+class _RankFailed(Exception):
+    """A rank reported its error: the run has failed, so every rank is ended now rather than after torchrun's
+    own 30 s grace for a rank that does not answer its SIGTERM (a stopped one)."""
+
+
 @dataclass
 class _Seen:
     """What one rank said and what became of its process."""
@@ -119,6 +124,8 @@ class _Follower:
             self.result = ClusterRun.from_json(event["run"], "result")
         elif kind == "error":
             self.errors[int(event.get("rank") or 0)] = str(event.get("message"))
+            self.poll()  # the processes as they are now, before the group is ended
+            raise _RankFailed()
 
     def _joined(self, rank: int, host: str, pid: int) -> None:
         try:
@@ -189,17 +196,20 @@ def run_ranks(config: RanksConfig, ranks: int, hooks: JobHooks | None = None, *,
         done = threading.Event()
         threading.Thread(target=_watch, args=(follower, done), daemon=True).start()
         try:
-            launched = launch(launcher_command(config, ranks), threads, job, follower.event)
+            launched: torchrun.Launched | None = launch(launcher_command(config, ranks), threads, job, follower.event)
+        except _RankFailed:
+            launched = None  # follow ended every rank on its way out
         finally:
             done.set()
-        if launched.stopped:
+        if launched is not None and launched.stopped:
             raise JobCancelled(f"{job.stop_reason()}; every rank was ended")
-        if follower.result is not None and launched.code == 0:
+        if launched is not None and follower.result is not None and launched.code == 0:
             from dataclasses import replace
 
             return replace(follower.result, load=job.load)
-        follower.poll()
+        if launched is not None:
+            follower.poll()
         named = follower.culprit(config.timeout_s)
-        code = launched.code or 0
+        code = 1 if launched is None else launched.code or 0
         raise DashboardError((named or f"a rank failed: the torchrun launcher exited with code {code} "
                               f"({torchrun.exit_meaning(code)})") + "; every rank was ended and the devices are free")
