@@ -86,3 +86,11 @@ def test_two_real_cpu_ranks_from_the_page(app: AppTest, no_gpu):
     assert not app.exception and not app.error, [e.value for e in app.error]
     run = app.session_state["mm_ranks_run"]
     assert [r.rank for r in run.ranks] == [0, 1] and [s.n for s in run.spread] == [64, 128, 256]
+
+
+def test_with_gpus_the_control_offers_one_rank_per_gpu(app: AppTest, gpu_model):
+    gpu_model("A100-80GB", count=4)
+    app.switch_page(PAGE).run()
+    assert not app.exception, app.exception
+    assert app.number_input(key="mm_ranks_k").max == 4 and app.number_input(key="mm_ranks_k").value == 2
+    assert any("one per GPU of the 4 here" in c.value for c in app.caption)
