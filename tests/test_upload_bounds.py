@@ -1,9 +1,12 @@
-"""An upload with a million columns, or one endless first line, is refused from its first bytes: fast and small."""
+"""An upload with a million columns, or one endless first line, is refused from its first bytes, before any table.
+
+The time it takes is bench/upload_bounds.py's to measure (a timed assert fails on a busy machine, not a slow
+parser); here the traced memory shows that no table was built.
+"""
 
 from __future__ import annotations
 
 import threading
-import time
 import tracemalloc
 
 import pytest
@@ -17,19 +20,17 @@ def _wide(columns: int) -> bytes:
     return b"col0000," * (columns - 1) + b"col0000\n" + b"1," * (columns - 1) + b"1\n"
 
 
-def test_a_million_columns_is_refused_in_under_a_second_without_building_a_table():
+def test_a_million_columns_is_refused_without_building_a_table():
     data = _wide(1_000_000)  # ~9 MB, as the hostile-student pass sent
     tracemalloc.start()
-    started = time.perf_counter()
     with pytest.raises(DashboardError, match="first line of wide.csv is longer than 64 KiB"):
         loaders.load_upload(data, "wide.csv")
-    elapsed = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert elapsed < 1.0 and peak < 50 * 2**20, (elapsed, peak)
+    assert peak < 50 * 2**20, peak
 
 
-def test_two_tabs_at_once_are_refused_as_fast():
+def test_two_tabs_at_once_are_both_refused_within_the_memory_bound():
     data, errors = _wide(1_000_000), []
 
     def upload() -> None:
@@ -38,13 +39,15 @@ def test_two_tabs_at_once_are_refused_as_fast():
         except DashboardError as exc:
             errors.append(str(exc))
 
-    started = time.perf_counter()
+    tracemalloc.start()
     tabs = [threading.Thread(target=upload) for _ in range(2)]
     for tab in tabs:
         tab.start()
     for tab in tabs:
         tab.join()
-    assert len(errors) == 2 and time.perf_counter() - started < 2.0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(errors) == 2 and peak < 50 * 2**20, (errors, peak)
 
 
 def test_an_endless_first_line_is_refused():
