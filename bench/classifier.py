@@ -149,9 +149,10 @@ VALIDATION_ROUND3 = (  # (candidate, mean validation accuracy over the inner 10 
 # defaults before 78.90 fold for fold as the bench had them; then the bench with the change in core (this file,
 # its load in bench/results/classifier.json) gave the same folds. The gain on the outer folds (+0.88) is far above
 # the inner folds' (+0.16): these comparisons are noisy at the scale of a few tenths, so the margin over 79.5 is
-# small against that noise. The fixed split's test accuracy: 0.7872 (0.7825 without). Seconds per epoch, taken in
-# turn on one thread at load 4-5: 1.22 with it, 1.24 and 1.25 without (the copy with two more units is made once
-# per report, outside the timed steps); noise, not a cost.
+# small against that noise. The fixed split's test accuracy: 0.7872 (0.7825 without). Median seconds per epoch,
+# 10-epoch runs taken in turn on one thread, (with, without) per round at load 3.7-5.5: (4.61, 1.24), (1.22,
+# 1.25), (2.22, 2.73), the first including the process's warm-up: the load decides, a cost cannot be told (the
+# copy with two more units is made once per report, outside the timed steps).
 
 
 def peak_rss_bytes() -> int:
