@@ -203,6 +203,9 @@ def test_a_failed_launch_names_the_rank_that_never_joined_died_or_hung():
     silent = follower(*joined, *({"event": "error", "rank": r, "message": f"rank {r} on node-a: timed out: another "
                                   "rank gave no answer"} for r in (0, 2)))
     assert silent.culprit(3).startswith("rank 1 on node-a hung: it gave no answer within the 3 s")
+    heard = follower(*joined, {"event": "error", "rank": 0, "message": "rank 2 on node-a hung: its heartbeat stopped "
+                               "(seen from rank 0 on node-a, timed out: ...)"})
+    assert heard.culprit(3).startswith("rank 2 on node-a hung: its heartbeat stopped")
     progress = follower({"event": "progress", "message": "n=64", "done": 1, "total": 6})
     assert progress.job.reports[0].done == 1
 
@@ -246,3 +249,24 @@ def test_sizes_that_do_not_fit_are_refused_before_anything_starts(monkeypatch):
     rank = rank_worker._Rank(WorkerEnv(2, 4, 0), "node-c", torch.device("cpu"), 1, 1, 2, 0.0)
     with pytest.raises(DashboardError, match=r"^rank 2 on node-c: n=16384 float32 on cpu needs"):
         rank.time_size(RanksConfig(), 16384, together=True)
+
+
+def test_a_failed_collective_names_the_peer_whose_heartbeat_stopped():
+    rank = rank_worker._Rank(WorkerEnv(0, 3, 0), "node-a", torch.device("cpu"), 1, 1, 2, 0.0)
+    hosts = ["node-a", "node-b", "node-c"]
+
+    class Beat:
+        def __init__(self, silent):
+            self._silent = silent
+
+        def silent(self):
+            return self._silent
+
+    timeout = RuntimeError("[gloo] Timed out waiting 3000ms for recv operation to complete")
+    closed = RuntimeError("Connection closed by peer [10.0.0.2]:4242")
+    assert rank_worker._failure(timeout, 3, rank, hosts, Beat([2])).startswith(
+        "rank 2 on node-c hung: its heartbeat stopped (seen from rank 0 on node-a, timed out")
+    assert rank_worker._failure(closed, 3, rank, hosts, Beat([1])).startswith("rank 1 on node-b died")
+    assert rank_worker._failure(closed, 3, rank, hosts, Beat([])) == (
+        "rank 0 on node-a: another rank closed its connection (it died)")  # no heartbeat says which
+    assert rank_worker._failure(timeout, 3, rank, hosts, None).startswith("rank 0 on node-a: timed out")

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -139,3 +140,41 @@ def test_two_agents_on_loopback_give_one_gathered_result(tmp_path):
     assert [r.rank for r in run.ranks] == [0, 1] and run.mode == "torchrun"
     assert all(len(r.together) == 2 and len(r.alone) == 2 for r in run.ranks)
     assert current_holder("cpu") is None
+
+
+def test_under_your_torchrun_a_hung_rank_is_named_by_its_stopped_heartbeat(tmp_path):
+    """Two agents on loopback; rank 1 frozen mid-run: rank 0's one line names rank 1 and its host, from the
+    heartbeats in the job's store (no launcher of ours watches the processes there)."""
+    port = _free_port()
+    agents = [subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+         "--node-rank", str(node), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+         "--rdzv-id", "ranks-hang", "-m", "core", "matmul", "--distributed", "--sizes", "32,64,128,256",
+         "--budget", "2", "--threads", "1", "--timeout", "3"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), GPU_VS_CPU_LOCK_DIR=str(tmp_path / f"l{node}")))
+        for node in range(2)]
+    lines: list[str] = []
+    started = threading.Event()
+
+    def read() -> None:
+        for line in agents[0].stderr:
+            lines.append(line)
+            if line.startswith("[1/"):
+                started.set()
+    threading.Thread(target=read, daemon=True).start()
+    below: list[psutil.Process] = []
+    try:
+        assert started.wait(240), "".join(lines)[-2000:]
+        below = [p for a in agents for p in psutil.Process(a.pid).children(recursive=True)]
+        (frozen,) = [p for p in psutil.Process(agents[1].pid).children(recursive=True) if "matmul" in p.cmdline()]
+        frozen.send_signal(signal.SIGSTOP)
+        agents[0].wait(timeout=120)
+        time.sleep(0.5)  # the reader's last lines
+        errors = [line for line in lines if line.startswith("error: ")]
+        assert len(errors) == 1 and errors[0].startswith(f"error: rank 1 on {socket.gethostname()[:120]} hung: its "
+                                                         "heartbeat stopped (seen from rank 0"), "".join(lines)[-3000:]
+    finally:
+        for a in agents:
+            a.kill()
+    assert _gone(below), "the agents killed outright take their ranks (the frozen one too) with them"

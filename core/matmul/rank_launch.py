@@ -155,7 +155,9 @@ class _Follower:
         """The one message naming the rank that failed, or None when nothing points at one."""
         with self.lock:
             seen = dict(self.seen)
-        own = [m for r, m in sorted(self.errors.items()) if "another rank" not in m and "waited" not in m]
+        peer_named = [m for r, m in sorted(self.errors.items()) if "seen from rank" in m]  # by heartbeats
+        own = [m for r, m in sorted(self.errors.items())
+               if not any(x in m for x in ("another rank", "waited", "seen from rank"))]
         if own:
             return own[0]
         missing = [r for r in range(self.ranks) if r not in seen]
@@ -168,6 +170,8 @@ class _Follower:
         ended = sorted((s for s in seen.values() if s.ended_at is not None), key=lambda s: (s.ended_at, s.rank))
         if ended and (len(ended) == 1 or ended[0].ended_at != ended[1].ended_at):
             return f"rank {ended[0].rank} on {ended[0].hostname} died (pid {ended[0].pid}) before the run finished"
+        if peer_named:
+            return peer_named[0]
         silent = [s for r, s in sorted(seen.items()) if r not in self.errors]
         if self.errors and len(silent) == 1:
             return (f"rank {silent[0].rank} on {silent[0].hostname} hung: it gave no answer within the "

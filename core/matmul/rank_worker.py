@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import socket
+import threading
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -270,9 +271,47 @@ def _to_hooks(hooks: JobHooks | None) -> Callable[[Event], None]:
     return tell
 
 
+HEARTBEAT_S = 0.5  # how often a rank ticks its counter in the job's store; a peer that stopped ticking is the culprit
+
+
+class _Heartbeat:
+    """This rank's tick in the job's key-value store (the rendezvous store every rank already reaches, on
+    every machine), so a rank whose collective failed can name the peer that stopped: died or hung."""
+
+    def __init__(self, rank: int, world: int) -> None:
+        import torch.distributed as dist
+
+        self.rank, self.world = rank, world
+        self.store = dist.distributed_c10d._get_default_store()
+        self.done = threading.Event()
+        threading.Thread(target=self._tick, daemon=True, name="rank-heartbeat").start()
+
+    @staticmethod
+    def key(rank: int) -> str:
+        return f"gvc/heartbeat/{rank}"
+
+    def _tick(self) -> None:
+        while not self.done.wait(HEARTBEAT_S):
+            try:
+                self.store.add(self.key(self.rank), 1)
+            except Exception:  # noqa: BLE001 - the store is gone: nothing left to tell
+                return
+
+    def silent(self) -> list[int]:
+        """The other ranks whose counters did not move over three beats."""
+        try:
+            before = [self.store.add(self.key(r), 0) for r in range(self.world)]
+            time.sleep(3 * HEARTBEAT_S)
+            after = [self.store.add(self.key(r), 0) for r in range(self.world)]
+        except Exception:  # noqa: BLE001
+            return []
+        return [r for r in range(self.world) if r != self.rank and before[r] == after[r]]
+
+
 @contextmanager
 def _group(timeout_s: float, rank: _Rank) -> Iterator[None]:
-    """This rank in the gloo group; a failed or timed-out collective becomes one line naming this rank."""
+    """This rank in the gloo group; a failed or timed-out collective becomes one line naming the rank whose
+    heartbeat stopped (else this one)."""
     import torch.distributed as dist
     from datetime import timedelta
 
@@ -281,15 +320,35 @@ def _group(timeout_s: float, rank: _Rank) -> Iterator[None]:
     except Exception as exc:  # noqa: BLE001 - the store's and gloo's errors have no common type
         raise DashboardError(f"rank {rank.env.rank} on {rank.host}: waited {timeout_s:g} s for the other ranks to "
                              f"join and gave up ({_first_line(exc)})") from None
+    hosts: list[Any] = [None] * rank.env.world_size
+    beat: _Heartbeat | None = None
     try:
-        try:
-            yield
-        except DashboardError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise DashboardError(f"rank {rank.env.rank} on {rank.host}: {_collective_failure(exc, timeout_s)}") from None
+        dist.all_gather_object(hosts, rank.host)
+        beat = _Heartbeat(rank.env.rank, rank.env.world_size)
+        yield
+    except DashboardError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise DashboardError(_failure(exc, timeout_s, rank, hosts, beat)) from None
     finally:
+        if beat is not None:
+            beat.done.set()
         dist.destroy_process_group()
+
+
+def _failure(exc: BaseException, timeout_s: float, rank: _Rank, hosts: list[Any], beat: _Heartbeat | None) -> str:
+    """The one line for a failed collective: the silent peer by name where the heartbeats show one."""
+    silent = beat.silent() if beat is not None else []
+    if len(silent) == 1:
+        what = "hung" if _timed_out(exc) else "died"
+        return (f"rank {silent[0]} on {hosts[silent[0]] or 'its host'} {what}: its heartbeat stopped (seen from rank "
+                f"{rank.env.rank} on {rank.host}, {_collective_failure(exc, timeout_s)})")
+    return f"rank {rank.env.rank} on {rank.host}: {_collective_failure(exc, timeout_s)}"
+
+
+def _timed_out(exc: BaseException) -> bool:
+    text = str(exc)
+    return "Timed out" in text or "timed out" in text or "Timeout" in text
 
 
 def _first_line(exc: BaseException) -> str:
@@ -299,7 +358,7 @@ def _first_line(exc: BaseException) -> str:
 
 def _collective_failure(exc: BaseException, timeout_s: float) -> str:
     text = str(exc)
-    if "Timed out" in text or "timed out" in text or "Timeout" in text:
+    if _timed_out(exc):
         return f"timed out: another rank gave no answer within the {timeout_s:g} s process-group timeout (hung)"
     if "closed" in text or "reset" in text or "Broken pipe" in text:
         return "another rank closed its connection (it died)"
