@@ -12,6 +12,8 @@ end; rank 0 builds the run (core.matmul.ranks) and reports it.
 Every rank prints two events of its own, whichever its rank: `joining` (rank, host, pid) just before it
 joins the process group, and `error` when it fails; rank 0 also prints progress and the result. The
 launcher on one machine names a rank that died, hung or never joined from them (core.matmul.rank_launch).
+Once joined, every rank ticks a heartbeat in the job's rendezvous store, so under the user's torchrun, where
+no launcher of ours watches the processes, a rank whose collective failed names the peer that went silent.
 
 GVC_TEST_SLOW_RANK=R:S (tests only) makes rank R sleep S seconds inside every timed call: a straggler
 on purpose. GVC_TEST_LATE_RANK=R makes rank R wait an hour before joining: a rank that never joins.
