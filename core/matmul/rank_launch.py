@@ -46,7 +46,7 @@ def rank_devices(config: RanksConfig, ranks: int, gpus: int) -> list[str]:
     if config.device == "cuda" or (config.device == "auto" and gpus):
         if ranks > gpus:
             raise DashboardError(f"--ranks {ranks} needs {ranks} GPUs (one per rank); this machine has {gpus}. "
-                                 "Use fewer --ranks, or --device cpu")
+                                 "Use fewer --ranks, or --devices cpu")
         return [f"cuda:{i}" for i in range(ranks)]
     most = max(2, 2 * usable_cores())  # as Why parallel's processes: more only take turns on the same cores
     if ranks > most:

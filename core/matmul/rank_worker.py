@@ -95,7 +95,7 @@ def rank_device(config: RanksConfig, local_rank: int, local_ranks: int, gpus: in
         return torch.device("cpu")
     if local_ranks > gpus:
         raise DashboardError(f"{host} has {gpus} GPU(s) but {local_ranks} ranks were started on it: give "
-                             f"--nproc-per-node {gpus} or fewer, or --device cpu")
+                             f"--nproc-per-node {gpus} or fewer, or --devices cpu")
     return torch.device("cuda", local_rank)
 
 
