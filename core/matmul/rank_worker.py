@@ -82,7 +82,7 @@ def check_config(config: RanksConfig) -> None:
     if config.dtype not in DTYPES:
         raise DashboardError(f"--dtype {config.dtype!r} is not one of {', '.join(DTYPES)}")
     if config.device not in ("auto", "cpu", "cuda"):
-        raise DashboardError(f"--device for ranks is auto, cpu or cuda (each rank takes cuda:LOCAL_RANK), "
+        raise DashboardError(f"--devices for ranks is auto, cpu or cuda (each rank takes cuda:LOCAL_RANK), "
                              f"not {config.device!r}")
     if config.threads is not None and config.threads < 1:
         raise DashboardError(f"--threads must be at least 1, not {config.threads}")
