@@ -15,7 +15,7 @@ import pytest
 
 from core.cli import main
 from core.cli.results import add_save_options, save_if_requested, settings_from_args
-from core.store import open_store
+from core.store import database, listing_frame, open_store
 from core.results.files import MAX_IMPORT_BYTES
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
 
@@ -208,7 +208,8 @@ def test_export_of_a_run_of_another_kind_says_so(saved, capsys):
 def test_an_unreadable_stored_row_is_listed_and_can_be_deleted(saved, capsys):
     store = open_store()
     with store._transaction() as tx:
-        tx.run("UPDATE gvc_runs SET machine_json = ? WHERE id = ?", ('{"gpus": 5}', saved[0]))
+        # a row written by hand, without a summary: the table reads it in full and names it
+        tx.run("UPDATE gvc_runs SET machine_json = ?, summary_json = NULL WHERE id = ?", ('{"gpus": 5}', saved[0]))
     assert main(["results", "list"]) == 0
     captured = capsys.readouterr()
     assert captured.out.startswith("1 saved run(s)")
@@ -235,3 +236,23 @@ def test_import_of_a_bad_file_is_one_line(tmp_path, capsys):
     deep = tmp_path / "deep.json"
     deep.write_text(json.dumps(train_payload())[:-1] + ', "x": ' + "[" * 800 + "]" * 800 + "}")
     assert "nested" in _error(capsys, ["results", "import", str(deep)])
+
+
+def test_list_reads_summaries_not_payloads(saved, capsys, monkeypatch):
+    """The table of a board of many runs decodes no payload (as the Results page's listing); --json reads in full."""
+    store = open_store()
+    for i in range(40):
+        store.save("matmul", matmul_payload(LAB), label=f"student {i}")
+    assert listing_frame(store.list_runs()).equals(listing_frame(store.read_summaries().runs))  # the old table's rows
+    assert main(["results", "list", "--wide"]) == 0
+    before = capsys.readouterr().out
+    decoded = []
+    real = database._row_to_run
+    monkeypatch.setattr(database, "_row_to_run", lambda row: decoded.append(row[0]) or real(row))
+    assert main(["results", "list", "--wide"]) == 0
+    assert capsys.readouterr().out == before and before.startswith("42 saved run(s)")
+    assert decoded == []
+    assert main(["results", "list", "--kind", "train"]) == 0
+    assert capsys.readouterr().out.startswith("1 saved run(s)") and decoded == []
+    assert main(["results", "list", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["runs"]) == 42 and len(decoded) == 42
