@@ -100,3 +100,27 @@ def test_pick_runs_matches_any_value_of_each_filter_and_all_filters(runs):
     assert all(r.kind == "train" for r in pick_runs(every, kinds=["train"]))
     assert pick_runs(every, machines=[lab], kinds=["matmul", "train"]) == on_lab
     assert pick_runs(every, devices=["no-such-device"]) == []
+
+
+def test_a_run_on_every_rank_gives_one_row_per_rank_phase_and_size_in_the_export():
+    """The CSV export carries what each rank measured, together and alone, beside the sweeps and epochs."""
+    from core.matmul.ranks import rank_point, spread
+    from core.results.cluster import ClusterRun, RankRecord
+    from core.store.frames import rank_frame
+
+    samples = [0.010, 0.011, 0.009]
+    ranks = tuple(RankRecord(rank=r, hostname="node-a", device="cpu", device_name="CPU, 1 thread", threads=1,
+                             together=tuple(rank_point(n, [t * (1 + r) for t in samples]) for n in (128, 64)),
+                             alone=(rank_point(64, samples),)) for r in (0, 1))
+    store = open_store()
+    store.save("cluster", ClusterRun(ranks=ranks, spread=spread(ranks)).to_json())
+    runs = store.list_runs()
+    frame = rank_frame(runs)
+    assert len(frame) == 2 * (2 + 1)
+    together = frame[(frame["rank"] == 1) & (frame["phase"] == "together")]
+    assert list(together["n"]) == [64, 128], "sorted by size within a rank's line"
+    assert together.iloc[0]["median_s"] == pytest.approx(0.020)
+    assert set(frame["series"]) == {f"#1 rank {r} node-a cpu (CPU, 1 thread) {p}"
+                                    for r in (0, 1) for p in ("together", "alone")}
+    tidy = tidy_frame(runs)
+    assert len(tidy) == 6 and set(tidy["kind"]) == {"cluster"} and {"rank", "phase", "epoch"} <= set(tidy.columns)

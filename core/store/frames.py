@@ -1,7 +1,7 @@
 """Tidy tables of saved runs, for overlays, listings and CSV export.
 
 Matmul runs give one row per (run, series, size), a series being a device with its dtype, TF32 and
-threads; training runs one row per (run, epoch).
+threads; training runs one row per (run, epoch); runs on every rank one row per (run, rank, phase, size).
 Each row carries the run's id, time, machine and a `series` name, so a chart draws one line per
 series and can put a laptop's CPU beside a lab's GPU.
 """
@@ -13,14 +13,15 @@ from collections.abc import Sequence
 import pandas as pd
 
 from core.results import MatmulPoint, MatmulSweep, TrainEpoch, TrainRun
+from core.results.cluster import ClusterRun
 from core.results.matmul import POINT_COLUMNS
 from core.results.train import preset_title
 from core.results.schema import field_names
 from core.store.records import BUSY_MARK, QUIET_MARK, UNKNOWN_MARK, RunSummary, StoredRun, device_title
 from core.store.records import load_mark as _result_load_mark
 
-__all__ = ["BUSY_MARK", "QUIET_MARK", "UNKNOWN_MARK", "listing_frame", "load_mark", "matmul_frame", "tidy_frame",
-           "train_frame"]
+__all__ = ["BUSY_MARK", "QUIET_MARK", "UNKNOWN_MARK", "listing_frame", "load_mark", "matmul_frame", "rank_frame",
+           "tidy_frame", "train_frame"]
 
 RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine", "source"]
 # Every column of the saved row except its raw samples (a list) and its own series name (the frame's
@@ -31,6 +32,9 @@ MATMUL_FIELDS = [c for c in POINT_COLUMNS if c not in ("series", "times_s")]
 EPOCH_FIELDS = [c for c in field_names(TrainEpoch) if c not in ("batches_done", "n_batches", "elapsed_s")]
 MATMUL_COLUMNS = [*RUN_COLUMNS, "series", "device_title", *MATMUL_FIELDS]
 TRAIN_COLUMNS = [*RUN_COLUMNS, "series", "device", "device_title", *EPOCH_FIELDS, "elapsed_s"]
+# A rank's point: `median_s` as a sweep's (the median seconds per call), `phase` together or alone.
+RANK_COLUMNS = [*RUN_COLUMNS, "series", "device_title", "device", "rank", "hostname", "phase", "n", "median_s", "gflops",
+                "others_cores", "busy"]
 LISTING_COLUMNS = ["run", "saved (UTC)", "kind", "machine", "label", "devices", "result", "load", "source"]
 
 
@@ -92,10 +96,27 @@ def train_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TRAIN_COLUMNS)
 
 
+def rank_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
+    """One row per (run, rank, phase, n) of the runs on every rank: each rank's line together and alone."""
+    rows = []
+    for run in runs:
+        if not isinstance(run.result, ClusterRun):
+            continue
+        for record in run.result.ranks:
+            title = f"{record.device} ({record.device_name})"
+            for phase, points in (("together", record.together), ("alone", record.alone)):
+                series = _series(run, f"rank {record.rank} {record.hostname} {title}", phase)
+                rows += [{**_run_columns(run), "series": series, "device_title": title, "device": record.device,
+                          "rank": record.rank, "hostname": record.hostname, "phase": phase, "n": point.n,
+                          "median_s": point.seconds, "gflops": point.gflops, "others_cores": point.others_cores,
+                          "busy": point.busy} for point in sorted(points, key=lambda p: p.n)]
+    return pd.DataFrame(rows, columns=RANK_COLUMNS)
+
+
 def tidy_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """Both kinds in one table (the CSV export): the columns of each, empty where they do not apply."""
-    parts = [f for f in (matmul_frame(runs), train_frame(runs)) if not f.empty]
-    columns = list(dict.fromkeys([*MATMUL_COLUMNS, *TRAIN_COLUMNS]))
+    """Every kind in one table (the CSV export): the columns of each, empty where they do not apply."""
+    parts = [f for f in (matmul_frame(runs), train_frame(runs), rank_frame(runs)) if not f.empty]
+    columns = list(dict.fromkeys([*MATMUL_COLUMNS, *TRAIN_COLUMNS, *RANK_COLUMNS]))
     if not parts:
         return pd.DataFrame(columns=columns)
     return pd.concat(parts, ignore_index=True).reindex(columns=columns)
