@@ -32,18 +32,24 @@ def _train(device="cpu", seconds=4.0, guess=None, machine=LAB) -> dict:
 
 
 class CountingStore:
-    """The real store, counting the rows each read returns (the cost of a refresh)."""
+    """The real store, counting the listing rows each read returns (the cost of a refresh) and the runs read
+    in full (payloads decoded: only those the board charts)."""
 
     def __init__(self, store):
-        self.store, self.rows_read, self.reads = store, 0, 0
+        self.store, self.rows_read, self.reads, self.decoded = store, 0, 0, 0
 
     def version(self):
         return self.store.version()
 
-    def read_runs(self, **kwargs):
-        listing = self.store.read_runs(**kwargs)
+    def read_summaries(self, *args, **kwargs):
+        listing = self.store.read_summaries(*args, **kwargs)
         self.reads += 1
         self.rows_read += len(listing.runs) + len(listing.unreadable)
+        return listing
+
+    def read_runs(self, **kwargs):
+        listing = self.store.read_runs(**kwargs)
+        self.decoded += len(listing.runs) + len(listing.unreadable)
         return listing
 
 
@@ -165,3 +171,34 @@ def test_training_measurements_are_named_by_preset_in_the_legend():
     names = [t.name for t in fig.data]
     assert "measured, lecture (1)" in names and "measured, mini-batch (1)" in names
     assert not any("median" in (a.text or "") for a in fig.layout.annotations)  # no median across two presets
+
+
+def test_a_board_of_many_runs_decodes_only_what_it_charts():
+    """Rows come from the listing summaries; payloads are read only for the sweeps and training runs it charts
+    and one run of a machine that has none (its hardware); what it shows is what reading every payload showed."""
+    from tests.test_roofline import _synthetic_run
+
+    store = open_store()
+    elsewhere = copy.deepcopy(LAPTOP) | {"cpu": {"name": "Roofline-only CPU"}}
+    roofline = _synthetic_run().to_json()
+    for i in range(60):
+        store.save("roofline", roofline, {}, copy.deepcopy(LAB), label=f"r{i % 7}")
+    for i in range(12):
+        store.save("matmul", _matmul(guess={"what": "crossover_n", "value": 500.0 + i, "text": ""}), label=f"m{i % 5}")
+    store.save("train", _train("cpu", guess={"what": "speedup", "value": 3.0, "text": "3x"}), {}, copy.deepcopy(LAB))
+    for i in range(30):
+        store.save("roofline", roofline, {}, copy.deepcopy(elsewhere), label="" if i % 2 else "Dee")
+    counting = CountingStore(store)
+    board = refresh(counting)
+    assert counting.rows_read == 103 and counting.decoded == 13 + 1  # the 13 charted, one roofline for its machine
+    old = ClassBoard(board.version, board.runs, full=tuple(store.read_runs(limit=200).runs))  # every payload read
+    assert grouped_rows(board) == grouped_rows(old) and room_hardware(board) == room_hardware(old)
+    assert {("CPU", "Roofline-only CPU"), ("CPU", "Lab Xeon 8480C")} <= {(h.kind, h.name) for h in room_hardware(board)}
+    for spread in (crossover_spread, speedup_spread, epoch_spread):
+        assert spread(board) == spread(old)
+    assert [r.guess for r in grouped_rows(board) if r.kind == "matmul"][0] == "511"
+    store.save("roofline", roofline, {}, copy.deepcopy(elsewhere), label="late")
+    newer = refresh(counting, board)
+    assert counting.decoded == 14 and len(newer.runs) == 104  # a roofline of a machine already known: no payload read
+    store.save("matmul", _matmul(LAPTOP), label="Cy")
+    assert refresh(counting, newer).full[0].label == "Cy" and counting.decoded == 15

@@ -4,7 +4,8 @@ A board refreshes itself every few seconds in every open browser. So that 60 ope
 server little, a refresh first asks the store for its version (`Store.version()`: row count and
 highest id, one cheap query) and reads nothing more when it has not changed; when runs were only
 added, it reads just the new ids; only a delete (the count falls behind the ids) rereads the newest
-MAX_BOARD_RUNS. The board is ordered by arrival (run id), newest first: a projector shows what just
+MAX_BOARD_RUNS. Rows are read from the store's listing summaries (no payload decoded); payloads only for
+the sweeps and training runs the board charts, and for one run of a machine that has neither. The board is ordered by arrival (run id), newest first: a projector shows what just
 landed, whatever date an imported file claims.
 
 What the board shows is derived here, without streamlit or plotly: the rows grouped by name or
@@ -16,26 +17,35 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Guess
 from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun, preset_title
 from core.store.database import Store
-from core.store.records import StoredRun
+from core.store.records import RunSummary, StoredRun
 
 MAX_BOARD_RUNS = 200  # the newest runs a board keeps: a class of 60 running a few times each
 DEFAULT_REFRESH_S = 5.0  # how often an open board asks the store whether anything changed
 MIN_REFRESH_S, MAX_REFRESH_S = 1.0, 60.0
 
 
+CHARTED_KINDS = ("matmul", "train")  # what the board charts (crossovers, speed-ups, epochs) and guesses: read in full
+
+
 @dataclass(frozen=True)
 class ClassBoard:
-    """The runs a board shows, newest first, and the store version they were read at."""
+    """The runs a board shows, newest first, and the store version they were read at.
+
+    Every row comes from the store's listing summaries (no payload decoded, as the Results page's listing);
+    only the runs the board charts (`CHARTED_KINDS`), and one run of any machine that has none of those
+    (its hardware), are read in full, into `full`.
+    """
 
     version: tuple[int, int] = (0, 0)  # Store.version(): (rows, highest id)
-    runs: tuple[StoredRun, ...] = ()
+    runs: tuple[RunSummary, ...] = ()
     reads: int = 0  # rows read from the store over this board's life (the cost a refresh adds)
+    full: tuple[StoredRun, ...] = ()  # newest first: the runs read in full, for the charts, guesses and hardware
 
 
 def refresh(store: Store, board: ClassBoard | None = None) -> ClassBoard:
@@ -45,21 +55,43 @@ def refresh(store: Store, board: ClassBoard | None = None) -> ClassBoard:
         return board
     if board is not None and 0 < version[1] - board.version[1] <= MAX_BOARD_RUNS:
         new_ids = list(range(board.version[1] + 1, version[1] + 1))
-        listing = store.read_runs(run_ids=new_ids)
+        listing = store.read_summaries(run_ids=new_ids)
         added = len(listing.runs) + len(listing.unreadable)
         if board.version[0] + added == version[0]:  # nothing was deleted meanwhile: merge the new rows
-            runs = _newest_first([*listing.runs, *board.runs])
-            return ClassBoard(version, runs, board.reads + added)
-    listing = store.read_runs(limit=MAX_BOARD_RUNS)
+            rows = _newest_first([*listing.runs, *board.runs])
+            return _read_full(store, ClassBoard(version, rows, board.reads + added, board.full))
+    listing = store.read_summaries(limit=MAX_BOARD_RUNS)
     read = len(listing.runs) + len(listing.unreadable)
-    return ClassBoard(version, _newest_first(listing.runs), (board.reads if board else 0) + read)
+    return _read_full(store, ClassBoard(version, _newest_first(listing.runs), (board.reads if board else 0) + read))
 
 
-def _newest_first(runs: list[StoredRun]) -> tuple[StoredRun, ...]:
+def _newest_first(runs: list[RunSummary]) -> tuple[RunSummary, ...]:
     return tuple(sorted(runs, key=lambda r: r.run_id, reverse=True)[:MAX_BOARD_RUNS])
 
 
-def who(run: StoredRun) -> str:
+def _read_full(store: Store, board: ClassBoard) -> ClassBoard:
+    """`board` with the runs it charts read in full (those it has already are kept), and those rows dropped
+    whose payload cannot be read: the board shows only runs it can read, as it always has."""
+    shown = {row.run_id for row in board.runs}
+    full = [run for run in board.full if run.run_id in shown]
+    have = {run.run_id for run in full}
+    wanted = [row.run_id for row in board.runs if row.kind in CHARTED_KINDS and row.run_id not in have]
+    covered = {run.machine_label for run in full} | {row.machine_label for row in board.runs if row.kind in CHARTED_KINDS}
+    for row in board.runs:  # a machine with no charted run: one of its runs, for the CPUs and GPUs in the room
+        if row.machine_label not in covered and row.run_id not in have:
+            wanted.append(row.run_id)
+            covered.add(row.machine_label)
+    if not wanted:
+        return replace(board, full=tuple(full))
+    listing = store.read_runs(run_ids=wanted)
+    full = sorted([*full, *listing.runs], key=lambda r: r.run_id, reverse=True)
+    if bad := {run.run_id for run in listing.unreadable}:  # its machine's hardware may be on another of its runs
+        rows = tuple(row for row in board.runs if row.run_id not in bad)
+        return _read_full(store, replace(board, runs=rows, full=tuple(full)))
+    return replace(board, full=tuple(full))
+
+
+def who(run: RunSummary | StoredRun) -> str:
     """The group a run belongs to on the board: its name, else its machine."""
     return run.label or run.machine_label
 
@@ -91,12 +123,14 @@ class BoardRow:
 
 def grouped_rows(board: ClassBoard) -> list[BoardRow]:
     """Every run as a row, grouped by name or machine (the group with the newest run first), newest first within."""
-    groups: dict[str, list[StoredRun]] = defaultdict(list)
+    full = {run.run_id: run for run in board.full}
+    groups: dict[str, list[RunSummary]] = defaultdict(list)
     for run in board.runs:  # newest first, so groups come out ordered by their newest run
         groups[who(run)].append(run)
     return [BoardRow(who=name, machine=run.machine_label, run_id=run.run_id, when=run.created_at[11:16],
-                     kind=run.kind, result=run.headline, guess=guess_text(run_guess(run)))
+                     kind=run.kind, result=run.headline, guess=guess_text(run_guess(full[run.run_id]) if run.run_id in full else None))
             for name, runs in groups.items() for run in runs]
+
 
 
 @dataclass(frozen=True)
@@ -123,7 +157,7 @@ def crossover_spread(board: ClassBoard) -> Spread:
     """Crossover guesses (n) against the crossovers the class's sweeps measured: each sweep's
     `headline_crossover`, the one the race page shows first and Results lists."""
     guessed, measured, intervals, none_g, none_m = [], [], [], 0, 0
-    for run in board.runs:
+    for run in board.full:
         sweep = run.result
         if not isinstance(sweep, MatmulSweep):
             continue
@@ -151,7 +185,7 @@ def speedup_spread(board: ClassBoard) -> Spread:
     (the newest CPU and GPU runs of one preset on one machine, as a race saves them)."""
     guessed: list[float] = []
     newest: dict[tuple[str, str | None, bool], float] = {}  # (machine, preset, on a GPU) -> seconds per epoch
-    for run in board.runs:  # newest first: the first seen is kept
+    for run in board.full:  # newest first: the first seen is kept
         train = run.result
         if not isinstance(train, TrainRun):
             continue
@@ -168,7 +202,7 @@ def speedup_spread(board: ClassBoard) -> Spread:
 def epoch_spread(board: ClassBoard) -> Spread:
     """Seconds per epoch: guesses against every training run's median epoch."""
     guessed, measured, presets = [], [], []
-    for run in board.runs:
+    for run in board.full:
         train = run.result
         if not isinstance(train, TrainRun):
             continue
@@ -191,7 +225,7 @@ class Hardware:
 
 def room_hardware(board: ClassBoard) -> list[Hardware]:
     """The CPUs and GPUs of the machines that saved runs, most common first (a machine counted once)."""
-    machines = {run.machine_label: run.machine for run in board.runs}
+    machines = {run.machine_label: run.machine for run in board.full}
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for machine in machines.values():
         cpu = machine.get("cpu")
