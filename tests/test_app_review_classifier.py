@@ -146,10 +146,12 @@ def test_vectorizer_settings_reach_the_run(app, no_gpu, toy_csv):
     app.selectbox(key="clf_weighting").set_value("tfidf")
     app.radio(key="clf_ngrams").set_value(1)
     app.number_input(key="clf_maxf").set_value(20)
+    app.number_input(key="clf_nb_logit").set_value(0.5)
     _train_on(app, toy_csv)
     assert not app.error
     config = app.session_state["clf_bench"].runs[0].config
     assert (config.weighting, config.ngrams, config.max_features, config.epochs) == ("tfidf", 1, 20, 1)
+    assert config.nb_logit == 0.5
     assert app.session_state["clf_bench"].prep[0].vocab_size == 20
 
 

@@ -153,8 +153,19 @@ def test_a_label_without_save_is_refused_before_anything_runs(command, capsys):
 
 
 @pytest.mark.parametrize("flags", [["--lr", "inf"], ["--lr", "1e30"], ["--hidden", "10000000"], ["--epochs", "1000000"],
-                                   ["--seed", "-1"]])
+                                   ["--seed", "-1"], ["--nb-logit", "-0.5"], ["--nb-logit", "nan"]])
 def test_settings_out_of_range_exit_2_before_any_data_is_read(flags, capsys):
     assert main(["train", "--data", "nowhere-at-all", *flags]) == 2
     err = capsys.readouterr().err
     assert "out of range" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_nb_logit_flag_sets_the_naive_bayes_weight_and_defaults_to_the_config():
+    from core.cli import build_parser
+    from core.cli.train import config_from_args
+    from core.classifier.model import ClassifierConfig
+
+    parse = build_parser("train").parse_args
+    assert config_from_args(parse(["train", "--nb-logit", "0"])).nb_logit == 0.0
+    assert config_from_args(parse(["train"])).nb_logit == ClassifierConfig().nb_logit == 0.3
+    assert config_from_args(parse(["train", "--preset", "lecture"])).nb_logit == 0.0, "the lecture's network alone"

@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--momentum", type=float, help="default: the preset's")
     p.add_argument("--batch-size", type=int, help=f"default {DEFAULTS.batch_size} (minibatch preset)")
     p.add_argument("--hidden", type=int, help=f"hidden units, default {DEFAULTS.hidden}")
+    p.add_argument("--nb-logit", type=float, metavar="W",
+                   help=f"after training, add W x the review's naive-Bayes log-odds to the network's output "
+                        f"(NB weightings only; default {DEFAULTS.nb_logit:g}, 0: the network alone)")
     p.add_argument("--max-features", type=int, help="vocabulary cap (default: none; 10,000 for the lecture preset)")
     p.add_argument("--tfidf", action="store_true",
                    help=f"TF-IDF weighting instead of the default ({DEFAULTS.weighting}: see README)")
@@ -66,7 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def config_from_args(args: argparse.Namespace) -> ClassifierConfig:
     """The config the flags describe; out-of-range values are a DashboardError (exit 2)."""
     given = dict(max_features=args.max_features, hidden=args.hidden, lr=args.lr, momentum=args.momentum,
-                 batch_size=args.batch_size, epochs=args.epochs, seed=args.seed, ngrams=args.ngrams)
+                 batch_size=args.batch_size, epochs=args.epochs, seed=args.seed, ngrams=args.ngrams,
+                 nb_logit=args.nb_logit)
     overrides = {k: v for k, v in given.items() if v is not None}  # the preset decides what was not given
     if args.tfidf:
         overrides["weighting"] = "tfidf"
