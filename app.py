@@ -5,6 +5,7 @@ import streamlit as st
 import pages.shared.server_memory  # noqa: F401  (Arrow on the system allocator: memory given back)
 from pages.shared.entry import mark_entered
 from pages.shared.layout import projector_layout
+from pages.shared.warmup import start as warm_results
 
 
 st.set_page_config(page_title="GPU vs CPU, measured", page_icon=":material/speed:", layout="wide")
@@ -22,3 +23,4 @@ PAGES = [
 mark_entered()
 projector_layout()
 st.navigation(PAGES).run()
+warm_results()  # once per server process, after the first page has rendered: Results' imports in the background

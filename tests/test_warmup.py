@@ -1,0 +1,37 @@
+"""The background warm-up of the Results page's imports: started once per process, after the first page,
+and covering what the page imports."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+from pages.shared import warmup
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imported(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    names |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    return names
+
+
+def test_it_covers_the_results_pages_own_imports():
+    page = {name for name in _imported(ROOT / "pages" / "results.py") if name.startswith(("core.", "pages."))}
+    page.discard("pages.shared")  # `from pages.shared import board_widgets, result_store`: named as modules below
+    assert page - set(warmup.MODULES) == set(), "add the page's new imports to pages/shared/warmup.py's MODULES"
+
+
+def test_it_starts_once_and_loads_them():
+    first = warmup.start()
+    assert warmup.start() is first and first.daemon
+    first.join(120)
+    assert not first.is_alive() and all(name in sys.modules for name in warmup.MODULES)
+
+
+def test_the_app_starts_it_after_the_page_has_rendered():
+    app = (ROOT / "app.py").read_text()
+    assert app.index("st.navigation(PAGES).run()") < app.index("warm_results()")
