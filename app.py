@@ -6,6 +6,7 @@ import pages.shared.server_memory  # noqa: F401  (Arrow on the system allocator:
 from pages.shared.entry import mark_entered
 from pages.shared.layout import projector_layout
 from pages.shared.warmup import start as warm_results
+from pages.shared.warmup import wait as warm_up_finished
 
 
 st.set_page_config(page_title="GPU vs CPU, measured", page_icon=":material/speed:", layout="wide")
@@ -22,5 +23,6 @@ PAGES = [
 
 mark_entered()
 projector_layout()
+warm_up_finished()  # a page never imports while the warm-up does (two threads in one package: see warmup.py)
 st.navigation(PAGES).run()
 warm_results()  # once per server process, after the first page has rendered: Results' imports in the background

@@ -35,3 +35,26 @@ def test_it_starts_once_and_loads_them():
 def test_the_app_starts_it_after_the_page_has_rendered():
     app = (ROOT / "app.py").read_text()
     assert app.index("st.navigation(PAGES).run()") < app.index("warm_results()")
+
+
+def test_a_page_waits_for_a_warm_up_in_progress_and_not_once_it_is_done(monkeypatch):
+    """Page and warm-up never import at once: a page run waits for the warm-up's end (its Event)."""
+    import threading
+
+    done = threading.Event()
+    monkeypatch.setattr(warmup, "_done", done)
+    monkeypatch.setattr(warmup, "_thread", None)
+    assert warmup.wait(0.01), "no warm-up started: nothing to wait for"
+    monkeypatch.setattr(warmup, "_thread", threading.Thread(target=lambda: None))
+    assert not warmup.wait(0.05), "one in progress: the page waits (here until the timeout)"
+    finished = []
+    waiter = threading.Thread(target=lambda: finished.append(warmup.wait(30)))
+    waiter.start()
+    done.set()
+    waiter.join(30)
+    assert finished == [True] and warmup.wait(0.0)
+
+
+def test_the_app_waits_for_the_warm_up_before_running_a_page():
+    app = (ROOT / "app.py").read_text()
+    assert app.index("warm_up_finished()") < app.index("st.navigation(PAGES).run()")

@@ -5,7 +5,10 @@ pandas and the result types (pydantic dataclasses built at import) and loading p
 code; every later view found them loaded. app.py calls `start()` after each script run: the first call starts
 one daemon thread that imports them while the user reads the page they opened, so the page itself never waits
 for it (it starts after the page has rendered) and a later Results view finds them loaded. A view that comes
-while the thread is still importing waits only for what is left: Python's import lock lets no module load twice.
+while the thread is still importing waits for it to finish (`wait`, before every page run): two threads entering
+one package's modules from different ends at once can meet a partly initialized module (`core.results`' package
+imports its kinds, and a page may import `core.results.matmul` first), which a browser test caught as
+"cannot import name ... from partially initialized module"; one thread importing at a time cannot.
 A module that fails here fails again, with its own message, on the page that needs it.
 """
 
@@ -14,15 +17,17 @@ from __future__ import annotations
 import importlib
 import threading
 
-# The Results page's imports, heaviest first, in the order the page reaches them (core has no import cycles,
-# tests/test_import_cycles.py, so a page importing the same modules at the same time cannot deadlock with this)
+# The Results page's imports, heaviest first, in the order the page reaches them
 MODULES = ("pandas", "pyarrow", "pydantic", "plotly.graph_objects", "core.results", "core.store", "core.store.frames",
            "core.store.board", "core.charts.results", "core.charts.ranks", "core.results.cluster", "core.lecture",
            "core.platform.units", "core.errors", "core.store.access", "core.store.records", "pages.shared.entry",
            "pages.shared.board_widgets", "pages.shared.result_store")
 
+WAIT_S = 120.0  # a page waits at most this for the warm-up (it takes ~1-3 s of CPU); then it imports alone
+
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
+_done = threading.Event()
 
 
 def start() -> threading.Thread:
@@ -35,16 +40,27 @@ def start() -> threading.Thread:
         return _thread
 
 
+def wait(timeout_s: float = WAIT_S) -> bool:
+    """Before a page runs: let a warm-up in progress finish, so that page and warm-up never import at once.
+
+    True when no warm-up is running (not started, or done); a no-op once it is done.
+    """
+    with _lock:
+        started = _thread is not None
+    if not started or _done.is_set() or threading.current_thread() is _thread:
+        return True
+    return _done.wait(timeout_s)
+
+
 def _warm() -> None:
-    for name in MODULES:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001: the page that needs it reports it
-            return
     try:
+        for name in MODULES:
+            importlib.import_module(name)
         _first_use()
-    except Exception:  # noqa: BLE001: a warm-up only; the pages draw and convert for real
+    except Exception:  # noqa: BLE001: a warm-up only; the page that needs a module reports its failure
         pass
+    finally:
+        _done.set()
 
 
 def _first_use() -> None:

@@ -45,7 +45,7 @@ def test_two_students_press_run_together_one_waits_both_finish(browser, streamli
     contexts = [browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in range(2)]
     try:
         pages = [_open_matmul_race(c, streamlit_url, name) for c, name in zip(contexts, ("Student A", "Student B"))]
-        runs = [p.get_by_role("button", name="Run") for p in pages]
+        runs = [p.get_by_role("button", name="Run", exact=True) for p in pages]
         for run in runs:  # a few milliseconds apart; each sweep takes about 3 s
             run.click(no_wait_after=True)
 

@@ -34,7 +34,7 @@ def test_a_tiny_sweep_draws_the_race(page, streamlit_url):
     text = sizes.inner_text() + _slider(page, "Time budget").inner_text()
     assert "16" in text and "32" in text and "0.25" in text, text
 
-    page.get_by_role("button", name="Run").click()
+    page.get_by_role("button", name="Run", exact=True).click()
     page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=120_000)
     wait_for_idle(page)
     assert_no_exception(page)

@@ -92,7 +92,7 @@ def test_matmul_race_run_shows_progress_and_result_in_view(projector, streamlit_
     page.locator(MAIN).get_by_role("textbox", name="Your guess").press("Enter")
     wait_for_idle(page)
     assert _main_scrolled(page) == 0
-    seen = _seen_after_click(page, page.locator(MAIN).get_by_role("button", name="Run"))
+    seen = _seen_after_click(page, page.locator(MAIN).get_by_role("button", name="Run", exact=True))
     assert seen in ("stProgress", "stAlert", "stPlotlyChart")
     wait_for_idle(page)
     assert_no_exception(page)
