@@ -3,6 +3,11 @@
 import streamlit as st
 
 import pages.shared.server_memory  # noqa: F401  (Arrow on the system allocator: memory given back)
+# The two core packages whose __init__ imports their own modules, imported whole before any page: a page thread
+# importing core.results.matmul while another thread is inside core.results' __init__ can meet a partly
+# initialized module (pages/shared/warmup.py); every session entering by the same door cannot. ~1.4 s once a process.
+import core.results  # noqa: F401,E402
+import core.store  # noqa: F401,E402
 from pages.shared.entry import mark_entered
 from pages.shared.layout import projector_layout
 from pages.shared.warmup import start as warm_results

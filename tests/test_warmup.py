@@ -58,3 +58,14 @@ def test_a_page_waits_for_a_warm_up_in_progress_and_not_once_it_is_done(monkeypa
 def test_the_app_waits_for_the_warm_up_before_running_a_page():
     app = (ROOT / "app.py").read_text()
     assert app.index("warm_up_finished()") < app.index("st.navigation(PAGES).run()")
+
+
+def test_the_app_imports_every_core_package_that_imports_its_own_modules_before_any_page():
+    """Such a package entered from two ends by two threads at once is the race warmup.py describes."""
+    app = (ROOT / "app.py").read_text()
+    own = sorted(init.parent.name for init in (ROOT / "core").glob("*/__init__.py")
+                 if any(isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"core.{init.parent.name}.")
+                        for node in ast.walk(ast.parse(init.read_text()))))
+    assert own == ["results", "store"]
+    for name in own:
+        assert app.index(f"import core.{name}") < app.index("st.navigation(PAGES).run()")
