@@ -214,3 +214,29 @@ def test_a_bad_load_field_is_refused_by_name(mutate, match):
         read_result("matmul", {**matmul_payload(), "load": load})
     with pytest.raises(DashboardError, match="load: expected a JSON object"):
         read_result("train", {**train_payload(), "load": [1, 2]})
+
+
+def test_a_family_of_processes_counts_as_our_own_cpu(monkeypatch):
+    """A rank's siblings are the job, not strangers: what each really used is taken off the others' figure."""
+    readings = iter([CpuTimes(10.0, 0, 0, 90.0, 0, 0, 0, 0, 0, 0), CpuTimes(12.0, 0, 0, 90.0, 0, 0, 0, 0, 0, 0)])
+    clock = iter([10.0, 11.0])
+    used = {"me": iter([1.0, 1.7]), "sibling": iter([3.0, 4.1])}
+
+    def process(name: str) -> SimpleNamespace:
+        return SimpleNamespace(cpu_times=lambda: SimpleNamespace(user=next(used[name]), system=0.0))
+    sibling = process("sibling")
+    fake = SimpleNamespace(cpu_times=lambda percpu=False: next(readings), cpu_count=lambda: 2, Error=Exception,
+                           Process=lambda: process("me"))
+    monkeypatch.setattr(machine_load, "psutil", fake)
+    monkeypatch.setattr(machine_load, "_our_cpus", lambda: None)
+    monkeypatch.setattr(machine_load, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    before, after = machine_load.cpu_reading([sibling]), machine_load.cpu_reading([sibling])
+    assert machine_load.others_between(before, after) == pytest.approx(2.0 - 0.7 - 1.1)
+
+
+@pytest.mark.parametrize("others, spare, reach", [
+    (None, 0, 1.0), (0.0, 0, 1.0), (0.25, 0, 4 / 3), (0.5, 0, 2.0), (1.0, 0, float("inf")), (3.0, 0, float("inf")),
+    (1.25, 1, 4 / 3), (0.8, 1, 1.0), (50.0, 56, 1.0),  # what fits in the idle cores slows nothing
+])
+def test_the_slowdown_other_programs_could_explain(others, spare, reach):
+    assert machine_load.explained_slowdown(others, spare=spare) == pytest.approx(reach)

@@ -33,6 +33,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import psutil
 import torch
 
 from core.errors import DashboardError
@@ -150,15 +151,36 @@ class _Rank:
         fn: Callable[[], object] = engine.product(ops)
         if self.delay_s:
             fn = _slowed(fn, self.delay_s)
-        before = cpu_reading()
+        family = siblings()
+        before = cpu_reading(family)
         with timing.torch_threads(self.threads):
             measured = timing.measure(fn, self.device, budget_s=config.budget_s, min_samples=MIN_SAMPLES)
-        others = others_between(before, cpu_reading())
-        siblings = (self.local_ranks - 1) * self.per_rank_cores() if together else 0
-        needed = self.per_rank_cores() * (self.local_ranks if together else 1)
-        mine = None if others is None else max(0.0, others - siblings)
-        busy = busy_for(mine, cores=self.cores, needed=min(self.cores, needed))
-        return rank_point(n, measured.times_s, others_cores=mine, busy=busy)
+        others = others_between(before, cpu_reading(family))
+        needed = min(self.cores, self.per_rank_cores() * (self.local_ranks if together else 1))
+        busy = busy_for(others, cores=self.cores, needed=needed)
+        return rank_point(n, measured.times_s, others_cores=others, busy=busy, spare_cores=self.cores - needed)
+
+
+def siblings() -> list[psutil.Process]:
+    """The other ranks of this job on this machine: the processes our parent (torchrun's agent, Slurm's
+    step) started with our very command line. Their CPU is the job's own, read as it was really used:
+    guessing it (a sibling's threads times the window) hid a stranger's load whenever the stranger had
+    slowed the sibling too, and that was the load that made an undisturbed rank look like a straggler."""
+    try:
+        me = psutil.Process()
+        parent, command = me.parent(), me.cmdline()
+        if parent is None:
+            return []
+        return [p for p in parent.children() if p.pid != me.pid and _same_command(p, command)]
+    except psutil.Error:
+        return []
+
+
+def _same_command(process: psutil.Process, command: list[str]) -> bool:
+    try:
+        return process.cmdline() == command
+    except psutil.Error:
+        return False
 
 
 def _slowed(fn: Callable[[], object], delay_s: float) -> Callable[[], object]:

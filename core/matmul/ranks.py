@@ -9,13 +9,18 @@ straggler when
 - that is outside the noise, by the verdicts' rule (core.matmul.verdict): the 95 % bootstrap interval
   of its time over the median rank's time lies wholly above 1 + SAME_MARGIN, each with at least
   MIN_SAMPLES samples; and
-- where either rank's machine was busy while the size was timed (other programs took cores it needed),
-  only when even the interval's low end is BUSY_STRAGGLER_RATIO (2x) or more: a neighbour's load
-  moves a rank by some tens of percent and spreads over the ranks, so a smaller gap is "cannot tell".
+- it is more than other programs could explain: while the size was timed they used `others` cores
+  (the job's own ranks excluded, read per process), e of them beyond the cores the job left idle; a
+  rank's threads meet at the end of every product, so a stranger sharing one of its cores a fraction e
+  of the time can make it up to 1 / (1 - e) times slower (machine_load.explained_slowdown, the same
+  bound the verdicts widen by), and only an interval whose low end is beyond that names it; from a
+  whole core on, "cannot tell". Why not a fixed busy threshold: a neighbour lands on one rank's core,
+  not spread over the ranks, so a quarter of a core taken (under the half-core busy rule) can make an
+  undisturbed rank 25-30 % slower, while a rank slowed forty-fold is plain even on a busy machine.
 A rank more than 10 % below that fails the noise rule makes the call `unclear`, never `none`.
 
-The median rank is the one whose rate is nearest the median (with an even count, the faster of the
-two middle ones): its samples are the reference, so the interval compares two real series.
+The median rank is the middle one by rate (with an even count, the faster of the two middle ones): its
+samples are the reference, so the interval compares two real series.
 """
 
 from __future__ import annotations
@@ -24,12 +29,12 @@ import statistics
 from collections.abc import Sequence
 
 from core.matmul.verdict import MIN_SAMPLES, SAME_MARGIN, ratio_interval
+from core.platform.machine_load import explained_slowdown
 from core.results.cluster import (
     NAMED, NONE, UNCLEAR, Contention, RankPoint, RankRecord, SizeSpread, Straggler,
 )
 
 STRAGGLER_BELOW = 0.10  # a rank this far below the median rank's GFLOP/s holds a data-parallel job back
-BUSY_STRAGGLER_RATIO = 2.0  # on a busy machine, only a rank at most half as fast as the median is named
 
 
 def gflops(n: int, seconds: float | None) -> float | None:
@@ -37,11 +42,12 @@ def gflops(n: int, seconds: float | None) -> float | None:
     return None if not seconds or seconds <= 0 else 2.0 * n ** 3 / seconds / 1e9
 
 
-def rank_point(n: int, times_s: Sequence[float], *, others_cores: float | None = None, busy: bool = False) -> RankPoint:
+def rank_point(n: int, times_s: Sequence[float], *, others_cores: float | None = None, busy: bool = False,
+               spare_cores: int | None = None) -> RankPoint:
     """One size's point on one rank from its per-call samples."""
     seconds = statistics.median(times_s) if times_s else None
     return RankPoint(n=n, seconds=seconds, gflops=gflops(n, seconds), times_s=tuple(times_s),
-                     others_cores=others_cores, busy=busy)
+                     others_cores=others_cores, busy=busy, spare_cores=spare_cores)
 
 
 def _at(record: RankRecord, n: int, phase: str) -> RankPoint | None:
@@ -78,10 +84,11 @@ def contention(ranks: Sequence[RankRecord]) -> tuple[Contention, ...]:
 
 
 def median_rank(ranks: Sequence[RankRecord], n: int) -> RankRecord:
-    """The rank whose rate at n is nearest the median (ties: the faster), the stragglers' reference."""
-    rates = {r.rank: p.gflops or 0.0 for r in ranks if (p := _at(r, n, "together")) is not None}
-    middle = statistics.median(rates.values())
-    best = min(rates, key=lambda k: (abs(rates[k] - middle), -rates[k]))
+    """The middle rank by rate at n (even count: the faster of the two middle ones), the stragglers'
+    reference. Picked by position, not by distance to the median: with two ranks both are equally far
+    from it, and which one floating point called nearer decided whether the slow one was checked at all."""
+    rated = sorted((p.gflops or 0.0, r.rank) for r in ranks if (p := _at(r, n, "together")) is not None)
+    best = rated[len(rated) // 2][1]
     return next(r for r in ranks if r.rank == best)
 
 
@@ -125,7 +132,9 @@ def _noise(p: RankPoint, ref: RankPoint) -> tuple[str, float | None, float | Non
     _, low, high = ratio_interval(theirs, mine)  # median(mine) / median(theirs): above 1, this rank is slower
     if low <= 1 + SAME_MARGIN:
         return f"its samples overlap the median rank's (slowdown {low:.2f}-{high:.2f}x)", low, high
-    if (p.busy or ref.busy) and low < BUSY_STRAGGLER_RATIO:
-        return (f"the machine was busy while it was timed (slowdown {low:.2f}-{high:.2f}x, under the "
-                f"{BUSY_STRAGGLER_RATIO:g}x a busy machine needs)"), low, high
+    reach = explained_slowdown(p.others_cores, spare=p.spare_cores or 0)
+    if low <= reach:
+        could = "any slowdown" if reach == float("inf") else f"a slowdown up to {reach:.2f}x"
+        return (f"other programs used {p.others_cores or 0:.2f} cores while it was timed, enough for {could} "
+                f"(this one: {low:.2f}-{high:.2f}x): cannot tell on a machine this busy"), low, high
     return "", low, high

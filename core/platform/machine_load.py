@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,10 +68,9 @@ def _busy_s(times: Any) -> float:
     return total - sum(float(getattr(times, name, 0.0)) for name in IDLE_FIELDS)
 
 
-def _own_s() -> float:
-    """CPU seconds this process (all its threads) has used."""
-    t = psutil.Process().cpu_times()
-    return float(t.user + t.system)
+def _own_s(family: Sequence[psutil.Process] = ()) -> float:
+    """CPU seconds this process (all its threads) and `family` have used."""
+    return sum(float(t.user + t.system) for t in (p.cpu_times() for p in (psutil.Process(), *family)))
 
 
 @dataclass(frozen=True)
@@ -78,21 +78,23 @@ class CpuReading:
     """The machine's and this process's CPU seconds at one instant: two readings bracket a window."""
 
     busy_s: float  # CPU time anyone used, summed over the cores counted
-    own_s: float  # CPU time this process used
+    own_s: float  # CPU time this process (and the family it was read with) used
     at_s: float  # time.perf_counter() when read
     cpus: int | None = None  # how many CPUs busy_s covers (None: the whole machine's)
 
 
-def cpu_reading() -> CpuReading | None:
-    """Read the CPU counters now, over the CPUs we may run on (None where the OS will not say)."""
+def cpu_reading(family: Sequence[psutil.Process] = ()) -> CpuReading | None:
+    """Read the CPU counters now, over the CPUs we may run on (None where the OS will not say, or a
+    process of `family` is gone). `family`: processes of the same job (a rank's siblings) whose CPU is
+    ours rather than a stranger's: counted as our own, what each of them really used, not a guess."""
     try:
         ours = _our_cpus()
         if ours is None:
-            return CpuReading(_busy_s(psutil.cpu_times()), _own_s(), time.perf_counter())
+            return CpuReading(_busy_s(psutil.cpu_times()), _own_s(family), time.perf_counter())
         per_cpu = psutil.cpu_times(percpu=True)
         if len(per_cpu) != (psutil.cpu_count() or 0):  # an offline CPU shifts the indexes: count them all
-            return CpuReading(sum(_busy_s(t) for t in per_cpu), _own_s(), time.perf_counter(), len(per_cpu))
-        return CpuReading(sum(_busy_s(per_cpu[i]) for i in ours), _own_s(), time.perf_counter(), len(ours))
+            return CpuReading(sum(_busy_s(t) for t in per_cpu), _own_s(family), time.perf_counter(), len(per_cpu))
+        return CpuReading(sum(_busy_s(per_cpu[i]) for i in ours), _own_s(family), time.perf_counter(), len(ours))
     except (psutil.Error, OSError, AttributeError, NotImplementedError, IndexError):
         return None
 
@@ -139,6 +141,18 @@ def busy_for(others: float | None, *, cores: int, needed: int) -> bool:
     if others is None:
         return False
     return others >= max(0, cores - needed) + BUSY_OTHERS_CORES
+
+
+def explained_slowdown(others: float | None, *, spare: float = 0.0) -> float:
+    """How many times slower other programs could have made a measurement that used every core but
+    `spare`: 1 / (1 - e), e being what they used beyond the spare cores (inf from a whole core on).
+
+    Why this bound and not the cores' share (c / (c - e)): the threads of a product meet at its end,
+    so one thread that shares its core with a stranger for a fraction e of the time holds the others
+    back by that much, however many cores the product has; a neighbour lands on a core, not spread
+    over all of them. A difference smaller than this is one the neighbour could have made."""
+    beyond = max(0.0, (others or 0.0) - spare)
+    return 1.0 / (1.0 - beyond) if beyond < 1.0 else float("inf")
 
 
 def probe_seconds() -> float:

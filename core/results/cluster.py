@@ -36,6 +36,7 @@ class RankPoint(Declared):
     times_s: f.Items[f.Number] = ()  # per-call seconds of each timed block: the noise the straggler rule reads
     others_cores: f.Number = None  # CPU other programs used while the size was timed (this rank's siblings excluded)
     busy: f.Flag = False  # those others took cores this rank needed: its figure is noisy
+    spare_cores: f.Number = Field(default=None, exclude_if=f.omitted_when_none)  # cores the job left idle meanwhile
 
 
 @dataclass(frozen=True, kw_only=True)
