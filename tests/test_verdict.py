@@ -51,6 +51,22 @@ def test_a_busy_machine_makes_even_a_clear_difference_unclear():
     assert judge(1024, "a", "b", samples(0.5), samples(1.0), others_cores=0.1).call == "faster"  # a little is fine
 
 
+def test_what_others_used_below_the_busy_line_widens_the_interval():
+    """A quarter of a core taken (under the half-core line) can make one series up to 1.33x slower: a 1.28x
+    difference it could have made is unclear, a 1.6x one stands; the idle cores were the stranger's."""
+    small = judge(256, "1 thread", "2 threads", samples(1.0), samples(1.28), others_cores=0.25)
+    assert small.call == "unclear" and small.busy and "up to 1.33x slower" in small.why and small.low > 1
+    assert judge(256, "1 thread", "2 threads", samples(1.0), samples(1.28)).call == "faster"  # alone: called
+    big = judge(256, "2 threads", "1 thread", samples(1.0), samples(1.6), others_cores=0.25)
+    assert big.call == "faster" and not big.busy
+    spare = judge(256, "a", "b", samples(1.0), samples(1.28), others_cores=1.25, spare_cores=1)
+    assert spare.call == "unclear" and "beyond the 1 the compared series left idle" in spare.why
+    assert judge(256, "a", "b", samples(1.0), samples(1.28), others_cores=0.9, spare_cores=1).call == "faster"
+    same = judge(256, "a", "b", samples(1.0, [1.0, 1.005, 0.995] * 4), samples(1.0, [1.0, 1.005, 0.995] * 4),
+                 others_cores=0.2)
+    assert same.call == "unclear" and same.busy  # 1.25x either way: "the same" is not known either
+
+
 def _point(series, n: int, seconds: float, **late) -> MatmulPoint:
     p = measured_point(series, n, Measurement(tuple(samples(seconds)), 1, seconds), None, None, None, None,
                        series.threads, None)

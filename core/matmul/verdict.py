@@ -18,7 +18,14 @@ flip from one run to the next. So each size gets a call from its samples:
   `unclear` when it straddles 1 and reaches beyond the margin, when either series has fewer than
   MIN_SAMPLES samples, when other programs took cores the comparison needed while the size was
   timed (machine_load.busy_for: at least BUSY_OTHERS_CORES beyond the cores its series left idle;
-  a figure from a busy machine is not a fact), or when a GPU throttled while the size was timed.
+  a figure from a busy machine is not a fact), or when a GPU throttled while the size was timed;
+- below that busy line, what other programs did use still counts: a fraction e of a core taken
+  beyond the idle ones can make a series up to 1 / (1 - e) times slower (one stalled thread holds a
+  product's other threads back: machine_load.explained_slowdown), so the interval is widened by that
+  factor on both sides before the rule above is applied. Measured on this 2-core machine: with a
+  quarter of a core taken by others (under the half-core line), two runs of the default race called
+  n = 256 both ways, 1 thread x1.28 faster and 2 threads x1.49 faster; the widening (x1.30) leaves the
+  first unclear.
 
 A throttled size is `unclear` rather than re-measured or stripped of samples, as nvbench does:
 the clock is read before and after a size (core.platform.sensors), not per sample, so which
@@ -41,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.matmul.crossover import find_crossover
-from core.platform.machine_load import busy_for, usable_cores
+from core.platform.machine_load import busy_for, explained_slowdown, usable_cores
 from core.results.matmul import CrossoverInterval, MatmulPoint, Verdict
 
 FASTER, SAME, UNCLEAR = "faster", "same", "unclear"
@@ -90,14 +97,27 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
         why = (f"the GPU throttled ({throttle or 'reason not given'}) while this size was timed: it ran below its "
                "full clock, so the times are the machine's state, not the series'")
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, why=why)
-    if 1 / (1 + SAME_MARGIN) <= low and high <= 1 + SAME_MARGIN:
-        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=SAME)
-    if low > 1:
-        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=FASTER)
-    if high < 1:  # b is faster: name it first, the ratio and interval turned over with it
+    reach = explained_slowdown(others_cores, spare=spare_cores)
+    call = _call(low / reach, high * reach)
+    if call == UNCLEAR and _call(low, high) != UNCLEAR:  # the samples alone would call it; the neighbour could not
+        why = (f"other programs used {others_cores or 0:.2f} cores while this size was timed"
+               + (f", beyond the {spare_cores} the compared series left idle" if spare_cores else "")
+               + f": enough to make a series up to {reach:.2f}x slower, and the ratio ({low:.2f}-{high:.2f}) is "
+               "within that")
+        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, busy=True, why=why)
+    if call == SAME or (call == FASTER and low > 1):
+        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=call)
+    if call == FASTER:  # b is faster: name it first, the ratio and interval turned over with it
         return Verdict(n=n, a=b, b=a, ratio=1 / ratio, low=1 / high, high=1 / low, call=FASTER)
     return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR,
                    why=f"the samples overlap: the ratio could be anywhere from {low:.2f} to {high:.2f}")
+
+
+def _call(low: float, high: float) -> str:
+    """same / faster (either way) / unclear for an interval of b's time over a's."""
+    if 1 / (1 + SAME_MARGIN) <= low and high <= 1 + SAME_MARGIN:
+        return SAME
+    return FASTER if low > 1 or high < 1 else UNCLEAR
 
 
 def cores_used(p: MatmulPoint, cores: int) -> int:
