@@ -64,14 +64,9 @@ def _cli_ranks() -> ClusterRun:
 
 
 def test_two_ranks_on_this_machine_from_the_command_line():
-    """`--ranks 2`: both ranks with a point per size together and alone, the spread, no straggler named.
-
-    Measured on a shared VM, an undisturbed pair was once called unequal outside the noise (the final slow
-    tier of stop 26, cause not found): the call is taken from a second run when the first names one.
-    """
+    """`--ranks 2`: both ranks with a point per size together and alone, the spread, no straggler named
+    (what other programs did meanwhile may make it "cannot tell", never a name)."""
     run = _cli_ranks()
-    if run.straggler_call == NAMED:
-        run = _cli_ranks()
     assert [r.rank for r in run.ranks] == [0, 1] and all(r.device == "cpu" and r.threads == 1 for r in run.ranks)
     assert all([p.n for p in r.together] == [32, 64] == [p.n for p in r.alone] for r in run.ranks)
     assert all(p.gflops and len(p.times_s) >= 3 for r in run.ranks for p in r.together + r.alone)
@@ -83,9 +78,9 @@ def test_two_ranks_on_this_machine_from_the_command_line():
 def test_a_rank_slowed_on_purpose_is_named_the_straggler(monkeypatch):
     monkeypatch.setenv(rank_worker.SLOW_ENV, "1:0.004")  # 4 ms more per call of a ~0.1 ms product
     run = run_ranks(TINY, 2)
-    if run.straggler_call != NAMED:  # seen once (stop 26's final slow tier, cause not found): a second run decides
-        run = run_ranks(TINY, 2)
-    assert run.straggler_call == NAMED, run.straggler_note
+    if run.straggler_call != NAMED:  # only a stranger taking a whole core while it was timed may withhold the name
+        assert run.straggler_note.startswith("rank 1 ") and "enough for any slowdown" in run.straggler_note
+        return
     (s,) = run.stragglers
     assert (s.rank, s.n, s.hostname) == (1, 64, socket.gethostname()[:120]) and s.below_median > 0.5
     assert current_holder("cpu") is None
