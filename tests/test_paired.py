@@ -59,3 +59,37 @@ def test_real_series_share_operands_and_carry_the_load_of_their_window():
     assert points[0].samples == points[1].samples >= MIN_ROUNDS
     assert points[0].others_cores is not None and points[0].others_cores == points[1].others_cores
     assert points[0].rel_error is not None and points[0].rel_error < 1e-5
+
+
+def test_series_that_cannot_yet_be_told_apart_sample_on_past_the_budget_up_to_the_extra():
+    """nvbench's rule: sampling stops on a noise criterion. Overlapping series go on up to the extra budget;
+    the same series judged settled stop at the budget."""
+    def noisy(name: str, base: float, log: list):
+        jitter = iter([1.0, 1.4, 0.8, 1.3, 0.9, 1.2] * 100)
+
+        def timed(calls):
+            log.append(name)
+            return base * next(jitter) * calls
+        return timed
+    plain_log: list = []
+    plain = interleave([noisy("A", 0.1, plain_log), noisy("B", 0.11, plain_log)], budget_s=2.0)
+    log: list = []
+    seen: list[int] = []
+
+    def settled(times) -> bool:
+        seen.append(len(times[0]))
+        return False
+    longer = interleave([noisy("A", 0.1, log), noisy("B", 0.11, log)], budget_s=2.0, settled=settled, extra_s=2.0)
+    assert longer[0].samples > plain[0].samples and seen and seen[0] >= MIN_ROUNDS
+    assert sum(longer[0].times_s) + sum(longer[1].times_s) <= 4.0 + 0.3  # within budget + extra (+ one round)
+    log.clear()
+    early = interleave([noisy("A", 0.1, log), noisy("B", 0.11, log)], budget_s=2.0, settled=lambda t: True, extra_s=2.0)
+    assert early[0].samples == plain[0].samples
+
+
+def test_samples_settled_only_when_every_pair_is_called():
+    from core.matmul.verdict import samples_settled
+    tight = [1.0, 1.01, 0.99, 1.0]
+    assert samples_settled([tight, [2 * t for t in tight]]) and samples_settled([tight, tight])
+    assert not samples_settled([tight, [2 * t for t in tight], [1.0, 2.0, 0.5, 1.5]])
+    assert not samples_settled([tight[:2], tight[:2]])

@@ -51,6 +51,16 @@ def test_a_busy_machine_makes_even_a_clear_difference_unclear():
     assert judge(1024, "a", "b", samples(0.5), samples(1.0), others_cores=0.1).call == "faster"  # a little is fine
 
 
+def test_a_difference_inside_the_margin_is_not_called_faster():
+    """Quiet runs moved between 'x1.04 faster' (interval 1.02-1.05) and 'x1.5 slower' at n=64: within-run
+    noise is not between-run noise, so a call needs its interval clear of the 5 % margin."""
+    tight = [1.0, 1.002, 0.998] * 4
+    v = judge(64, "2 threads", "1 thread", samples(1.0, tight), samples(1.05, tight))
+    assert v.call == "unclear" and 1.0 < v.low and v.high > 1 + verdict.SAME_MARGIN and "5%" in v.why
+    assert judge(64, "2 threads", "1 thread", samples(1.0, tight), samples(1.08, tight)).call == "faster"
+    assert judge(64, "2 threads", "1 thread", samples(1.08, tight), samples(1.0, tight)).a == "1 thread"
+
+
 def test_what_others_used_below_the_busy_line_widens_the_interval():
     """A quarter of a core taken (under the half-core line) can make one series up to 1.33x slower: a 1.28x
     difference it could have made is unclear, a 1.6x one stands; the idle cores were the stranger's."""

@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "without a GPU; with one, the cores other programs leave free when it starts)")
     p.add_argument("--tf32", nargs="?", const="on", default="off", choices=list(TF32_CHOICES),
                    help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
-    p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1)")
+    p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1); a size whose "
+                   "series cannot yet be told apart samples on, up to twice this")
     p.add_argument("--end-to-end", action="store_true", help="also time copying inputs to the GPU and the result back")
     p.add_argument("--cache", default="warm", choices=list(CACHE_CHOICES),
                    help="warm (default): matrices stay in cache between repetitions; cold: caches evicted before "

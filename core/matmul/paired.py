@@ -7,7 +7,11 @@ sampled in rounds of one block per series, the order turned over every round (AB
 rises steadily costs both series the same on average), until the size's budget (the per-series
 budget times the number of series, as when they ran one after the other) is spent. Each series
 gets the same number of samples, at least MIN_ROUNDS, so every size can be given a verdict
-(core.matmul.verdict); near the time guard's limit that can take up to twice the budget.
+(core.matmul.verdict); near the time guard's limit that can take up to twice the budget. When
+the budget is spent and the samples cannot yet tell the series apart (verdict.samples_settled),
+rounds go on for up to EXTRA_BUDGET times the budget more: a large size gets only three or four
+samples in its budget, and three samples each left n = 1024 and 2048 "unclear" on quiet runs of
+the default race whose medians differed by 1.3-1.5x.
 
 Blocks are sized as `core.platform.timing.measure` sizes them (at least MIN_BLOCK_S, the warm
 probe kept as a sample when one call fills a block), and each block runs under its own series'
@@ -40,7 +44,7 @@ import torch
 
 from core.matmul import engine
 from core.matmul.engine import DTYPES, COPY_BUDGET_FRACTION, MatmulOptions, RanOutOfMemory, Series
-from core.matmul.verdict import MIN_SAMPLES
+from core.matmul.verdict import MIN_SAMPLES, samples_settled
 from core.platform import timing
 from core.platform.cache import CacheFlush, cache_flush
 from core.platform.devices import resolve_device, synchronize
@@ -51,6 +55,7 @@ from core.results.matmul import MatmulPoint
 
 MIN_ROUNDS = MIN_SAMPLES  # samples per series: the fewest a verdict accepts
 MAX_ROUNDS = 200  # as timing.measure's max_samples
+EXTRA_BUDGET = 1.0  # a size whose series cannot yet be told apart samples on, up to this much more of its budget
 
 Block = Callable[[int], float]  # seconds for `calls` back-to-back calls of one series' product
 
@@ -61,15 +66,18 @@ def block_calls(probe_s: float) -> int:
 
 
 def interleave(blocks: Sequence[Block], budget_s: float, *, min_rounds: int = MIN_ROUNDS,
-               max_rounds: int = MAX_ROUNDS, single_calls: bool = False, overhead_s: float = 0.0) -> list[Measurement]:
+               max_rounds: int = MAX_ROUNDS, single_calls: bool = False, overhead_s: float = 0.0,
+               settled: Callable[[list[list[float]]], bool] | None = None, extra_s: float = 0.0) -> list[Measurement]:
     """Sample every block in alternating rounds within `budget_s` (cold calls included); one
     Measurement per block, each with the same number of samples.
 
     Round 0 is each series' warm probe (a sample when one call fills a block, else followed by one
     block); later rounds alternate the order. A round starts while it is expected to fit the
-    budget, and always until every series has `min_rounds` samples. `single_calls`: every block is
-    one call (cold caches: the blocks flush before their call, `overhead_s` each, counted in the
-    budget but not in the times).
+    budget, and always until every series has `min_rounds` samples. Past the budget, rounds go on
+    while `settled(samples)` says the samples cannot yet be told apart and the round is expected to
+    fit `extra_s` more (nvbench's rule: stop on a noise criterion, not on a count). `single_calls`:
+    every block is one call (cold caches: the blocks flush before their call, `overhead_s` each,
+    counted in the budget but not in the times).
     """
     firsts = [block(1) for block in blocks]  # cold: library set-up, page faults; never a sample
     spent = sum(firsts) + overhead_s * len(blocks)
@@ -84,7 +92,8 @@ def interleave(blocks: Sequence[Block], budget_s: float, *, min_rounds: int = MI
     order = list(range(len(blocks)))
     while len(times[0]) < max_rounds:
         expected = sum(statistics.median(t) * c + overhead_s for t, c in zip(times, calls))
-        if len(times[0]) >= min_rounds and spent + expected > budget_s:
+        if len(times[0]) >= min_rounds and spent + expected > budget_s and (
+                settled is None or spent + expected > budget_s + extra_s or settled(times)):
             break
         order.reverse()
         for i in order:
@@ -168,8 +177,9 @@ def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = 
         before = cpu_reading()
         cold = options.cache == "cold"
         overhead = max((c.flush.cost_s for c in contenders if c.flush is not None), default=0.0)
-        measured = interleave([c.block for c in contenders], options.budget_s * len(contenders), single_calls=cold,
-                              overhead_s=overhead)
+        budget = options.budget_s * len(contenders)
+        measured = interleave([c.block for c in contenders], budget, single_calls=cold, overhead_s=overhead,
+                              settled=samples_settled, extra_s=EXTRA_BUDGET * budget)
         others = others_between(before, cpu_reading())
         clocks = {d: over(r, read_clocks(d)) for d, r in clocks_before.items()}
         return [dataclasses.replace(_point(c, n, m, options, others), **clocks[c.device].point_fields())

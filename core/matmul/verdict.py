@@ -14,7 +14,12 @@ flip from one run to the next. So each size gets a call from its samples:
   (A, B, B, A, ...), so a change of load hits both, but a block of a fast series and one of a slow
   series do not cover the same instant;
 - `same` when the interval lies within SAME_MARGIN of 1 on both sides; `faster` when it lies
-  wholly above 1 (a faster) or wholly below (b faster: the verdict then names b first);
+  wholly beyond that margin, above 1 + SAME_MARGIN (a faster) or below 1 / (1 + SAME_MARGIN) (b
+  faster: the verdict then names b first). Why beyond the margin and not just beyond 1: the
+  bootstrap sees the noise within one run, not between runs, and the state of a machine moves from
+  one run to the next (three quiet runs on this 2-core machine, others under 0.06 cores, called n =
+  64 "2 threads x1.04" with the interval 1.02-1.05 once and "1 thread x1.44 / x1.60" twice); a
+  difference smaller than the margin is one a chart or a student cannot tell apart anyway;
   `unclear` when it straddles 1 and reaches beyond the margin, when either series has fewer than
   MIN_SAMPLES samples, when other programs took cores the comparison needed while the size was
   timed (machine_load.busy_for: at least BUSY_OTHERS_CORES beyond the cores its series left idle;
@@ -105,19 +110,33 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
                + f": enough to make a series up to {reach:.2f}x slower, and the ratio ({low:.2f}-{high:.2f}) is "
                "within that")
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, busy=True, why=why)
-    if call == SAME or (call == FASTER and low > 1):
+    if call == SAME or (call == FASTER and low > 1 + SAME_MARGIN):
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=call)
     if call == FASTER:  # b is faster: name it first, the ratio and interval turned over with it
         return Verdict(n=n, a=b, b=a, ratio=1 / ratio, low=1 / high, high=1 / low, call=FASTER)
     return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR,
-                   why=f"the samples overlap: the ratio could be anywhere from {low:.2f} to {high:.2f}")
+                   why=f"the samples overlap: the ratio could be anywhere from {low:.2f} to {high:.2f}, not clear of "
+                       f"the {SAME_MARGIN:.0%} either side of 1 within which two series count as the same")
 
 
 def _call(low: float, high: float) -> str:
     """same / faster (either way) / unclear for an interval of b's time over a's."""
     if 1 / (1 + SAME_MARGIN) <= low and high <= 1 + SAME_MARGIN:
         return SAME
-    return FASTER if low > 1 or high < 1 else UNCLEAR
+    return FASTER if low > 1 + SAME_MARGIN or high < 1 / (1 + SAME_MARGIN) else UNCLEAR
+
+
+def samples_settled(series_samples: Sequence[Sequence[float]]) -> bool:
+    """Can every pair of these series be told apart (faster or the same) from their samples alone?
+    The interleaved timing samples on while not (core.matmul.paired); the load is judged later."""
+    for i, a_s in enumerate(series_samples):
+        for b_s in series_samples[i + 1:]:
+            if min(len(a_s), len(b_s)) < MIN_SAMPLES or min(*a_s, *b_s) <= 0:
+                return False
+            _, low, high = ratio_interval(a_s, b_s)
+            if _call(low, high) == UNCLEAR:
+                return False
+    return True
 
 
 def cores_used(p: MatmulPoint, cores: int) -> int:

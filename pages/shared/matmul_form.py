@@ -80,7 +80,9 @@ def sweep_form(gpu_here: bool) -> SweepForm:
                                  value=(min(DEFAULT_SIZES[0], options[-1]), min(DEFAULT_SIZES[1], options[-1])),
                                  key="mm_sizes")
         per_doubling = st.selectbox("Sizes per doubling", [1, 2, 4], key="mm_per_doubling")
-        budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget")
+        budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget",
+                                  help="Per size and series. A size whose series cannot yet be told apart samples "
+                                       "on, up to twice this.")
         tf32 = st.radio("TF32 for CUDA float32", list(TF32_CHOICES), horizontal=True, key="mm_tf32",
                         disabled=not any(d.startswith("cuda") for d in devices),
                         help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it, so it is off "
