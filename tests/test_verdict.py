@@ -75,6 +75,9 @@ def test_what_others_used_below_the_busy_line_widens_the_interval():
     same = judge(256, "a", "b", samples(1.0, [1.0, 1.005, 0.995] * 4), samples(1.0, [1.0, 1.005, 0.995] * 4),
                  others_cores=0.2)
     assert same.call == "unclear" and same.busy  # 1.25x either way: "the same" is not known either
+    tight = [1.0, 1.002, 0.998] * 4
+    edge = judge(512, "a", "b", samples(1.0, tight), samples(1.07, tight), others_cores=0.03)
+    assert edge.call == "unclear" and not edge.busy and "up to 1.03x" in edge.why  # tipped at the edge: not "busy"
 
 
 def _point(series, n: int, seconds: float, **late) -> MatmulPoint:
@@ -167,6 +170,9 @@ def calls(*pattern: str, busy: bool = False) -> list[Verdict]:
     (("win", "win", "unclear"), ("unclear", None, None)),  # the largest size cannot be called
     (("unclear", "unclear", "win"), ("unclear", None, 256)),  # wins from 256, below cannot tell
     (("unclear",) * 4, ("unclear", None, None)),
+    # a win below an unclear size is not where it was "not faster": the bench's quiet run (512 unclear)
+    (("lose", "win", "win", "unclear", "win", "win"), ("found", 64, 1024)),
+    (("win", "unclear", "win"), ("unclear", None, 256)),
 ])
 def test_crossover_interval(pattern, expected):
     c = crossover_interval(calls(*pattern), CH, BASE)

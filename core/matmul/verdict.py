@@ -107,9 +107,12 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
     if call == UNCLEAR and _call(low, high) != UNCLEAR:  # the samples alone would call it; the neighbour could not
         why = (f"other programs used {others_cores or 0:.2f} cores while this size was timed"
                + (f", beyond the {spare_cores} the compared series left idle" if spare_cores else "")
-               + f": enough to make a series up to {reach:.2f}x slower, and the ratio ({low:.2f}-{high:.2f}) is "
-               "within that")
-        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, busy=True, why=why)
+               + f": enough to make a series up to {reach:.2f}x slower, and the ratio's interval ({low:.2f}-"
+               f"{high:.2f}) is not clear of that and the {SAME_MARGIN:.0%} margin")
+        # busy (the page's "cannot tell on a machine this busy") only where the neighbour's reach is itself
+        # beyond the margin; a few hundredths of a core only tipped an interval that was at the edge already
+        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR,
+                       busy=reach > 1 + SAME_MARGIN, why=why)
     if call == SAME or (call == FASTER and low > 1 + SAME_MARGIN):
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=call)
     if call == FASTER:  # b is faster: name it first, the ratio and interval turned over with it
@@ -198,7 +201,7 @@ def crossover_interval(verdicts: Sequence[Verdict], challenger: str, baseline: s
     n_high = ordered[first].n
     if first == 0:
         return CrossoverInterval(a=challenger, b=baseline, n_high=n_high, call=FOUND)
-    sure_below = [v for v in ordered[:first] if v.call != UNCLEAR]
+    sure_below = [v for v in ordered[:first] if v.call != UNCLEAR and not challenger_wins(v, challenger)]
     if not sure_below:
         return CrossoverInterval(a=challenger, b=baseline, n_high=n_high, call=CROSSOVER_UNCLEAR)
     return CrossoverInterval(a=challenger, b=baseline, n_low=sure_below[-1].n, n_high=n_high, call=FOUND)
