@@ -93,3 +93,19 @@ def test_samples_settled_only_when_every_pair_is_called():
     assert samples_settled([tight, [2 * t for t in tight]]) and samples_settled([tight, tight])
     assert not samples_settled([tight, [2 * t for t in tight], [1.0, 2.0, 0.5, 1.5]])
     assert not samples_settled([tight[:2], tight[:2]])
+
+
+def test_the_noise_criterion_counts_what_others_used_so_far(monkeypatch):
+    """An interval just clear of the margin is not settled while a neighbour's reach could still withhold it."""
+    from core.matmul.verdict import samples_settled
+    tight = [1.0, 1.002, 0.998] * 4
+    a, b = tight, [1.08 * t for t in tight]
+    assert samples_settled([a, b]) and not samples_settled([a, b], reach=1.05)
+    assert samples_settled([a, [1.0, 2.0, 0.5]], reach=float("inf"))  # nothing to wait for: stop at the budget
+    contenders = [paired._Contender(Series("cpu", "float32", threads=t), paired.torch.device("cpu"), None) for t in (1, 2)]
+    monkeypatch.setattr(paired, "usable_cores", lambda: 2)
+    monkeypatch.setattr(paired, "cpu_reading", lambda: "after")
+    monkeypatch.setattr(paired, "others_between", lambda before, after: 0.1 if (before, after) == ("before", "after") else None)
+    settled = paired._settled(contenders, "before")
+    assert not settled([a, b])  # 0.1 cores on a pair that needs both: reach 1.11
+    assert settled([a, [1.3 * t for t in tight]])

@@ -44,11 +44,11 @@ import torch
 
 from core.matmul import engine
 from core.matmul.engine import DTYPES, COPY_BUDGET_FRACTION, MatmulOptions, RanOutOfMemory, Series
-from core.matmul.verdict import MIN_SAMPLES, samples_settled
+from core.matmul.verdict import MIN_SAMPLES, cores_needed, samples_settled
 from core.platform import timing
 from core.platform.cache import CacheFlush, cache_flush
 from core.platform.devices import resolve_device, synchronize
-from core.platform.machine_load import cpu_reading, others_between
+from core.platform.machine_load import CpuReading, cpu_reading, explained_slowdown, others_between, usable_cores
 from core.platform.sensors import over, read_clocks
 from core.platform.timing import MAX_CALLS_PER_BLOCK, MIN_BLOCK_S, Measurement
 from core.results.matmul import MatmulPoint
@@ -164,6 +164,18 @@ def _point(c: _Contender, n: int, compute: Measurement, options: MatmulOptions, 
     return dataclasses.replace(point, others_cores=others)
 
 
+def _settled(contenders: Sequence[_Contender], before: CpuReading | None) -> Callable[[list[list[float]]], bool]:
+    """The noise criterion: every pair told apart by the verdicts' rule, with what other programs have
+    used since `before` (so sampling does not stop on a call the neighbour's reach then withholds)."""
+    cores = usable_cores()
+    spare = max(0, cores - max(cores_needed(c.device.type != "cpu", c.series.threads, cores) for c in contenders))
+
+    def settled(times: list[list[float]]) -> bool:
+        reach = explained_slowdown(others_between(before, cpu_reading()), spare=spare)
+        return samples_settled(times, reach=reach)
+    return settled
+
+
 def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = MatmulOptions()) -> list[MatmulPoint]:
     """One point per series at size n, their samples taken in alternation (see the module docstring).
 
@@ -179,7 +191,7 @@ def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = 
         overhead = max((c.flush.cost_s for c in contenders if c.flush is not None), default=0.0)
         budget = options.budget_s * len(contenders)
         measured = interleave([c.block for c in contenders], budget, single_calls=cold, overhead_s=overhead,
-                              settled=samples_settled, extra_s=EXTRA_BUDGET * budget)
+                              settled=_settled(contenders, before), extra_s=EXTRA_BUDGET * budget)
         others = others_between(before, cpu_reading())
         clocks = {d: over(r, read_clocks(d)) for d, r in clocks_before.items()}
         return [dataclasses.replace(_point(c, n, m, options, others), **clocks[c.device].point_fields())

@@ -129,22 +129,29 @@ def _call(low: float, high: float) -> str:
     return FASTER if low > 1 + SAME_MARGIN or high < 1 / (1 + SAME_MARGIN) else UNCLEAR
 
 
-def samples_settled(series_samples: Sequence[Sequence[float]]) -> bool:
-    """Can every pair of these series be told apart (faster or the same) from their samples alone?
-    The interleaved timing samples on while not (core.matmul.paired); the load is judged later."""
+def samples_settled(series_samples: Sequence[Sequence[float]], *, reach: float = 1.0) -> bool:
+    """Can every pair of these series be told apart (faster or the same) from their samples, the interval
+    widened by `reach` (the slowdown other programs could explain so far, as `judge` widens it)? The
+    interleaved timing samples on while not (core.matmul.paired)."""
+    if reach == float("inf"):
+        return True  # no number of samples calls it: stop at the budget
     for i, a_s in enumerate(series_samples):
         for b_s in series_samples[i + 1:]:
             if min(len(a_s), len(b_s)) < MIN_SAMPLES or min(*a_s, *b_s) <= 0:
                 return False
             _, low, high = ratio_interval(a_s, b_s)
-            if _call(low, high) == UNCLEAR:
+            if _call(low / reach, high * reach) == UNCLEAR:
                 return False
     return True
 
 
 def cores_used(p: MatmulPoint, cores: int) -> int:
     """Cores a series keeps busy while it runs: its CPU threads; a GPU series one (launching and waiting)."""
-    return 1 if p.is_gpu else min(cores, p.threads or cores)
+    return cores_needed(p.is_gpu, p.threads, cores)
+
+
+def cores_needed(is_gpu: bool, threads: int | None, cores: int) -> int:
+    return 1 if is_gpu else min(cores, threads or cores)
 
 
 def _throttle(a: MatmulPoint, b: MatmulPoint) -> str | None:
