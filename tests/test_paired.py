@@ -109,3 +109,5 @@ def test_the_noise_criterion_counts_what_others_used_so_far(monkeypatch):
     settled = paired._settled(contenders, "before")
     assert not settled([a, b])  # 0.1 cores on a pair that needs both: reach 1.11
     assert settled([a, [1.3 * t for t in tight]])
+    monkeypatch.setattr(paired, "others_between", lambda before, after: 0.6)  # busy: no sample will call it
+    assert paired._settled(contenders, "before")([a, [1.0, 2.0, 0.5]])

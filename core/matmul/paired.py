@@ -44,7 +44,7 @@ import torch
 
 from core.matmul import engine
 from core.matmul.engine import DTYPES, COPY_BUDGET_FRACTION, MatmulOptions, RanOutOfMemory, Series
-from core.matmul.verdict import MIN_SAMPLES, cores_needed, samples_settled
+from core.matmul.verdict import MIN_SAMPLES, cores_needed, is_busy, samples_settled
 from core.platform import timing
 from core.platform.cache import CacheFlush, cache_flush
 from core.platform.devices import resolve_device, synchronize
@@ -171,8 +171,10 @@ def _settled(contenders: Sequence[_Contender], before: CpuReading | None) -> Cal
     spare = max(0, cores - max(cores_needed(c.device.type != "cpu", c.series.threads, cores) for c in contenders))
 
     def settled(times: list[list[float]]) -> bool:
-        reach = explained_slowdown(others_between(before, cpu_reading()), spare=spare)
-        return samples_settled(times, reach=reach)
+        others = others_between(before, cpu_reading())
+        if is_busy(others, spare):  # the verdict will be "busy" whatever the samples: sampling on only costs time
+            return True
+        return samples_settled(times, reach=explained_slowdown(others, spare=spare))
     return settled
 
 
