@@ -103,6 +103,10 @@ def test_a_size_the_gpu_throttled_during_is_unclear_with_its_reasons():
     assert cool.call == "faster" and cool.a == GPU.label
     older = verdict.judge_points(_point(GPU, 1024, 1e-3), _point(CPU2, 1024, 5e-3), cores=2)  # not read: None
     assert older.call == "faster"
+    points = [_point(GPU, 512, 1e-3, throttled=True), _point(CPU2, 512, 5e-3), hot, _point(CPU2, 1024, 5e-3)]
+    pair = verdict.pair_crossover(points, GPU.label, CPU2.label, cores=2)
+    assert pair.interval.call == "unclear" and not pair.busy
+    assert "the GPU throttled while sizes were timed" in pair.describe() and "too noisy" not in pair.describe()
 
 
 @pytest.mark.parametrize("cores, pair, others, busy", [

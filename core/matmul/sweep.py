@@ -324,7 +324,9 @@ def sweep_crossovers(config: SweepConfig, series: Sequence[Series], results: Seq
         for column in columns:
             c = crossover_from_frame(frame, challenger.label, baseline.label, column)
             if column == "median_s":
-                n, text = verdict.within(c.n_int, interval), verdict.describe(interval, busy=busy)
+                pair = [v for v in verdicts if {v.a, v.b} == {challenger.label, baseline.label}]
+                n = verdict.within(c.n_int, interval)
+                text = verdict.describe(interval, busy=busy, throttled=verdict.any_throttled(pair))
                 extra: dict[str, Any] = {"call": interval.call, "n_low": interval.n_low, "n_high": interval.n_high}
             elif busy:
                 n, extra = None, {}

@@ -61,6 +61,7 @@ FOUND, NONE, CROSSOVER_UNCLEAR = "found", "none", "unclear"
 SAME_MARGIN = 0.05  # within 5 % of 1 on both sides is "the same": below what a chart or a student can tell apart
 MIN_SAMPLES = 3  # per series: fewer cannot show their own spread
 BOOTSTRAP_RESAMPLES = 2000
+THROTTLED_WHY = "the GPU throttled"  # how a verdict withheld for throttling starts its reason
 CONFIDENCE = 0.95
 SEED = 0
 
@@ -99,7 +100,7 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
             why += f", more than the {spare_cores} the compared series left idle"
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, busy=True, why=why)
     if throttle is not None:
-        why = (f"the GPU throttled ({throttle or 'reason not given'}) while this size was timed: it ran below its "
+        why = (f"{THROTTLED_WHY} ({throttle or 'reason not given'}) while this size was timed: it ran below its "
                "full clock, so the times are the machine's state, not the series'")
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, why=why)
     reach = explained_slowdown(others_cores, spare=spare_cores)
@@ -238,7 +239,12 @@ class PairCrossover:
         return any(v.busy for v in self.verdicts)
 
     def describe(self) -> str:
-        return describe(self.interval, busy=self.busy)
+        return describe(self.interval, busy=self.busy, throttled=any_throttled(self.verdicts))
+
+
+def any_throttled(verdicts: Sequence[Verdict]) -> bool:
+    """Was a verdict among these withheld because the GPU throttled while its size was timed?"""
+    return any(v.call == UNCLEAR and v.why.startswith(THROTTLED_WHY) for v in verdicts)
 
 
 def pair_crossover(points: Sequence[MatmulPoint], challenger: str, baseline: str, *,
@@ -256,12 +262,15 @@ def pair_crossover(points: Sequence[MatmulPoint], challenger: str, baseline: str
 BUSY_SENTENCE = "cannot tell on a machine this busy"  # the page and the CLI say this instead of a wrong story
 
 
-def describe(c: CrossoverInterval, *, busy: bool = False) -> str:
+def describe(c: CrossoverInterval, *, busy: bool = False, throttled: bool = False) -> str:
     """The sentence the page and the CLI show for a crossover interval (`busy`: a verdict of the
-    pair was unclear because other programs took CPU meanwhile)."""
+    pair was unclear because other programs took CPU meanwhile; `throttled`: because the GPU throttled)."""
     if c.call == CROSSOVER_UNCLEAR and busy:
         return (f"{BUSY_SENTENCE} where {c.a} starts to beat {c.b}: other programs took CPU while sizes were "
                 "timed; run it again when the machine is quieter")
+    if c.call == CROSSOVER_UNCLEAR and throttled:
+        return (f"cannot tell where {c.a} starts to beat {c.b}: the GPU throttled while sizes were timed (it ran "
+                "below its full clock; the run's details say why); run it again once it has cooled down")
     if c.call == FOUND and c.n_low is None:
         return f"{c.a} beats {c.b} at every measured size: the crossover is at or below n = {c.n_high:,}"
     if c.call == FOUND:

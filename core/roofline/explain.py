@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from core.matmul.verdict import CROSSOVER_UNCLEAR, FOUND, describe
+from core.matmul.verdict import CROSSOVER_UNCLEAR, FOUND, any_throttled, describe
 from core.results.roofline import RooflineRun
 
 MODEL_MIN_N = 256  # below this the products fit in cache and the fixed cost dominates: reported, not scored
@@ -75,7 +75,7 @@ def measured_text(run: RooflineRun) -> str:
                 else f"the sweep measured it at n ≈ {run.measured_crossover_n:,}")
     if c.call == FOUND and run.measured_crossover_n is not None:
         return f"the sweep measured it at n ≈ {run.measured_crossover_n:,} ({describe(c)})"
-    return f"the sweep: {describe(c, busy=measured_busy(run))}"
+    return f"the sweep: {describe(c, busy=measured_busy(run), throttled=any_throttled(run.verdicts or ()))}"
 
 
 def cannot_tell(run: RooflineRun) -> bool:
