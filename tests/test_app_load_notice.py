@@ -35,7 +35,7 @@ def _warnings(at: AppTest) -> str:
 
 @pytest.mark.parametrize("load, shown", [(BUSY, True), (QUIET, False)])
 def test_matmul_race_shows_the_notice_with_the_figure(app, no_gpu, monkeypatch, load, shown):
-    monkeypatch.setattr(jobs, "probe_load", lambda: load)
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: load)
     app.switch_page("pages/matmul_race.py").run()
     app.select_slider(key="mm_sizes").set_value((16, 32))
     app.select_slider(key="mm_budget").set_value(0.25)
@@ -47,7 +47,7 @@ def test_matmul_race_shows_the_notice_with_the_figure(app, no_gpu, monkeypatch, 
 
 def test_review_classifier_shows_the_notice_with_the_run(app, no_gpu, monkeypatch, tmp_path):
     monkeypatch.setenv("GPU_VS_CPU_DATA_ROOTS", str(tmp_path))
-    monkeypatch.setattr(jobs, "probe_load", lambda: BUSY)
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: BUSY)
     reviews = toy_reviews(40)
     path = tmp_path / "toy.csv"
     path.write_bytes(csv_bytes([(t, str(int(y))) for t, y in zip(reviews.texts, reviews.labels)]))
@@ -63,7 +63,7 @@ def test_review_classifier_shows_the_notice_with_the_run(app, no_gpu, monkeypatc
 
 
 def test_why_parallel_shows_the_notice_under_a_sections_chart(app, no_gpu, monkeypatch):
-    monkeypatch.setattr(section, "probe_load", lambda: BUSY)
+    monkeypatch.setattr(section, "probe_load", lambda **k: BUSY)
     app.switch_page("pages/why_parallel.py").run()
     for key, value in {"wp_budget_s": 0.1, "wp_bug_cpu_n": 16, "wp_bug_gpu_n": 16}.items():
         app.number_input(key=key).set_value(value)

@@ -268,7 +268,7 @@ def test_free_cores_equal_to_one_thread_is_said_not_raced(app, no_gpu, monkeypat
     from core.platform import jobs
     from core.results.load import MachineLoad
     _fake_race(monkeypatch, others_cores=0.0)
-    monkeypatch.setattr(jobs, "probe_load", lambda: MachineLoad(cores=2, others_cores=1.0, free_cores=1, busy=True))
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: MachineLoad(cores=2, others_cores=1.0, free_cores=1, busy=True))
     app.switch_page(PAGE).run()
     app.select_slider(key="mm_sizes").set_value((32, 64))
     app.multiselect(key="mm_threads").set_value([1, None])

@@ -51,6 +51,14 @@ def test_one_busy_core_of_two_leaves_one_thread(monkeypatch):
                            "load average 1.7 just before this run).")
 
 
+def test_a_job_that_leaves_cores_idle_is_busy_only_beyond_them(monkeypatch):
+    """The pre-run notice by the verdicts' rule: one core of others is busy for a race of 2 threads, not of 1."""
+    _fake_psutil(monkeypatch, busy_s=0.22, own_s=0.02)
+    assert machine_load.probe_load(0.2, needed=2).busy
+    _fake_psutil(monkeypatch, busy_s=0.22, own_s=0.02)
+    assert not machine_load.probe_load(0.2, needed=1).busy
+
+
 def test_our_own_cpu_time_does_not_count_as_busy(monkeypatch):
     _fake_psutil(monkeypatch, busy_s=0.30, own_s=0.28)  # our threads spinning down: not someone else
     load = machine_load.probe_load(0.2)
@@ -129,19 +137,19 @@ def test_a_real_probe_is_sane():
 
 
 def test_a_sweep_defaults_to_the_free_cores_and_keeps_the_load(monkeypatch):
-    monkeypatch.setattr(jobs, "probe_load", lambda: BUSY)
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: BUSY)
     result = run_sweep(SweepConfig(sizes=(16,), budget_s=0.05))  # threads (None,): left to the probe
     assert {r.threads for r in result.results} == {1} and result.load == BUSY
     assert any("Free cores: other programs left 1 of 2 cores idle" in n and "used 1 thread." in n for n in result.notes)
     assert result.to_json()["load"] == BUSY.to_json()
-    monkeypatch.setattr(jobs, "probe_load", lambda: QUIET)  # two free cores, but the user asked for one
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: QUIET)  # two free cores, but the user asked for one
     forced = run_sweep(SweepConfig(sizes=(16,), threads=(1,), budget_s=0.05))
     assert {r.threads for r in forced.results} == {1} and forced.load == QUIET
     assert not any("Free cores" in n for n in forced.notes)
 
 
 def test_training_defaults_to_the_free_cores_and_a_forced_count_is_kept(monkeypatch):
-    monkeypatch.setattr(jobs, "probe_load", lambda: BUSY)
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: BUSY)
     config = ClassifierConfig(epochs=1, hidden=4, batch_size=16, lr=0.3, ngrams=1, device="cpu")
     features, _ = prepare(toy_reviews(20), config)
     result = train(features, config)
@@ -159,7 +167,7 @@ def test_a_thread_count_out_of_range_is_refused():
 
 
 def test_matmul_json_and_text_carry_the_load(monkeypatch, capsys):
-    monkeypatch.setattr(jobs, "probe_load", lambda: BUSY)
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: BUSY)
     assert main(["matmul", "--sizes", "16", "--budget", "0.05", "--json", "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
     from core.matmul.sweep import default_race_threads
@@ -171,14 +179,14 @@ def test_matmul_json_and_text_carry_the_load(monkeypatch, capsys):
 
 def test_why_parallel_json_has_a_load_per_section_and_on_top(monkeypatch, capsys):
     from core.parallel import section
-    monkeypatch.setattr(section, "probe_load", lambda: BUSY)
+    monkeypatch.setattr(section, "probe_load", lambda **k: BUSY)
     assert main(["why-parallel", "--section", "timing-bug", "--budget", "0.2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["load"] == BUSY.to_json() and all(s["notice"] == BUSY.notice for s in out["sections"].values())
 
 
 def test_train_json_carries_the_load(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(jobs, "probe_load", lambda: QUIET)
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: QUIET)
     path = tmp_path / "toy.csv"
     reviews = toy_reviews(20)
     path.write_text("text,label\n" + "".join(f"{t},{int(y)}\n" for t, y in zip(reviews.texts, reviews.labels)))
@@ -240,3 +248,12 @@ def test_a_family_of_processes_counts_as_our_own_cpu(monkeypatch):
 ])
 def test_the_slowdown_other_programs_could_explain(others, spare, reach):
     assert machine_load.explained_slowdown(others, spare=spare) == pytest.approx(reach)
+
+
+def test_a_sweep_probes_for_the_cores_its_series_keep_busy(monkeypatch):
+    seen: list = []
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: seen.append(k["needed"]) or QUIET)
+    monkeypatch.setattr("core.matmul.sweep.usable_cores", lambda: 2)
+    run_sweep(SweepConfig(sizes=(16,), threads=(1,), budget_s=0.05))
+    run_sweep(SweepConfig(sizes=(16,), threads=(1, 2), budget_s=0.05))
+    assert seen == [1, 2]

@@ -30,7 +30,7 @@ from core.platform.devices import device_key, resolve_device
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, run_job
-from core.platform.machine_load import default_threads
+from core.platform.machine_load import default_threads, usable_cores
 from core.results.load import MachineLoad
 from core.results.jsonio import dumps
 from core.results.matmul import (
@@ -503,7 +503,9 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> MatmulSweep
     skipped: list[SkippedSize] = []
     stop_reason = ""
 
-    with run_job(plan.devices, hooks, label="matmul sweep", measure_load=True) as job:
+    cores = usable_cores()
+    needed = max(verdict.cores_needed(s.device != "cpu", s.threads, cores) for s in plan.series)
+    with run_job(plan.devices, hooks, label="matmul sweep", measure_load=True, needed_cores=needed) as job:
         plan = plan_series(config, job.load)  # threads left to choose: the cores free now
         total = len(config.sizes) * len(plan.series)
 

@@ -125,8 +125,11 @@ def release_gpu_caches(devices: Iterable[str]) -> None:
 
 @contextmanager
 def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str,
-            measure_load: bool = False) -> Iterator[RunningJob]:
+            measure_load: bool = False, needed_cores: int | None = None) -> Iterator[RunningJob]:
     """Wait in line for `devices` (first come, first served), hold them for the block, release on any exit.
+
+    `measure_load`: probe the machine once the devices are held (`job.load`), busy by the cores the job
+    keeps busy (`needed_cores`, None: every core).
 
     `label` says what runs ("matmul sweep") to those waiting behind it. Raises WaitCancelled if
     `hooks.should_stop` says stop while the job is still waiting; JobTimedOut/JobCancelled come
@@ -144,4 +147,4 @@ def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str
         stack.callback(release_gpu_caches, devices)  # runs before the lock is let go: see release_gpu_caches
         if hooks.on_start is not None:
             hooks.on_start(lock)
-        yield RunningJob(lock, hooks, probe_load() if measure_load else None)
+        yield RunningJob(lock, hooks, probe_load(needed=needed_cores) if measure_load else None)

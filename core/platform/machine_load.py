@@ -126,10 +126,11 @@ def free_cores(cores: int, others: float | None, load: float | None) -> int:
     return max(1, min(cores, int(cores - taken + 0.5)))
 
 
-def is_busy(cores: int, others: float | None, load: float | None) -> bool:
-    """Would a figure timed now be noisy? Half a core taken by others is enough to show."""
+def is_busy(cores: int, others: float | None, load: float | None, needed: int | None = None) -> bool:
+    """Would a figure timed now be noisy? Half a core taken by others beyond the cores the job leaves idle
+    (`needed` of `cores`; None: it needs every core) is enough to show."""
     if others is not None:
-        return others >= BUSY_OTHERS_CORES
+        return busy_for(others, cores=cores, needed=cores if needed is None else min(cores, needed))
     return load is not None and load >= max(1.0, cores / 2)
 
 
@@ -164,13 +165,14 @@ def probe_seconds() -> float:
     return value if 0.0 <= value <= MAX_PROBE_S else PROBE_S
 
 
-def probe_load(seconds: float | None = None) -> MachineLoad:
-    """Watch the machine for `seconds` (default: probe_seconds()) and say how busy it is. Call it
-    while holding the devices, so a classmate's job that just finished is not counted."""
+def probe_load(seconds: float | None = None, needed: int | None = None) -> MachineLoad:
+    """Watch the machine for `seconds` (default: probe_seconds()) and say how busy it is for a job that
+    keeps `needed` cores busy (None: every core). Call it while holding the devices, so a classmate's job
+    that just finished is not counted."""
     seconds = probe_seconds() if seconds is None else seconds
     cores, load, others = usable_cores(), load_average(), others_cores(seconds)
-    return MachineLoad(cores=cores, others_cores=others, load_average=load,
-                       free_cores=free_cores(cores, others, load), busy=is_busy(cores, others, load), probe_s=seconds)
+    return MachineLoad(cores=cores, others_cores=others, load_average=load, free_cores=free_cores(cores, others, load),
+                       busy=is_busy(cores, others, load, needed), probe_s=seconds)
 
 
 def default_threads(requested: int | None, load: MachineLoad | None) -> int | None:
