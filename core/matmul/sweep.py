@@ -102,18 +102,18 @@ def dtype_choices(devices: Sequence[str]) -> list[str]:
 
 
 def size_choices(devices: Sequence[str], dtypes: Sequence[str], *, end_to_end: bool = False,
-                 ceiling: int = 1 << 17) -> list[int]:
+                 cache: str = "warm", ceiling: int = 1 << 17) -> list[int]:
     """Powers of two from MIN_SIZE up to the largest that fits now on every chosen device.
 
     At least [MIN_SIZE], so a slider always has something to show; beyond that, a size
-    the memory guard would refuse is not offered.
+    the memory guard would refuse is not offered (cold caches: with the flush buffer counted).
     """
     largest = ceiling
     for name in devices:
         device = resolve_device(name)
         for dtype in dtypes:
             if dtype in supported_dtypes(device):
-                fits = largest_fitting_size(device, dtype, size_options(largest), end_to_end=end_to_end)
+                fits = largest_fitting_size(device, dtype, size_options(largest), end_to_end=end_to_end, cache=cache)
                 largest = min(largest, fits or MIN_SIZE)
     return size_options(max(largest, MIN_SIZE))
 

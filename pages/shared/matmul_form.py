@@ -75,7 +75,11 @@ def sweep_form(gpu_here: bool) -> SweepForm:
                                  help="free cores: as many threads as other programs leave idle when the sweep starts")
         end_to_end = st.checkbox("End to end (with copies)", value=False, key="mm_end_to_end", disabled=not gpu_here,
                                  help="also time the copies to and from the GPU" + ("" if gpu_here else f": {NEEDS_GPU}"))
-        options = size_choices(devices or ["cpu"], dtypes or ["float32"], end_to_end=end_to_end)
+        cache = st.radio("Cache", list(CACHE_CHOICES), horizontal=True, key="mm_cache",
+                         help="warm: the same matrices stay in cache from one repetition to the next, as in a loop "
+                              "(small products look fast). cold: the caches are evicted before each timed call, "
+                              "outside the clock, as if the program had touched other data in between.")
+        options = size_choices(devices or ["cpu"], dtypes or ["float32"], end_to_end=end_to_end, cache=cache)
         sizes = st.select_slider("Matrix sizes n (log scale; larger sizes offered while memory allows)", options,
                                  value=(min(DEFAULT_SIZES[0], options[-1]), min(DEFAULT_SIZES[1], options[-1])),
                                  key="mm_sizes")
@@ -90,10 +94,6 @@ def sweep_form(gpu_here: bool) -> SweepForm:
         unsynced = st.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced", disabled=not gpu_here,
                                help="the classic bug: reading the clock without synchronizing. "
                                     + ("" if gpu_here else f"It {NEEDS_GPU}: on a CPU nothing is asynchronous."))
-        cache = st.radio("Cache", list(CACHE_CHOICES), horizontal=True, key="mm_cache",
-                         help="warm: the same matrices stay in cache from one repetition to the next, as in a loop "
-                              "(small products look fast). cold: the caches are evicted before each timed call, "
-                              "outside the clock, as if the program had touched other data in between.")
     c1, c2, c3, c4 = st.columns([3, 3, 1, 1], vertical_alignment="bottom")
     c1.text_input("Your guess", key="mm_guess", max_chars=40, placeholder=MATMUL_EXAMPLE,
                   help="before you press Run: from which size n does the faster series win? Saved with the run; "
