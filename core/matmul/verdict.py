@@ -20,7 +20,7 @@ flip from one run to the next. So each size gets a call from its samples:
   one run to the next (three quiet runs on this 2-core machine, others under 0.06 cores, called n =
   64 "2 threads x1.04" with the interval 1.02-1.05 once and "1 thread x1.44 / x1.60" twice); a
   difference smaller than the margin is one a chart or a student cannot tell apart anyway;
-  `unclear` when it straddles 1 and reaches beyond the margin, when either series has fewer than
+  `unclear` when it is neither (it reaches into the margin and beyond it), when either series has fewer than
   MIN_SAMPLES samples, when other programs took cores the comparison needed while the size was
   timed (machine_load.busy_for: at least BUSY_OTHERS_CORES beyond the cores its series left idle;
   a figure from a busy machine is not a fact), or when a GPU throttled while the size was timed;

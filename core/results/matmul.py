@@ -122,7 +122,7 @@ class Verdict(Declared):
     low: f.Number  # the ratio's 95 % bootstrap interval
     high: f.Number
     call: Annotated[str, PlainValidator(f.one_of(VERDICT_CALLS))]
-    busy: f.Flag = False  # other programs took at least half a core while this size was timed
+    busy: f.Flag = False  # other programs took enough CPU while this size was timed to withhold the call
     why: f.Note = ""  # for "unclear": busy, too few samples, or the interval straddles 1
 
 
