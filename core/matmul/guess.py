@@ -9,7 +9,7 @@ neither confirmed nor refuted, rather than pick a winner from noise.
 from __future__ import annotations
 
 from core.results.guess import CROSSOVER_N, NO_CROSSOVER, Guess
-from core.results.matmul import CrossoverInterval, MatmulSweep
+from core.results.matmul import HeadlineCrossover, MatmulSweep
 
 CLOSE_FACTOR = 1.5  # within 1.5x of the interval's nearer end is "close": a size step a sweep barely resolves
 
@@ -18,11 +18,11 @@ def _guessed(g: Guess) -> str:
     return "no crossover" if g.what == NO_CROSSOVER else f"a crossover at n = {g.value:,.0f}"
 
 
-def _interval(c: CrossoverInterval) -> str:
+def _interval(c: HeadlineCrossover) -> str:
     return f"at or below n = {c.n_high:,}" if c.n_low is None else f"between n = {c.n_low:,} and n = {c.n_high:,}"
 
 
-def _n_against(n: float, c: CrossoverInterval) -> str:
+def _n_against(n: float, c: HeadlineCrossover) -> str:
     """How far a guessed n lies from a found interval, in words."""
     assert c.n_high is not None
     low = c.n_low or 0
@@ -35,30 +35,33 @@ def _n_against(n: float, c: CrossoverInterval) -> str:
 
 
 def compare_guess(sweep: MatmulSweep, guess: Guess | None = None) -> str | None:
-    """'You guessed ...; measured ...: ...' for `guess` (default: the sweep's own), or None without one."""
+    """'You guessed ...; measured ...: ...' for `guess` (default: the sweep's own), or None without one.
+
+    Against the sweep's headline crossover (MatmulSweep.headline_crossover), the one the page, Results and
+    the Class board show: the guess is judged on the comparison the student sees."""
     g = guess or sweep.guess
     if g is None or g.what not in (CROSSOVER_N, NO_CROSSOVER):
         return None
-    c = sweep.crossover
+    c = sweep.headline_crossover
     you = f"You guessed {_guessed(g)}"
-    if c is None:  # a file older than the verdicts: only the interpolated headline
-        if sweep.crossover_n is None:
-            right = "right" if g.what == NO_CROSSOVER else "no crossover was measured in this range"
-            return f"{you}; measured: no crossover between the sizes timed ({right})."
-        measured = f"measured: the GPU wins from n ≈ {sweep.crossover_n:,.0f}"
-        if g.what == NO_CROSSOVER:
-            return f"{you}; {measured}, so there is one."
-        factor = max(g.value or 1, sweep.crossover_n) / max(min(g.value or 1, sweep.crossover_n), 1)
-        return f"{you}; {measured} (a factor of {factor:.1f} apart)."
-    if c.call == "unclear":
-        return (f"{you}; this run cannot tell where {c.a} starts to beat {c.b} (the machine was busy or the "
-                "timings too noisy), so your guess can be neither confirmed nor refuted: run it again.")
-    if c.call == "none":
+    if c is None or c.call == "none":
         largest = max((p.n for p in sweep.results), default=0)
         verdict = "right" if g.what == NO_CROSSOVER else "none was measured"
-        return (f"{you}; measured: {c.a} does not beat {c.b} at any size up to n = {largest:,} "
+        if c is None:
+            return f"{you}; measured: no crossover between the sizes timed ({verdict})."
+        return (f"{you}; measured: {c.challenger} does not beat {c.baseline} at any size up to n = {largest:,} "
                 f"(no crossover in this range: {verdict}).")
-    measured = f"measured: {c.a} beats {c.b} from a size {_interval(c)}"
+    if c.call == "unclear":
+        return (f"{you}; this run cannot tell where {c.challenger} starts to beat {c.baseline} (the machine was busy "
+                "or the timings too noisy), so your guess can be neither confirmed nor refuted: run it again.")
+    if c.n_high is None:  # a file older than the verdicts: only the interpolated headline
+        assert c.n is not None
+        measured = f"measured: the {c.winner} wins from n ≈ {c.n:,}"
+        if g.what == NO_CROSSOVER:
+            return f"{you}; {measured}, so there is one."
+        factor = max(g.value or 1, c.n) / max(min(g.value or 1, c.n), 1)
+        return f"{you}; {measured} (a factor of {factor:.1f} apart)."
+    measured = f"measured: {c.challenger} beats {c.baseline} from a size {_interval(c)}"
     if g.what == NO_CROSSOVER:
         return f"{you}; {measured}, so there is one."
     return f"{you}; {measured}; {_n_against(g.value or 0, c)}."
