@@ -78,8 +78,8 @@ def test_two_ranks_on_this_machine_from_the_command_line():
 def test_a_rank_slowed_on_purpose_is_named_the_straggler(monkeypatch):
     monkeypatch.setenv(rank_worker.SLOW_ENV, "1:0.004")  # 4 ms more per call of a ~0.1 ms product
     run = run_ranks(TINY, 2)
-    if run.straggler_call != NAMED:  # only a stranger taking a whole core while it was timed may withhold the name
-        assert run.straggler_note.startswith("rank 1 ") and "enough for any slowdown" in run.straggler_note
+    if run.straggler_call != NAMED:  # only strangers' load that could explain even a 40x slowdown may withhold it
+        assert run.straggler_note.startswith("rank 1 ") and "cannot tell on a machine this busy" in run.straggler_note
         return
     (s,) = run.stragglers
     assert (s.rank, s.n, s.hostname) == (1, 64, socket.gethostname()[:120]) and s.below_median > 0.5
