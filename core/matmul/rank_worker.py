@@ -46,7 +46,7 @@ from core.platform.devices import cuda_count, device_key, synchronize
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.platform.machine_load import busy_for, cpu_reading, others_between, usable_cores
 from core.platform.parent_watch import die_with_parent
-from core.platform.torchrun import DEFAULT_TIMEOUT_S, EVENT_PREFIX, WorkerEnv, exit_now, worker_env
+from core.platform.torchrun import DEFAULT_TIMEOUT_S, WorkerEnv, emit_event, exit_now, worker_env
 from core.results.cluster import ClusterRun, RankPoint, RankRecord
 from core.results.jsonio import to_jsonable
 
@@ -190,10 +190,6 @@ def _slowed(fn: Callable[[], object], delay_s: float) -> Callable[[], object]:
         time.sleep(delay_s)
         return out
     return call
-
-
-def _emit(event: Event) -> None:
-    print(EVENT_PREFIX + json.dumps(to_jsonable(event)), flush=True)
 
 
 def _sweep(rank: _Rank, config: RanksConfig, report: Callable[[str, int, int], None]) -> RankRecord:
@@ -398,13 +394,13 @@ def main(argv: list[str] | None = None) -> int:
     config = RanksConfig(**{**raw, "sizes": tuple(raw["sizes"])})
     die_with_parent()  # a launcher killed outright leaves no rank computing on
     try:
-        run = measure_ranks(config, say=_emit)
+        run = measure_ranks(config, say=emit_event)
     except DashboardError as exc:
-        _emit({"event": "error", "message": str(exc), "rank": os.environ.get("RANK")})
+        emit_event({"event": "error", "message": str(exc), "rank": os.environ.get("RANK")})
         print(f"rank error: {exc}", file=sys.stderr, flush=True)
         return 2
     if run is not None:
-        _emit({"event": "result", "run": run.to_json()})
+        emit_event({"event": "result", "run": run.to_json()})
     return 0
 
 

@@ -63,12 +63,47 @@ def worker_env(environ: dict[str, str] | None = None) -> WorkerEnv:
                              "(python -m torch.distributed.run), or through the dashboard or python -m core") from None
 
 
+def emit_event(event: Event) -> None:
+    """One prefixed JSON line for the launcher, written in one system call. The ranks of a job share one
+    pipe, and torchrun starts them unbuffered (`python -u`), where print() writes the text and its newline
+    in two calls: two ranks on one core interleaved them into '@@a@@b' lines, and the launcher failed on
+    the JSON with a traceback. One write() of up to PIPE_BUF bytes reaches the pipe whole."""
+    sys.stdout.flush()  # whatever print() left buffered goes first, in order
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # stdout replaced by an object without a descriptor
+        fd = 1
+    data = (EVENT_PREFIX + json.dumps(to_jsonable(event)) + "\n").encode()
+    while data:  # a large event (the whole run) may take more than one call; only rank 0 sends one, at the end
+        data = data[os.write(fd, data):]
+
+
 def rank0_printer(env: WorkerEnv) -> Emit:
-    """Rank 0 speaks for the job: one prefixed JSON line per event, flushed so the launcher sees it at once."""
+    """Rank 0 speaks for the job: one prefixed JSON line per event, at once (emit_event)."""
     def emit(event: Event) -> None:
         if env.rank == 0:
-            print(EVENT_PREFIX + json.dumps(to_jsonable(event)), flush=True)
+            emit_event(event)
     return emit
+
+
+def events_in(text: str) -> tuple[list[Event], str]:
+    """The events in one line of a worker's output and what else it held: a line mixed by writers that
+    did not write whole lines (another program's, an older worker's) loses neither."""
+    events: list[Event] = []
+    rest: list[str] = []
+    head, *chunks = text.split(EVENT_PREFIX)
+    rest.append(head)
+    decoder = json.JSONDecoder()
+    for chunk in chunks:
+        try:
+            event, end = decoder.raw_decode(chunk)
+        except ValueError:
+            rest.append(EVENT_PREFIX + chunk)
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+        rest.append(chunk[end:])
+    return events, "".join(rest).strip()
 
 
 @contextmanager
@@ -190,8 +225,12 @@ def follow(command: list[str], threads: int, job: RunningJob, on_event: Emit) ->
                 continue
             if text is None:
                 break
-            if text.startswith(EVENT_PREFIX):
-                on_event(json.loads(text[len(EVENT_PREFIX):]))
+            if EVENT_PREFIX in text:
+                events, other = events_in(text)
+                for event in events:
+                    on_event(event)
+                if other:
+                    print(other, file=sys.stderr, flush=True)
             else:
                 print(text, end="", file=sys.stderr, flush=True)  # the launcher's and workers' own lines
         return Launched(proc.wait())
