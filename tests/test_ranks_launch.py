@@ -56,16 +56,27 @@ def _gone(procs: list[psutil.Process], within_s: float = 15.0) -> bool:
     return False
 
 
+def _on_one_core() -> None:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
 def _cli_ranks() -> ClusterRun:
+    """`--ranks 2` with every process of the job on one core. Why: on this project's 2-core VM the two vCPUs are
+    not equal while both are busy (a hypervisor's doing: others' CPU read 0.00), and an undisturbed pair on two
+    cores was named a straggler in 2 of 6 quiet runs, one rank at half the other's rate even at n = 512 and the
+    gap not the same rank's from one phase to the next. That is a real straggler of that moment, not the
+    rule's mistake; sharing one core, the ranks meet the same hardware and only the rule is tested."""
     out = subprocess.run([sys.executable, "-m", "core", "matmul", "--ranks", "2", "--sizes", "32,64", "--budget", "0.1",
-                          "--threads", "1", "--json", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          "--threads", "1", "--json", "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         preexec_fn=_on_one_core)
     assert out.returncode == 0, out.stderr[-2000:]
     return ClusterRun.from_json(json.loads(out.stdout), "run")
 
 
 def test_two_ranks_on_this_machine_from_the_command_line():
     """`--ranks 2`: both ranks with a point per size together and alone, the spread, no straggler named
-    (what other programs did meanwhile may make it "cannot tell", never a name)."""
+    (what other programs did meanwhile may make it "cannot tell", never a name). Both ranks share one core
+    (_cli_ranks says why)."""
     run = _cli_ranks()
     assert [r.rank for r in run.ranks] == [0, 1] and all(r.device == "cpu" and r.threads == 1 for r in run.ranks)
     assert all([p.n for p in r.together] == [32, 64] == [p.n for p in r.alone] for r in run.ranks)
