@@ -60,8 +60,11 @@ def test_spread_and_contention_over_the_sizes_every_rank_measured():
 def test_a_rank_far_below_the_median_outside_the_noise_is_named():
     ranks = [_record(0, {64: FAST, 256: FAST}), _record(1, {64: FAST, 256: _scaled(FAST, 1.5)}),
              _record(2, {64: FAST, 256: _scaled(FAST, 1.01)}, host="node-b")]
-    stragglers, call, _ = judge_stragglers(ranks)
+    stragglers, call, note = judge_stragglers(ranks)
     assert call == NAMED and [(s.rank, s.hostname, s.n) for s in stragglers] == [(1, "node-a", 256)]
+    assert "a CPU straggler is the core it ran on at the time" in note  # rank 0 shares node-a's cores
+    alone_there = judge_stragglers([ranks[0], ranks[2], _record(1, {256: _scaled(FAST, 1.5)}, host="node-c")])
+    assert alone_there[1] == NAMED and "CPU ranks share" not in alone_there[2]
     assert stragglers[0].below_median == pytest.approx(1 - 1 / 1.5 * 1.01, abs=0.02)
     assert stragglers[0].slowdown_low > 1.05 and stragglers[0].slowdown_high >= stragglers[0].slowdown_low
 

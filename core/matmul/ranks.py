@@ -35,6 +35,9 @@ from core.results.cluster import (
 )
 
 STRAGGLER_BELOW = 0.10  # a rank this far below the median rank's GFLOP/s holds a data-parallel job back
+CPU_RANK_CAVEAT = ("CPU ranks share one machine's cores: a CPU straggler is the core it ran on at the time (a "
+                   "neighbour, or a virtual machine's host, which the CPU counters cannot see), not a device of its "
+                   "own; run it again to see whether the same rank is slow")
 
 
 def gflops(n: int, seconds: float | None) -> float | None:
@@ -117,7 +120,9 @@ def judge_stragglers(ranks: Sequence[RankRecord]) -> tuple[tuple[Straggler, ...]
         named.append(Straggler(rank=r.rank, hostname=r.hostname, device=r.device, n=n, below_median=min(1.0, below),
                                slowdown_low=low, slowdown_high=high))
     if named:
-        return tuple(named), NAMED, "; ".join(doubts)
+        shared = [s for s in named if s.device == "cpu"
+                  and any(r.hostname == s.hostname and r.rank != s.rank for r in ranks)]
+        return tuple(named), NAMED, "; ".join(doubts + ([CPU_RANK_CAVEAT] if shared else []))
     if doubts:
         return (), UNCLEAR, "; ".join(doubts)
     return (), NONE, f"every rank within {STRAGGLER_BELOW:.0%} of the median at n={n}"
