@@ -57,7 +57,8 @@ def _gone(procs: list[psutil.Process], within_s: float = 15.0) -> bool:
 
 
 def _on_one_core() -> None:
-    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    if hasattr(os, "sched_setaffinity"):  # Linux; elsewhere the ranks run where the OS puts them
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 
 def _cli_ranks() -> ClusterRun:
