@@ -8,10 +8,10 @@ from typing import Protocol
 import plotly.graph_objects as go
 
 from core.charts.axis_style import linear_axis, style, time_unit, trace_values
-from core.charts.split_work import split_work_chart
 from core.classifier.runs import lowest_test_loss_epoch
+from core.parallel.figures import split_work_chart
 from core.classifier.preset_race import PresetRace
-from core.classifier.scaling import Scaling
+from core.classifier.scaling_result import Scaling
 from core.results.train import TrainEpoch
 from core.plain_text import for_plotly
 from core.platform.units import number

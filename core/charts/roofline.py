@@ -15,8 +15,7 @@ import plotly.graph_objects as go
 from core.charts.axis_style import axis_position, inside_anchor, log_axis, style, time_unit, trace_values
 from core.plain_text import for_plotly
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
-from core.roofline.model import RooflineModel
-from core.roofline.run import model_of
+from core.roofline.model import RooflineModel, model_of
 from core.roofline.spread import THEORY_BELOW
 from core.store.records import StoredRun
 

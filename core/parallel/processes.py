@@ -18,8 +18,8 @@ from typing import Any
 import plotly.graph_objects as go
 import torch
 
-from core.charts.split_work import split_work_chart
 from core.errors import DashboardError
+from core.parallel.figures import split_work_chart
 from core.parallel.machine import CPU, require_memory, thread_ladder, usable_cores
 from core.parallel.section import (
     BUDGET,

@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
@@ -34,7 +34,7 @@ from core.platform.machine_load import cpu_reading, others_between, usable_cores
 from core.results.matmul import MatmulPoint
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun, Spread
 from core.roofline import probes, theory
-from core.roofline.model import RooflineModel, intensity, predict_crossover
+from core.roofline.model import Bound, RooflineModel, intensity, model_of, predict_crossover
 from core.roofline.spread import COPIES, REPEATS, THEORY_BELOW, constant, flags, others_over, spare_cores, spread_of
 
 DEFAULT_SIZES = (16, 32, 64, 128, 256, 512, 1024)
@@ -174,34 +174,6 @@ def measure_roofs(s: Series, budget_s: float) -> DeviceRoofs:
     """The roofs of one series alone (its probes repeated, no other series to alternate with)."""
     found, _ = probe_rounds([s], budget_s)
     return roofs_of(s, found[s.label])
-
-
-Bound = Literal["value", "fast", "slow"]
-
-
-def _bound(roofs: DeviceRoofs, name: str, bound: Bound, *, roof: bool) -> float | None:
-    """A constant, or the end of its spread that makes the series fast (high roof, low cost) or slow."""
-    value: float | None = getattr(roofs, name)
-    limits = roofs.spread(name)
-    if bound == "value" or value is None or limits is None:
-        return value
-    return limits[1 if (bound == "fast") == roof else 0]
-
-
-def model_of(roofs: DeviceRoofs, bound: Bound = "value") -> RooflineModel | None:
-    """The model a series' roofs define; None while a roof is missing (nothing timed yet).
-
-    bound "fast" or "slow" takes every constant at the end of its spread that makes the series
-    fastest or slowest: the predicted crossover's interval comes from these.
-    """
-    peak = _bound(roofs, "peak_gflops", bound, roof=True)
-    bandwidth = _bound(roofs, "bandwidth_gbs", bound, roof=True)
-    launch = _bound(roofs, "launch_s", bound, roof=False)
-    if not peak or not bandwidth or launch is None:
-        return None
-    overhead = launch + (_bound(roofs, "wake_s", bound, roof=False) or 0.0)
-    return RooflineModel(overhead, peak, bandwidth, roofs.dtype, _bound(roofs, "h2d_gbs", bound, roof=True),
-                         _bound(roofs, "d2h_gbs", bound, roof=True))
 
 
 def point_of(r: MatmulPoint, model: RooflineModel | None) -> RooflinePoint:
