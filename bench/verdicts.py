@@ -1,4 +1,5 @@
-"""The default Matmul race, three times on a quiet machine and three times beside a CPU-bound process: do the calls hold?
+"""The default Matmul race, three times on a quiet machine and three times beside a CPU-bound process:
+do the calls hold?
 
 Issue 20: the same button told three different stories on a busy 2-core machine. The race now
 times the series of each size in alternation and calls each size `faster`, `same` or `unclear`
@@ -80,7 +81,8 @@ class Run:
 
 
 def run_once(busy: bool, args: argparse.Namespace) -> Run:
-    argv = ["matmul"] + ([f"--sizes={args.sizes}"] if args.sizes else []) + ([f"--budget={args.budget}"] if args.budget else [])
+    argv = (["matmul"] + ([f"--sizes={args.sizes}"] if args.sizes else [])
+            + ([f"--budget={args.budget}"] if args.budget else []))
     config = config_from_args(build_parser().parse_args(argv))
     hog = subprocess.Popen([sys.executable, "-c", HOG]) if busy else None
     try:

@@ -235,7 +235,8 @@ class NotebookRuns:
         for run in self.store.list_runs():
             if run.settings.get(STEP_KEY) == step:
                 self.store.delete(run.run_id)
-        return [self.store.save(kind, payload, {STEP_KEY: step}, label=self.label, source=NOTEBOOK) for payload in payloads]
+        return [self.store.save(kind, payload, {STEP_KEY: step}, label=self.label, source=NOTEBOOK)
+                for payload in payloads]
 
     def keep_report(self, report: Report, name: str = "selfcheck.json") -> Path:
         """The self-check's whole JSON report beside the export (the verdict is one line of it)."""

@@ -163,7 +163,8 @@ class Report:
 def check_devices(ctx: Context) -> CheckResult:
     info = inspect_machine(free_memory=True)
     cpu = f"CPU {info.cpu.name}, {info.cpu.logical_cores} logical cores, torch uses {info.cpu.torch_threads} threads"
-    gpus = [f"GPU {g.index} {g.name}, {gib(g.free_memory_bytes)} free of {gib(g.total_memory_bytes)}" for g in info.gpus]
+    gpus = [f"GPU {g.index} {g.name}, {gib(g.free_memory_bytes)} free of {gib(g.total_memory_bytes)}"
+            for g in info.gpus]
     where = "; ".join(gpus) if gpus else "no CUDA GPU visible: the GPU checks will be skipped"
     return CheckResult(True, f"{cpu}; {where}", {"devices": available_devices(), "notes": info.notes})
 
@@ -215,14 +216,15 @@ def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_
     extensions, which nothing here does.
     """
     with quiet_cpp_extension():
-        from torch.utils import benchmark  # noqa: PLC0415 (see the docstring)
+        from torch.utils import benchmark  # here, not at the top: see the docstring
 
     cpu = torch.device("cpu")
     rows = []
     with timing.torch_threads(threads):
         ops = make_operands(cpu, DTYPES["float32"], n, seed=0, end_to_end=False)
         fn = product(ops)
-        timer = benchmark.Timer(stmt="torch.matmul(a, b, out=c)", globals={"torch": torch, "a": ops.a, "b": ops.b, "c": ops.c},
+        timer = benchmark.Timer(stmt="torch.matmul(a, b, out=c)",
+                                globals={"torch": torch, "a": ops.a, "b": ops.b, "c": ops.c},
                                 num_threads=threads)
         for i in range(rounds):
             if i % 2 == 0:  # alternate who goes first, so neither always runs on a warmer cache
@@ -328,8 +330,10 @@ def check_cuda_events(ctx: Context) -> CheckResult:
         for n in ctx.sizes.events:
             fn = product(make_operands(device, DTYPES["float32"], n, seed=0, end_to_end=False))
             calls = timing.measure(fn, device, budget_s=0.2, min_samples=1).calls_per_block  # warm-up, block size
-            clock_times, event_times = alternate(lambda: timing.time_block(fn, calls, device) / calls,
-                                                 lambda: cuda_event_seconds(fn, device, calls), EVENT_REPEATS)
+            clock_times, event_times = alternate(
+                lambda: timing.time_block(fn, calls, device) / calls,  # noqa: F821 - runs before the `del` below
+                lambda: cuda_event_seconds(fn, device, calls),  # noqa: F821 - runs before the `del` below
+                EVENT_REPEATS)
             clock_s, events_s = statistics.median(clock_times), statistics.median(event_times)
             rows.append({"n": n, "clock_s": clock_s, "events_s": events_s, "ratio": clock_s / events_s,
                          "calls_per_block": calls})

@@ -19,7 +19,8 @@ FAST = [0.010, 0.0101, 0.0099, 0.0100, 0.0102, 0.0098]
 
 def _run(slow_factor: float = 2.0) -> ClusterRun:
     ranks = [RankRecord(rank=r, hostname="node-a", device="cpu", device_name="CPU, 1 thread", threads=1,
-                        together=tuple(rank_point(n, [t * (slow_factor if r == 1 else 1) for t in FAST]) for n in (64, 128)),
+                        together=tuple(rank_point(n, [t * (slow_factor if r == 1 else 1) for t in FAST])
+                                       for n in (64, 128)),
                         alone=tuple(rank_point(n, [t * 0.8 for t in FAST]) for n in (64, 128))) for r in range(3)]
     stragglers, call, note = judge_stragglers(ranks)
     return ClusterRun(ranks=tuple(ranks), spread=spread(ranks), spread_alone=spread(ranks, "alone"),

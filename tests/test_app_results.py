@@ -147,7 +147,8 @@ def test_import_waits_for_a_file(app):
     at = _open(app)
     assert at.button(key="results_import").disabled and "waits until it has finished uploading" in at.button(
         key="results_import").help
-    at.get("file_uploader")[0].set_value(("laptop.json", json.dumps(matmul_payload(LAPTOP)).encode(), "application/json"))
+    upload = ("laptop.json", json.dumps(matmul_payload(LAPTOP)).encode(), "application/json")
+    at.get("file_uploader")[0].set_value(upload)
     at.run()
     assert not at.button(key="results_import").disabled and not at.button(key="results_import").help
 
@@ -253,7 +254,8 @@ def test_only_unreadable_rows(app):
     store = open_store()
     run_id = store.save("train", train_payload(), machine=LAPTOP)
     with store._transaction() as tx:
-        tx.run("UPDATE gvc_runs SET created_at = ?, summary_json = NULL WHERE id = ?", ("0001-01-01T00:00:00+01:00", run_id))
+        tx.run("UPDATE gvc_runs SET created_at = ?, summary_json = NULL WHERE id = ?",
+               ("0001-01-01T00:00:00+01:00", run_id))
     at = _open(app)
     assert any(f"#{run_id}" in _shown(w.value) and "created_at" in _shown(w.value) for w in at.warning)
     assert "No saved runs yet" in _text(at)
@@ -273,8 +275,9 @@ def test_a_student_deletes_only_their_own_runs_and_the_key_allows_any(app, monke
     ana = _upload(_open(app), "ana.json", json.dumps(matmul_payload(LAPTOP)).encode())
     [anas] = [r.run_id for r in open_store().list_runs()]
     assert "anyone who opens this page may delete" not in _text(ana), "a key is set: no open-board warning"
-    assert ana.selectbox(key="results_delete_pick").options == [f"#{anas} matmul (imported) · Ben's laptop · "
-                                                                + open_store().get(anas).created_at[:16].replace("T", " ")]
+    saved_at = open_store().get(anas).created_at[:16].replace("T", " ")
+    options = ana.selectbox(key="results_delete_pick").options
+    assert options == [f"#{anas} matmul (imported) · Ben's laptop · {saved_at}"]
 
     ben = _open(AppTest.from_file(app._script_path, default_timeout=120))
     assert list(ben.dataframe[0].value["run"]) == [anas], "Ben sees Ana's run"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.charts.results import LECTURE_POINTS, matmul_overlay, train_overlay
+from core.charts.results import matmul_overlay, train_overlay
 from core.store import matmul_frame, open_store, train_frame
 from tests.chart_checks import assert_annotations_inside, assert_legend_right, assert_log_axis, assert_points_inside
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload

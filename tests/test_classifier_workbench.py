@@ -75,7 +75,8 @@ def test_train_records_every_report_names_the_run_and_hands_finished_runs_over(t
     [record] = bench.runs
     assert record.status == "done" and len(record.epochs) == 2 and record.device == "cpu"
     assert seen[0].item is None and seen[0].message.endswith("terms: training on cpu…")
-    assert [s.message.split(":")[0] for s in seen[1:]] == ["run 1 · cpu · mini-batch, epoch 1/2", "run 1 · cpu · mini-batch, epoch 2/2"]
+    assert [s.message.split(":")[0] for s in seen[1:]] == ["run 1 · cpu · mini-batch, epoch 1/2",
+                                                           "run 1 · cpu · mini-batch, epoch 2/2"]
     assert bench.status == seen[-1].message and bench.model == ("run 1 · cpu · mini-batch", results[0])
     assert done == [(results[0], record.baseline)]
 

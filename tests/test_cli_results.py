@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def saved():
     store = open_store()
-    return [store.save("matmul", matmul_payload(LAB)), store.save("train", train_payload(), machine=LAPTOP, label="Ana")]
+    return [store.save("matmul", matmul_payload(LAB)),
+            store.save("train", train_payload(), machine=LAPTOP, label="Ana")]
 
 
 def _error(capsys, argv) -> str:

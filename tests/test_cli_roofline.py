@@ -15,7 +15,8 @@ from tests.lock_helpers import hold_cpu_for
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["roofline", "--devices", "cpu", "--budget", "0.05"]
-DEVICE_KEYS = {"device", "dtype", "peak_gflops", "theoretical_gflops", "bandwidth_gbs", "launch_s", "h2d_gbs", "d2h_gbs"}
+DEVICE_KEYS = {"device", "dtype", "peak_gflops", "theoretical_gflops", "bandwidth_gbs", "launch_s", "h2d_gbs",
+               "d2h_gbs"}
 POINT_KEYS = {"device", "dtype", "n", "gflops", "intensity"}
 
 

@@ -5,7 +5,8 @@ import math
 import pandas as pd
 import pytest
 
-from core.matmul.crossover import BELOW_RANGE, INTERPOLATED, NO_DATA, NONE_IN_RANGE, crossover_from_frame, find_crossover
+from core.matmul.crossover import (BELOW_RANGE, INTERPOLATED, NO_DATA, NONE_IN_RANGE, crossover_from_frame,
+                                   find_crossover)
 
 SIZES = [128, 256, 512, 1024, 2048]
 

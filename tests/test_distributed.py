@@ -109,8 +109,9 @@ def test_two_workers_match_each_other_and_one_worker(toy_folder, tmp_path, capsy
     assert rank0.keys() == rank1.keys() and all(torch.equal(rank0[k], rank1[k]) for k in rank0)
 
     # K = 1 at the same global batch, through the CLI's --json
-    assert main(["train", "--data", str(toy_folder), "--workers", "1", "--device", "cpu", "--epochs", "4", "--lr", "0.3",
-                 "--batch-size", "16", "--hidden", "4", "--ngrams", "1", "--threads", "1", "--json"]) == 0
+    assert main(["train", "--data", str(toy_folder), "--workers", "1", "--device", "cpu", "--epochs", "4",
+                 "--lr", "0.3", "--batch-size", "16", "--hidden", "4", "--ngrams", "1", "--threads", "1",
+                 "--json"]) == 0
     one = json.loads(capsys.readouterr().out)
     assert one["workers"] == 1 and one["backend"] == "gloo" and len(one["epochs"]) == 4
     assert all(isinstance(e["allreduce_seconds"], float) for e in one["epochs"])

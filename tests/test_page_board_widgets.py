@@ -41,7 +41,8 @@ def test_the_compare_key_changes_with_the_runs_offered():
 
 
 def test_download_labels_count_the_runs_and_keys_name_the_format():
-    files = [Export("json", lambda: b"{}", "a.json", "application/json"), Export("csv", lambda: b"", "a.csv", "text/csv")]
+    files = [Export("json", lambda: b"{}", "a.json", "application/json"),
+             Export("csv", lambda: b"", "a.csv", "text/csv")]
     one, many = widgets.download_buttons(files, 1), widgets.download_buttons(files, 3)
     assert [b.label for b in one] == ["Download the run shown (JSON, re-importable)",
                                       "Download the run shown (CSV, one row per point)"]

@@ -85,7 +85,8 @@ def test_unknown_gpu_and_l40_are_not_checked_against_another_gpu():
 def test_older_exports_import_and_every_import_is_marked_imported():
     [claimed] = files.read_import(_export(matmul_payload(LAPTOP), provenance={"source": "measured"}), file="x.json",
                                   session="browser session 1")
-    assert (claimed.provenance.source, claimed.provenance.origin, claimed.provenance.file) == ("imported", "measured", "x.json")
+    provenance = claimed.provenance
+    assert (provenance.source, provenance.origin, provenance.file) == ("imported", "measured", "x.json")
     [old] = files.read_import(_export(matmul_payload(LAPTOP)))  # written before provenance existed
     assert (old.provenance.source, old.provenance.origin) == ("imported", None)
     [colab] = files.read_import(_export(matmul_payload(LAPTOP), provenance={"source": "notebook"}))

@@ -221,7 +221,8 @@ def test_saving_a_deeply_nested_run_is_one_line(store):
 
 
 def test_one_bad_run_refuses_the_whole_file_and_names_it(store):
-    bundle = _export(store, ("matmul", matmul_payload(LAB)), ("train", train_payload()), ("matmul", matmul_payload(LAPTOP)))
+    bundle = _export(store, ("matmul", matmul_payload(LAB)), ("train", train_payload()),
+                     ("matmul", matmul_payload(LAPTOP)))
     bundle["runs"][2]["payload"]["results"][0]["device"] = "cuda:²"
     _refused(store, bundle, r"runs\[2\].payload.results\[0\].device")
     bundle["runs"][2]["payload"]["results"][0]["device"] = "cpu"

@@ -20,7 +20,7 @@ from core.platform.timing import Measurement
 from core.roofline import probes, spread, theory
 from core.roofline.explain import crossover_sentence, model_error_text, model_errors
 from core.roofline.model import RooflineModel, intensity, predict_crossover
-from core.roofline.run import RooflineConfig, assemble, model_of, plan, run_roofline
+from core.roofline.run import RooflineConfig, model_of, plan, run_roofline
 from core.charts.roofline import model_figure, roofline_figure, share_of_roof
 from core.store import open_store
 
@@ -174,9 +174,10 @@ def test_the_wake_cost_moves_the_predicted_crossover_where_a_second_thread_pays_
     # 1e-6 + 2n^3/50e9 = 21e-6 + 2n^3/100e9  ->  n^3 / 50e9 = 20e-6  ->  n = 100
     assert predict_crossover(fast, slow) == pytest.approx(100.0, rel=1e-6)
     without_wake = model_of(_roofs("cpu float32 2 threads", "cpu", 1e-6, 100.0, 20.0))
-    assert without_wake is not None and predict_crossover(without_wake, slow) < 20  # the old model: where compute outgrows memory
-    run = RooflineRun(devices_roofs=(one, two), points=(), predicted_crossover_n=100, measured_crossover_n=96, challenger=two.series,
-                      baseline=one.series)
+    # the old model: where compute outgrows memory
+    assert without_wake is not None and predict_crossover(without_wake, slow) < 20
+    run = RooflineRun(devices_roofs=(one, two), points=(), predicted_crossover_n=100, measured_crossover_n=96,
+                      challenger=two.series, baseline=one.series)
     text = crossover_sentence(run)
     assert "21 µs with 2 threads (1 µs for a product too small to split, plus 20 µs to wake the other threads)" in text
     assert "against 1 µs for cpu float32 1 thread" in text
@@ -310,8 +311,8 @@ def _synthetic_run() -> RooflineRun:
             points.append(RooflinePoint(device=roofs.device, dtype="float32", n=n, gflops=2 * n**3 / t / 1e9,
                                         intensity=intensity(n, "float32"), series=roofs.series, median_s=t,
                                         predicted_s=model.time_s(n)))
-    return RooflineRun(devices_roofs=(cpu, gpu), points=tuple(points), predicted_crossover_n=49, measured_crossover_n=61,
-                       challenger=gpu.series, baseline=cpu.series, settings={"budget_s": 0.2},
+    return RooflineRun(devices_roofs=(cpu, gpu), points=tuple(points), predicted_crossover_n=49,
+                       measured_crossover_n=61, challenger=gpu.series, baseline=cpu.series, settings={"budget_s": 0.2},
                        finished_at="2026-12-01T05:00:00Z")
 
 

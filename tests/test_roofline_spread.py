@@ -135,7 +135,8 @@ def _probed(s: Series, launch: tuple[float, ...], bandwidth: tuple[float, ...], 
     noisy, notes = spread.flags(spreads)
     return DeviceRoofs(device="cpu", dtype="float32", series=s.label, threads=s.threads, peak_gflops=None,
                        theoretical_gflops=theory, theoretical_note="a guess", bandwidth_gbs=max(bandwidth),
-                       launch_s=spread.constant("launch_s", launch), wake_s=spread.constant("wake_s", wake) if wake else None,
+                       launch_s=spread.constant("launch_s", launch),
+                       wake_s=spread.constant("wake_s", wake) if wake else None,
                        spreads=tuple(spreads), noisy=noisy, notes=notes)
 
 
@@ -162,7 +163,8 @@ def test_a_stalled_peak_or_a_busy_product_is_noisy(monkeypatch):
     roofs = _probed(ONE, (1e-6,) * 3, (20.0,) * 3)
     stalled = roofline_run.peak_of(ONE, [_point(ONE, 256, (1e-3, 1e-3, 1e-3, 5e-3, 5e-3))], roofs)
     assert "peak_gflops" in (stalled.noisy or ())
-    busy = roofline_run.peak_of(TWO, [_point(TWO, 256, (1e-3,) * 5, others=0.7)], _probed(TWO, (1e-6,) * 3, (20.0,) * 3))
+    busy = roofline_run.peak_of(TWO, [_point(TWO, 256, (1e-3,) * 5, others=0.7)],
+                                _probed(TWO, (1e-6,) * 3, (20.0,) * 3))
     assert "peak_gflops" in (busy.noisy or ())  # 2 threads on 2 cores: 0.7 of a core taken from them
     beside = roofline_run.peak_of(ONE, [_point(ONE, 256, (1e-3,) * 5, others=0.7)], roofs)
     assert "peak_gflops" not in (beside.noisy or ())  # 1 thread: the other core was theirs to use
@@ -187,7 +189,8 @@ def test_the_predicted_crossover_is_an_interval_from_the_spread():
     assert "wake_s" in (run.devices_roofs[1].noisy or ())  # 4x apart
     text = crossover_sentence(run)
     assert f"the constants' spread allows n ≈ {low} to {high}" in text
-    assert "Cannot tell on a machine this busy: some of these constants are noisy (cpu float32 2 threads: wake_s)" in text
+    assert ("Cannot tell on a machine this busy: some of these constants are noisy "
+            "(cpu float32 2 threads: wake_s)") in text
     fig = model_figure(run)
     assert any(shape.type == "rect" and shape.x0 == low and shape.x1 == high for shape in fig.layout.shapes)
 
@@ -259,7 +262,8 @@ def test_the_measured_crossover_is_called_by_the_races_verdicts():
         (64, "faster", ONE.label), (128, "faster", TWO.label), (256, "faster", TWO.label), (512, "faster", TWO.label)]
     assert 64 <= (run.measured_crossover_n or 0) <= 128
     text = crossover_sentence(run)
-    assert f"the sweep measured it at n ≈ {run.measured_crossover_n:,} (" in text and "between n = 64 and n = 128" in text
+    assert f"the sweep measured it at n ≈ {run.measured_crossover_n:,} (" in text
+    assert "between n = 64 and n = 128" in text
     assert not cannot_tell(run) and "cannot tell" not in run.headline
 
 

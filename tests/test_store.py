@@ -59,7 +59,8 @@ def test_round_trip_keeps_payload_machine_settings_and_versions(store):
     assert run.machine_label == "Lab Xeon 8480C + NVIDIA H200"
 
     train = store.get(tr_id)
-    assert train.payload == as_saved("train", train_payload("cpu")) and train.machine == LAPTOP and train.label == "Ana's laptop"
+    assert train.payload == as_saved("train", train_payload("cpu"))
+    assert train.machine == LAPTOP and train.label == "Ana's laptop"
     assert [r.run_id for r in store.list_runs()] == [tr_id, mm_id], "newest first"
 
 
@@ -137,7 +138,8 @@ def test_import_cli_json_files(store):
     first = store.import_json(json.dumps(mm).encode(), label="Ana")
     tr = store.import_json(json.dumps(train_payload("mps")).encode())
     run = store.get(first.run_ids[0])
-    assert run.kind == "matmul" and run.payload == as_saved("matmul", mm) and run.label == "Ana" and run.machine == LAPTOP
+    assert run.kind == "matmul" and run.payload == as_saved("matmul", mm)
+    assert run.label == "Ana" and run.machine == LAPTOP
     trained = store.get(tr.run_ids[0])
     assert trained.kind == "train" and trained.machine == {} and trained.machine_label == "unknown machine"
     assert store.import_json(json.dumps(mm).encode()).skipped == 1, "the same CLI file again is not a new run"
@@ -298,7 +300,8 @@ def test_unreachable_postgresql_fails_fast_without_the_password():
     with socket_port() as port:
         url = f"postgresql://teacher:hunter2@127.0.0.1:{port}/class"
         start = time.monotonic()
-        with pytest.raises(DashboardError, match=f"cannot reach the PostgreSQL database class on 127.0.0.1:{port}") as err:
+        unreachable = f"cannot reach the PostgreSQL database class on 127.0.0.1:{port}"
+        with pytest.raises(DashboardError, match=unreachable) as err:
             open_store(url)
     assert time.monotonic() - start < database.PG_CONNECT_TIMEOUT_S + 5
     assert "hunter2" not in str(err.value) and "DATABASE_URL" in str(err.value)

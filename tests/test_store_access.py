@@ -60,7 +60,8 @@ def test_a_schema_1_store_upgrades_its_runs_to_measured_with_no_owner(tmp_path):
         old = open_store(url)
         with old._transaction() as tx:  # what schema 1's insert wrote
             tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
-                   "versions_json, payload_json) VALUES ('u', 'matmul', '2025-01-01T00:00:00Z', '', 'm', ?, '{}', '{}', ?)",
+                   "versions_json, payload_json) "
+                   "VALUES ('u', 'matmul', '2025-01-01T00:00:00Z', '', 'm', ?, '{}', '{}', ?)",
                    (json.dumps(LAPTOP), json.dumps(matmul_payload(LAPTOP))))
     [run] = open_store(url).list_runs()
     assert run.source == "measured" and run.owner is None and open_store(url).schema_version() == SCHEMA_VERSION
@@ -95,9 +96,10 @@ def test_a_browser_session_saves_at_most_its_runs_per_hour(store, monkeypatch): 
         store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
     exported = json.loads(store.export_json())
     two = json.dumps({**exported, "runs": [{**exported["runs"][0], "uid": f"u{i}"} for i in range(2)]}).encode()
-    with pytest.raises(DashboardError, match="this browser session has saved or imported 2 runs in the last hour and "
-                                             "its limit is 3 per hour, so 2 more cannot be saved; wait, import the file "
-                                             r"on the server .* or raise GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR"):
+    with pytest.raises(DashboardError, match="this browser session has saved or imported 2 runs in the last hour "
+                                             "and its limit is 3 per hour, so 2 more cannot be saved; wait, "
+                                             r"import the file on the server .* or raise "
+                                             "GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR"):
         store.import_json(two, owner_token="ana")
     store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
     for run in store.list_runs():

@@ -10,7 +10,6 @@ import pytest
 from core.errors import DashboardError
 from core.store import open_store
 from core.results import files as payloads
-from core.store import database
 from core.results import read_result
 from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload
 
@@ -116,7 +115,8 @@ def test_matmul_file_with_a_wrong_schema(store, mutate, match):
 @pytest.mark.parametrize("mutate, match", [
     (lambda p: p.pop("n_train"), r"train: missing 'n_train'"),
     (lambda p: p.update(epochs=[]), r"train.epochs: expected a list of at least 1"),
-    (lambda p: p["epochs"][1].update(test_accuracy=1.5), r"epochs\[1\].test_accuracy: expected a number between 0 and 1"),
+    (lambda p: p["epochs"][1].update(test_accuracy=1.5),
+     r"epochs\[1\].test_accuracy: expected a number between 0 and 1"),
     (lambda p: p["epochs"][0].update(seconds=None, epoch=-1), r"epochs\[0\].epoch: expected a whole number >= 0"),
     (lambda p: p.update(vocab_size=0), r"train.vocab_size: expected a whole number >= 1"),
     (lambda p: p.update(predictions=[{"text": 3, "p_positive": 0.5}]), r"predictions\[0\].text: expected a string"),

@@ -23,7 +23,7 @@ def board(store):  # noqa: F811
 
 
 def test_summaries_are_what_the_full_runs_say_and_read_no_payload(board, monkeypatch):
-    store, _ = board
+    store, _ = board  # noqa: F811 - the board's store, not the fixture of that name
     full = {r.run_id: r.summary for r in store.list_runs()}
 
     def no_payload(row):
@@ -38,7 +38,7 @@ def test_summaries_are_what_the_full_runs_say_and_read_no_payload(board, monkeyp
 
 
 def test_filters_are_sql_and_combine(board):
-    store, ids = board
+    store, ids = board  # noqa: F811 - the board's store, not the fixture of that name
 
     def listed(**values):
         runs = RunFilter.of(**values)
@@ -58,7 +58,7 @@ def test_filters_are_sql_and_combine(board):
 
 
 def test_pages_by_limit_and_offset(board):
-    store, ids = board
+    store, ids = board  # noqa: F811 - the board's store, not the fixture of that name
     newest = sorted(ids.values(), reverse=True)
     assert [r.run_id for r in store.read_summaries(limit=2).runs] == newest[:2]
     assert [r.run_id for r in store.read_summaries(limit=2, offset=2).runs] == newest[2:]
@@ -66,7 +66,7 @@ def test_pages_by_limit_and_offset(board):
 
 
 def test_filter_choices_cover_the_whole_board(board):
-    store, _ = board
+    store, _ = board  # noqa: F811 - the board's store, not the fixture of that name
     machines, devices, sources = store.filter_choices()
     assert devices == ["cpu", "cuda:0"] and sources == ["imported", "measured"]
     assert machines == sorted({r.machine_label for r in store.list_runs()})
@@ -86,9 +86,10 @@ def test_schema_2_boards_get_their_summaries_and_keep_unreadable_rows_named(stor
         old = open_store(store_url)
         with old._transaction() as tx:  # what schema 2's insert wrote, for a good row and a bad one
             for uid, payload in (("good", json.dumps(matmul_payload(LAPTOP))), ("bad", '{"results": "garbage"}')):
-                tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
-                       "versions_json, payload_json, source, sort_at) VALUES (?, 'matmul', '2025-01-01T00:00:00Z', '', "
-                       "?, ?, '{}', '{}', ?, 'measured', '2025-01-01T00:00:00Z')",
+                tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, "
+                       "settings_json, versions_json, payload_json, source, sort_at) "
+                       "VALUES (?, 'matmul', '2025-01-01T00:00:00Z', '', ?, ?, '{}', '{}', ?, 'measured', "
+                       "'2025-01-01T00:00:00Z')",
                        (uid, machine_label(LAPTOP), json.dumps(LAPTOP), payload))
     with pytest.MonkeyPatch.context() as small_batches:
         small_batches.setattr(database, "SUMMARY_BATCH", 1)  # the batches' loop, not one query

@@ -4,10 +4,11 @@ A page keeps one `Workbench` in its session. Loading reviews and building the do
 matrices take seconds, so each is redone only when what it depends on changed (`DataChoice.key`,
 `features_key`), and with the server's `SharedBuilds` a built-in data set or a feature set another
 session already built is taken rather than built again; a run is recorded report by report
-(`RunRecord`), so a Stop or a rerun keeps everything measured. `Workbench.train` is the Train and "Race CPU vs GPU" buttons: the same
-config (and preset), hence the same seed, on one device or on the CPU and then the first GPU; with
-`both=True` it is the "Both presets" button: each preset's defaults from that seed on the CPU and
-the first GPU (the CPU half alone without one), kept as `preset_race` (core.classifier.preset_race).
+(`RunRecord`), so a Stop or a rerun keeps everything measured. `Workbench.train` is the Train and
+"Race CPU vs GPU" buttons: the same config (and preset), hence the same seed, on one device or on
+the CPU and then the first GPU; with `both=True` it is the "Both presets" button: each preset's
+defaults from that seed on the CPU and the first GPU (the CPU half alone without one), kept as
+`preset_race` (core.classifier.preset_race).
 """
 
 from __future__ import annotations
@@ -206,9 +207,10 @@ class Workbench:
                 self.runs[slot] = self.runs[slot].with_report(step.item)
             self._tell(hooks, replace(step, message=f"{self.runs[slot].label}, {step.message}"))
 
+        preset = "the lecture preset " if config.preset == "lecture" else ""
         self._tell(hooks, Progress(0, 0, f"{features.n_train} training, {features.n_val} validation, "
                                          f"{features.n_test} test reviews, {features.vocab_size:,} terms: "
-                                         f"training {'the lecture preset ' if config.preset == 'lecture' else ''}on {config.device}…"))
+                                         f"training {preset}on {config.device}…"))
         result = train(features, config, replace(hooks, on_progress=on_progress))
         self.runs[slot] = self.runs[slot].finished(result)
         self.model = (self.runs[slot].label, result)

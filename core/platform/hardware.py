@@ -144,7 +144,8 @@ def inspect_machine(free_memory: bool = False) -> MachineInfo:
     cpu = inspect_cpu(notes)
     count = devices.cuda_count()
     if count == 0 and torch.version.cuda is not None:
-        notes.append("torch was built with CUDA, but no CUDA device is visible (no driver, or CUDA_VISIBLE_DEVICES hides it)")
+        notes.append("torch was built with CUDA, but no CUDA device is visible "
+                     "(no driver, or CUDA_VISIBLE_DEVICES hides it)")
     gpus = [inspect_gpu(i, notes, free_memory) for i in range(count)]
     tf32 = bool(_try(notes, "TF32 setting", precision.tf32_enabled))
     return MachineInfo(

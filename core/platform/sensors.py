@@ -26,7 +26,8 @@ import torch
 
 NVML_CLOCK_SM = 1  # nvmlClockType_t
 NVML_TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
-THROTTLE_REASONS = {  # nvmlClocksEventReasons bits (nvml.h); idle, application clocks, sync boost and display are not throttling
+# nvmlClocksEventReasons bits (nvml.h); idle, application clocks, sync boost and display are not throttling
+THROTTLE_REASONS = {
     0x4: "sw_power_cap",
     0x8: "hw_slowdown",
     0x20: "sw_thermal",
