@@ -104,7 +104,7 @@ def _mutated(payload, mutate):
     (lambda p: p["results"][0].update(n=0), r"results\[0\].n: expected a whole number >= 1, got 0"),
     (lambda p: p["results"][0].update(n=True), r"results\[0\].n: expected a whole number"),
     (lambda p: p["results"][0].update(median_s=-1.0), r"results\[0\].median_s: expected a number >= 0"),
-    (lambda p: p["results"][0].update(gflops="1e3"), r"results\[0\].gflops: expected a number"),
+    (lambda p: p["results"][0].update(iqr_s="1e3"), r"results\[0\].iqr_s: expected a number"),
     (lambda p: p["results"][0].update(device=""), r"results\[0\].device: expected a device: cpu, mps, cuda or cuda:N"),
     (lambda p: p.update(crossover_n="big"), r"matmul.crossover_n: expected a number"),
     (lambda p: p.update(machine=[1]), r"matmul.machine: expected a JSON object"),
