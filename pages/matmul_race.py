@@ -28,7 +28,7 @@ state.setdefault("mm_sweep", None)  # a SweepCollector: every step so far, so St
 def save(sweep: SweepCollector) -> None:
     """Save a sweep for the Results page (a callback, so the page redraws already knowing it is saved)."""
     result = sweep.result()
-    sweep.saved_run = save_run("matmul", result.to_json(), result.settings, label=state.mm_label.strip())
+    sweep.saved_run = save_run(result, label=state.mm_label.strip())
 
 
 st.title("Matmul race")

@@ -12,7 +12,7 @@ from core.errors import DashboardError
 from core.results import files
 from core.results.plausible import known_peak
 from core.store import open_store, pick_runs
-from tests.result_samples import LAB, LAPTOP, matmul_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, save_payload
 
 H100 = {**copy.deepcopy(LAB), "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "total_memory_bytes": 80 * 2**30}]}
 
@@ -99,7 +99,7 @@ def test_older_exports_import_and_every_import_is_marked_imported():
 def test_an_old_date_sorts_by_it_and_no_date_lifts_an_import_above_newer_measurements():
     store = open_store()
     store.import_json(_export(matmul_payload(LAPTOP), "2024-01-01T00:00:00Z"), file="old.json")
-    measured = store.save("matmul", matmul_payload(LAB), {})
+    measured = save_payload(store, "matmul", matmul_payload(LAB), {})
     tomorrow = (datetime.now(timezone.utc) + timedelta(hours=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
     raw = json.loads(_export(matmul_payload(LAPTOP), tomorrow))
     raw["runs"][0]["uid"] = "u2"

@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if (sentence := compare_guess(result)) is not None:
         print(sentence, file=sys.stderr if args.json else sys.stdout)
     if result.results:  # a stopped sweep is saved too when asked: its payload says "stopped": true
-        save_if_requested(args, "matmul", payload)
+        save_if_requested(args, result)
     elif args.save:
         print("nothing was measured, so nothing was saved", file=sys.stderr)
     return 0

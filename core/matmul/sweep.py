@@ -33,6 +33,7 @@ from core.platform.jobs import JobHooks, Progress, run_job
 from core.platform.machine_load import default_threads, usable_cores
 from core.results import table
 from core.results.load import MachineLoad
+from core.results.machine import Machine
 from core.results.jsonio import dumps
 from core.results.matmul import (
     CrossoverInterval, MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover, Verdict, pick_headline,
@@ -387,7 +388,7 @@ def clock_summary(results: Sequence[MatmulPoint]) -> str | None:
 
 def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[MatmulPoint],
              skipped: Sequence[SkippedSize] = (), *, notes: Sequence[str] = (), stopped: bool = False,
-             wall_s: float | None = None, machine: dict[str, Any] | None = None, finished_at: str | None = None,
+             wall_s: float | None = None, machine: Machine | None = None, finished_at: str | None = None,
              stop_reason: str = "", load: MachineLoad | None = None) -> MatmulSweep:
     """The sweep as saved, from what was measured: its verdicts and crossovers are found here, once."""
     verdicts = sweep_verdicts(series, results, cores=None if load is None else load.cores)
@@ -498,7 +499,7 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> MatmulSweep
     is interrupted mid-sweep (Streamlit's Stop) keeps the results too.
     """
     plan = plan_series(config)  # a bad choice is refused before waiting in line
-    machine = inspect_machine().to_dict()
+    machine = inspect_machine().record()
     guard = TimeGuard(config.budget_s, lambda s, n: probe_seconds(s, n, seed=config.seed))
     results: list[MatmulPoint] = []
     skipped: list[SkippedSize] = []

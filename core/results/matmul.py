@@ -24,7 +24,7 @@ from pydantic_core import ArgsKwargs
 from core.results import fields as f
 from core.results.guess import Guess
 from core.results.load import MachineLoad
-from core.results.machine import MachineInfo
+from core.results.machine import Machine
 from core.results.schema import Declared, Kind, columns
 
 KIND = "matmul"
@@ -269,7 +269,7 @@ class MatmulSweep(Kind):
     wall_s: f.Number = None  # from holding the devices to the end
     timed_s: f.Number = None  # seconds inside timed blocks
     finished_at: f.OptionalTimestamp = None
-    machine: MachineInfo | None = None
+    machine: Machine | None = None
     stop_reason: str = Field(default="", exclude=True)  # why it stopped (the cap, the user); this session only
     load: MachineLoad | None = LATE  # how busy the machine was as it started; None in files older than the field
     verdicts: tuple[Verdict, ...] | None = LATE  # per size and comparison: faster, same or unclear

@@ -88,8 +88,7 @@ def check_imported(record: RunRecord, path: str, now: datetime | None = None) ->
         raise _refused(f"{path}.created_at: {record.created_at} is in the future (more than a day ahead of this "
                        f"server's clock)")
     if isinstance(record.result, MatmulSweep):
-        gpus = {g.get("index"): str(g.get("name") or "") for g in record.machine.get("gpus") or []
-                if isinstance(g, dict)}
+        gpus = {g.index: g.name or "" for g in record.machine.gpus}
         for i, point in enumerate(record.result.results):
             _check_point(point, f"{path}.payload.results[{i}]", gpus)
 

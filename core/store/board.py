@@ -16,6 +16,7 @@ from core.errors import DashboardError
 from core.plain_text import for_markdown, message_markdown
 from core.results.csvio import csv_text
 from core.results.files import utc_now
+from core.results.machine import unknown_machine
 from core.results.matmul import MatmulSweep
 from core.results.runs import MEASURED, SOURCES, Provenance, RunRecord
 from core.store.access import Access
@@ -172,6 +173,6 @@ def sweep_csv(url: str | None, sweep: MatmulSweep, run_id: int | None, label: st
     if run_id is not None:
         return exports(url, [run_id])[1].data
     unsaved = RunRecord(uid="unsaved", kind=sweep.kind, created_at=sweep.finished_at or utc_now(), label=label,
-                        machine=sweep.machine or {}, settings=sweep.settings, versions={}, result=sweep,
+                        machine=sweep.machine or unknown_machine(), settings=sweep.settings, versions={}, result=sweep,
                         provenance=Provenance(source=MEASURED))
     return lambda: csv_text(tidy_frame([StoredRun(0, unsaved)])).encode()
