@@ -15,7 +15,7 @@ from pydantic import Field, PlainValidator, SerializerFunctionWrapHandler, model
 from pydantic.dataclasses import dataclass
 
 from core.results import fields as f
-from core.results.schema import Declared
+from core.results.schema import Declared, field_names
 
 OptionalCount = Annotated[int | None, PlainValidator(lambda v: None if v is None else f.count_between(0)(v))]
 
@@ -32,7 +32,7 @@ class Open(Declared):
     def _keep_as_read(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        known = set(cls.__pydantic_fields__) - {"extra", "keys"}
+        known = set(field_names(cls)) - {"extra", "keys"}
         return {**{k: v for k, v in data.items() if k in known},
                 "extra": {k: v for k, v in data.items() if k not in known}, "keys": tuple(data)}
 

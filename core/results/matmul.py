@@ -46,7 +46,7 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 
 MS = 1e3  # seconds -> milliseconds, as the tables show times
-DERIVED = Field(default=None, init=False)  # computed from the samples (or a sample-less file's statistics), never passed
+DERIVED: Any = Field(default=None, init=False)  # computed from the samples (or a sample-less file's statistics), never passed
 STATISTICS = ("median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "samples", "end_to_end_s")  # what StoredStatistics holds
 
 
@@ -141,13 +141,14 @@ class MatmulPoint(Declared):
 
     def __post_init__(self) -> None:
         times = [t for t in self.times_s if t is not None]
+        figures: dict[str, float | None]
         if times:
-            median = statistics.median(times)
+            middle = statistics.median(times)
             q1, q3 = quantile(times, 0.25), quantile(times, 0.75)
-            figures = {"median_s": median, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "min_s": min(times),
+            figures = {"median_s": middle, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "min_s": min(times),
                        "max_s": max(times), "samples": len(times),
                        "end_to_end_s": None if self.h2d_s is None or self.d2h_s is None
-                       else self.h2d_s + median + self.d2h_s}
+                       else self.h2d_s + middle + self.d2h_s}
         elif self.stored is not None:
             figures = {name: getattr(self.stored, name) for name in STATISTICS}
         else:

@@ -93,7 +93,7 @@ def check_imported(record: RunRecord, path: str, now: datetime | None = None) ->
             _check_point(point, f"{path}.payload.results[{i}]", gpus)
 
 
-def _check_point(point: MatmulPoint, path: str, gpus: dict[object, str]) -> None:
+def _check_point(point: MatmulPoint, path: str, gpus: dict[int, str]) -> None:
     gflops = point.gflops
     if gflops is None or not point.device.startswith("cuda"):
         return

@@ -94,8 +94,12 @@ def human_rows(rows: Sequence[Any]) -> tuple[list[str], list[list[Any]]]:
     shown = shown_columns(type(rows[0]))
     cells = [[c.human(r) for c in shown] for r in rows]
     keep = [i for i in range(len(shown)) if any(row[i] is not None and row[i] != "" for row in cells)]
-    headers = [shown[i].shown.header for i in keep if shown[i].shown is not None]
+    headers = [_header(shown[i]) for i in keep]
     return headers, [[row[i] for i in keep] for row in cells]
+
+
+def _header(column: Column) -> str:
+    return column.shown.header if column.shown is not None else column.key
 
 
 def human_table(rows: Sequence[Any]) -> pd.DataFrame:
