@@ -9,7 +9,7 @@ once after a run finishes. Who may delete what is core.store.access.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import streamlit as st
 

@@ -1,5 +1,7 @@
 """The Colab notebook's export, imported on the Results page, overlaid with a sweep measured here."""
 
+from dataclasses import replace
+
 import pytest
 
 from core.matmul.sweep import SweepConfig, run_sweep
