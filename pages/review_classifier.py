@@ -1,7 +1,5 @@
 """Review classifier: the lecture's network on real movie reviews, trained on the CPU or the GPU, loss live."""
 
-from dataclasses import replace
-
 import streamlit as st
 
 from core.charts.classifier import accuracy_curve, loss_curves
@@ -43,8 +41,8 @@ if settings.train or settings.race or settings.both:
         if batches % TICK_BATCHES == 0:
             status.info(f"{bench.status} · {batches} batches")
 
-    def save(result, baseline) -> None:  # a run that finished all its epochs goes to the Results page
-        save_run(replace(result.run, baseline_accuracy=baseline.accuracy), label=st.session_state.clf_label.strip())
+    def save(run) -> None:  # a run that finished all its epochs goes to the Results page
+        save_run(run, label=st.session_state.clf_label.strip())
 
     try:
         config = settings.config()
