@@ -98,7 +98,7 @@ def test_cpu_plans_stay_small_and_still_list_the_gpu_checks_so_they_report_skipp
 
 def _report(*statuses: str) -> Report:
     outcomes = tuple(Outcome(f"check-{i}", s, "detail", 0.1) for i, s in enumerate(statuses))
-    return Report(outcomes, LAPTOP, 1.0, "2026-01-01T00:00:00Z")
+    return Report(outcomes, read_machine(LAPTOP, "machine"), 1.0, "2026-01-01T00:00:00Z")
 
 
 def test_verdict_is_one_line_naming_failures_and_skips():
