@@ -29,6 +29,7 @@ from core.classifier.model import ClassifierConfig
 from core.platform.devices import available_devices, cuda_count, device_key
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
+from core.results.machine import Machine
 from core.platform.jobs import JobHooks, run_job
 from core.matmul.engine import (
     DTYPES, cuda_event_seconds, has_tf32, make_operands, product, supported_dtypes, tf32_matmul,
@@ -131,7 +132,7 @@ class Outcome:
 @dataclass(frozen=True)
 class Report:
     outcomes: tuple[Outcome, ...]
-    machine: dict[str, Any]
+    machine: Machine
     wall_s: float
     finished_at: str
 
@@ -153,7 +154,7 @@ class Report:
             "skipped": self.skipped,
             "wall_s": self.wall_s,
             "finished_at": self.finished_at,
-            "machine": self.machine,
+            "machine": self.machine.to_json(),
         }
 
 
@@ -431,5 +432,5 @@ def run_checks(checks: Sequence[Check] = CHECKS, *, on_outcome: Callable[[Outcom
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
-    return Report(tuple(outcomes), inspect_machine().to_dict(), time.perf_counter() - start,
+    return Report(tuple(outcomes), inspect_machine().record(), time.perf_counter() - start,
                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

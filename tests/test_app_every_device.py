@@ -5,6 +5,8 @@ test clicks Run with two real CPU ranks."""
 from __future__ import annotations
 
 import pytest
+
+from tests.result_samples import save_payload
 import torch
 from streamlit.testing.v1 import AppTest
 
@@ -66,7 +68,7 @@ def test_the_ranks_control_is_bounded_by_twice_the_cores(app: AppTest, no_gpu, m
 
 
 def test_results_and_the_class_board_show_a_run_on_every_rank(app: AppTest):
-    open_store().save("cluster", _run().to_json(), {}, label="lab node")
+    save_payload(open_store(), "cluster", _run().to_json(), {}, label="lab node")
     app.switch_page("pages/results.py").run()
     assert not app.exception, app.exception
     listing = app.dataframe[0].value

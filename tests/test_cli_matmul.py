@@ -108,7 +108,8 @@ def test_save_with_a_label_stores_the_printed_json(capsys):
     assert captured.err.startswith("saved as run #1 in the SQLite file")
     [run] = open_store().list_runs()
     assert run.kind == "matmul" and run.label == "lab box" and run.payload == printed
-    assert run.settings["sizes"] == "16,32" and "save" not in run.settings and "label" not in run.settings
+    assert run.settings == printed["settings"] and run.settings["sizes"] == [16, 32]  # the run's own, as a page saves
+    assert "save" not in run.settings and "label" not in run.settings
 
 
 def test_without_save_nothing_is_stored(capsys):

@@ -18,7 +18,7 @@ from core.errors import DashboardError
 from core.results import MatmulSweep, TrainRun, files, jsonio, read_result
 from core.results.kinds import detect_kind
 from core.store import open_store
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def store():
 
 def _export(store, *payloads) -> dict:
     for kind, payload in payloads:
-        store.save(kind, payload, {"sizes": [256]}, machine=LAB if kind == "train" else None, label="Ana")
+        save_payload(store, kind, payload, {"sizes": [256]}, machine=LAB if kind == "train" else None, label="Ana")
     bundle = json.loads(store.export_json())
     for run in store.list_runs():
         store.delete(run.run_id)
@@ -194,7 +194,7 @@ def test_a_run_padded_with_10_mb_is_refused(store):
 
 def test_saving_an_oversized_run_is_refused_too(store):
     with pytest.raises(DashboardError, match="over the 8 MiB limit"):
-        store.save("train", train_payload() | {"padding": "x" * 10_000_000})
+        save_payload(store, "train", train_payload() | {"padding": "x" * 10_000_000})
 
 
 @pytest.mark.parametrize("depth", [30, 500, 700, 900])
@@ -214,7 +214,7 @@ def test_saving_a_deeply_nested_run_is_one_line(store):
     for _ in range(5000):
         deep = [deep]
     with pytest.raises(DashboardError, match="nested more than 24 levels deep"):
-        store.save("train", train_payload() | {"extra": deep})
+        save_payload(store, "train", train_payload() | {"extra": deep})
 
 
 # -- import policy --------------------------------------------------------------------------------

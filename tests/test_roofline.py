@@ -6,6 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from tests.result_samples import save_payload
 import torch
 
 from core.errors import DashboardError
@@ -365,8 +367,8 @@ def test_a_roofline_carries_the_machine_load_and_lists_on_the_board_with_or_with
     old = _synthetic_run().to_json()
     assert "load" not in old and read_result("roofline", old).load is None  # files older than the field
     store = open_store(f"sqlite:///{tmp_path / 'r.sqlite3'}")
-    store.save("roofline", run.to_json(), {})
-    store.save("roofline", old, {})
+    save_payload(store, "roofline", run.to_json(), {})
+    save_payload(store, "roofline", old, {})
     marks = listing_frame(store.list_runs())["load"].tolist()
     assert sorted(marks) == sorted(["busy: noisy", ""])
 
@@ -386,7 +388,7 @@ def test_a_bad_field_is_named(edit, message):
 
 def test_saved_and_imported_rooflines_reach_the_store(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'r.sqlite3'}")
-    run_id = store.save("roofline", _synthetic_run().to_json(), {"budget_s": 0.2}, label="lab GPU")
+    run_id = save_payload(store, "roofline", _synthetic_run().to_json(), {"budget_s": 0.2}, label="lab GPU")
     (saved,) = store.list_runs(kind="roofline")
     assert saved.run_id == run_id and saved.kind == "roofline" and "40000 GFLOP/s" in saved.headline
     records = read_import(dumps(_synthetic_run().to_json()).encode())  # a bare `roofline --json` file

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(payload)
     else:
         print(render(result))
-    save_if_requested(args, "cluster", payload)
+    save_if_requested(args, result)
     return 0
 
 

@@ -31,10 +31,12 @@ from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, run_job
 from core.platform.machine_load import default_threads, usable_cores
+from core.results import table
 from core.results.load import MachineLoad
+from core.results.machine import Machine
 from core.results.jsonio import dumps
 from core.results.matmul import (
-    POINT_COLUMNS, CrossoverInterval, MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover, Verdict, pick_headline,
+    CrossoverInterval, MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover, Verdict, pick_headline,
 )
 from core.matmul.engine import (
     DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_dtype, check_memory,
@@ -45,7 +47,7 @@ MIN_SIZE = 16  # smallest n the page offers; the CLI accepts any n >= 1
 MAX_BUDGET_S = 600.0  # 10 minutes per size: beyond that a sweep is not interactive any more
 CALIBRATION_N = 128  # the time guard probes sizes down to this one for a series with no history
 GUARD_CALLS = 2  # a size costs at least its warm-up call and one timed call
-RESULT_COLUMNS = list(POINT_COLUMNS)  # the results table's columns: the schema's row, in its order
+RESULT_COLUMNS = [c.key for c in table.columns(MatmulPoint)]  # the results frame's columns: the point's, clock flattened
 TF32_CHOICES: dict[str, tuple[bool, ...]] = {"off": (False,), "on": (True,), "both": (False, True)}  # page radio, CLI --tf32
 
 
@@ -274,7 +276,7 @@ class SweepEvent:
 
 def results_frame(results: Sequence[MatmulPoint]) -> pd.DataFrame:
     """One row per timed size of each series, columns RESULT_COLUMNS even when empty."""
-    return pd.DataFrame([r.to_json() for r in results], columns=RESULT_COLUMNS)
+    return pd.DataFrame([table.flat_row(r) for r in results], columns=RESULT_COLUMNS)
 
 
 def comparisons(series: Sequence[Series]) -> list[tuple[Series, Series]]:
@@ -351,9 +353,9 @@ def headline_interval(crossovers: Sequence[SweepCrossover]) -> CrossoverInterval
 def throttle_notes(results: Sequence[MatmulPoint]) -> list[str]:
     """One note per series whose GPU throttled while sizes were timed (core.platform.sensors)."""
     notes = []
-    for label in dict.fromkeys(p.label for p in results if p.throttled):
-        hot = [p for p in results if p.label == label and p.throttled]
-        reasons = ", ".join(dict.fromkeys(r for p in hot for r in (p.throttle or "").split(", ") if r))
+    for label in dict.fromkeys(p.label for p in results if p.clock.throttled):
+        hot = [p for p in results if p.label == label and p.clock.throttled]
+        reasons = ", ".join(dict.fromkeys(r for p in hot for r in (p.clock.throttle or "").split(", ") if r))
         sizes = ", ".join(f"{p.n:,}" for p in hot)
         notes.append(f"{label}: the GPU throttled ({reasons or 'reason not given'}) while n = {sizes} "
                      f"{'was' if len(hot) == 1 else 'were'} timed, so {'that size ran' if len(hot) == 1 else 'those sizes ran'} "
@@ -373,12 +375,12 @@ def clock_summary(results: Sequence[MatmulPoint]) -> str | None:
     """'Clock during the run: CPU 2595-2600 MHz; cuda:0 SM 1410-1980 MHz, 45-70 °C, 120-300 W', or None
     where nothing was read (older files, an OS that does not say)."""
     parts = []
-    if cpu := _span([p.cpu_mhz for p in results if not p.is_gpu], "MHz"):
+    if cpu := _span([p.clock.cpu_mhz for p in results if not p.is_gpu], "MHz"):
         parts.append(f"CPU {cpu}")
     for device in dict.fromkeys(p.device for p in results if p.is_gpu):
         rows = [p for p in results if p.device == device]
-        spans = [_span([p.gpu_sm_mhz for p in rows], "MHz"), _span([p.gpu_temperature_c for p in rows], "°C"),
-                 _span([p.gpu_power_w for p in rows], "W")]
+        spans = [_span([p.clock.gpu_sm_mhz for p in rows], "MHz"), _span([p.clock.gpu_temperature_c for p in rows], "°C"),
+                 _span([p.clock.gpu_power_w for p in rows], "W")]
         if any(spans):
             parts.append(f"{device} SM " + ", ".join(x for x in spans if x))
     return "Clock during the run: " + "; ".join(parts) if parts else None
@@ -386,7 +388,7 @@ def clock_summary(results: Sequence[MatmulPoint]) -> str | None:
 
 def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[MatmulPoint],
              skipped: Sequence[SkippedSize] = (), *, notes: Sequence[str] = (), stopped: bool = False,
-             wall_s: float | None = None, machine: dict[str, Any] | None = None, finished_at: str | None = None,
+             wall_s: float | None = None, machine: Machine | None = None, finished_at: str | None = None,
              stop_reason: str = "", load: MachineLoad | None = None) -> MatmulSweep:
     """The sweep as saved, from what was measured: its verdicts and crossovers are found here, once."""
     verdicts = sweep_verdicts(series, results, cores=None if load is None else load.cores)
@@ -497,7 +499,7 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> MatmulSweep
     is interrupted mid-sweep (Streamlit's Stop) keeps the results too.
     """
     plan = plan_series(config)  # a bad choice is refused before waiting in line
-    machine = inspect_machine().to_dict()
+    machine = inspect_machine().record()
     guard = TimeGuard(config.budget_s, lambda s, n: probe_seconds(s, n, seed=config.seed))
     results: list[MatmulPoint] = []
     skipped: list[SkippedSize] = []

@@ -157,10 +157,10 @@ def cores_needed(is_gpu: bool, threads: int | None, cores: int) -> int:
 
 def _throttle(a: MatmulPoint, b: MatmulPoint) -> str | None:
     """The throttle reasons of either point ("" if throttled without one), None when neither throttled."""
-    hot = [p for p in (a, b) if p.throttled]
+    hot = [p for p in (a, b) if p.clock.throttled]
     if not hot:
         return None
-    return ", ".join(dict.fromkeys(r for p in hot for r in (p.throttle or "").split(", ") if r))
+    return ", ".join(dict.fromkeys(r for p in hot for r in (p.clock.throttle or "").split(", ") if r))
 
 
 def judge_points(a: MatmulPoint, b: MatmulPoint, *, cores: int | None = None) -> Verdict:

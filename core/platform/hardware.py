@@ -18,6 +18,7 @@ import torch
 
 from core.platform import devices, precision
 from core.platform.memory import ram_info
+from core.results.machine import Machine, read_machine
 
 T = TypeVar("T")
 
@@ -66,6 +67,10 @@ class MachineInfo:
     def to_dict(self) -> dict[str, Any]:
         """The `python -m core devices --json` object."""
         return asdict(self)
+
+    def record(self) -> Machine:
+        """The machine as a run saves it (core.results.machine): every key of `to_dict`, typed."""
+        return read_machine(self.to_dict(), "machine")
 
 
 def _try(notes: list[str], what: str, query: Callable[[], T]) -> T | None:

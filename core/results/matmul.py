@@ -12,15 +12,19 @@ the results table and the CSV all take it from the declaration.
 from __future__ import annotations
 
 import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, PlainValidator
+from pydantic import Field, PlainValidator, model_validator
 from pydantic.dataclasses import dataclass
+from pydantic_core import ArgsKwargs
 
 from core.results import fields as f
 from core.results.guess import Guess
 from core.results.load import MachineLoad
-from core.results.machine import MachineInfo
+from core.results.machine import Machine
 from core.results.schema import Declared, Kind, columns
 
 KIND = "matmul"
@@ -33,20 +37,27 @@ CACHE_CHOICES = ("warm", "cold")  # core.platform.cache's: the matrices left in 
 LATE = Field(default=None, exclude_if=f.omitted_when_none)  # a key a later release added: written only when set
 
 
-@dataclass(frozen=True, kw_only=True)
-class MatmulPoint(Declared):
-    """One timed size of one series: a row of the results table and of the JSON `results` list.
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile, the same rule as numpy's default and torch's Measurement."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
-    The statistics are those of the synchronized samples `times_s` (per call, one per timed block);
-    they are stored too, because version 1 files carry the statistics without the samples.
+
+MS = 1e3  # seconds -> milliseconds, as the tables show times
+DERIVED: Any = Field(default=None, init=False)  # computed from the samples (or a sample-less file's statistics), never passed
+STATISTICS = ("median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "samples", "end_to_end_s")  # what StoredStatistics holds
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredStatistics(Declared):
+    """The statistics a version 1 file carries without its samples: kept as stored, since nothing can redo them.
+
+    Read from the point's own keys (no nesting in the file), so a bad one is named as before:
+    `results[0].median_s`. Its own quartiles must be in order, as any measurement's are.
     """
 
-    device: f.Device
-    n: f.Size
-    dtype: f.Name
-    series: f.OptionalText = None  # the chart line: 'cpu float32 2 threads', 'cuda:0 float32 TF32 off'
-    tf32: f.OptionalFlag = None  # TF32 setting in effect during CUDA float32 timing
-    threads: f.OptionalSize = None  # torch threads in effect during the CPU timing
     median_s: f.Number
     iqr_s: f.Number
     q1_s: f.Number = None
@@ -54,23 +65,98 @@ class MatmulPoint(Declared):
     min_s: f.Number = None
     max_s: f.Number = None
     samples: f.Count
-    calls_per_block: f.OptionalSize = None
-    first_call_s: f.Number = None  # the cold warm-up call, never a sample
-    gflops: f.Number
-    unsynced_s: f.Number  # the same product timed without waiting (the classic bug); null on the CPU
-    h2d_s: f.Number = None  # host->device copy of A and B (end to end on a GPU); 0 on the CPU
-    d2h_s: f.Number = None  # device->host copy of C
-    end_to_end_s: f.Number = None  # copy in + product + copy out
-    rel_error: f.Number  # ||C - C64|| / ||C64|| on sampled rows; null when not checked
+    end_to_end_s: f.Number = None
+
+    def __post_init__(self) -> None:
+        order = [(name, getattr(self, name)) for name in ("min_s", "q1_s", "median_s", "q3_s", "max_s")]
+        known = [(name, value) for name, value in order if value is not None]
+        for (low_name, low), (high_name, high) in zip(known, known[1:]):
+            if low > high * (1 + 1e-9):
+                raise f.Expected(f"{low_name} <= {high_name} ({low_name} = {low:.6g} s is above {high_name} = "
+                                 f"{high:.6g} s)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PointClock(Declared):
+    """The clock a size was timed at (core.platform.sensors reads it before and after the size); None where the
+    OS or the driver does not say. Saved as the point's `clock` object; older files had these keys on the point."""
+
+    cpu_mhz: Annotated[f.Number, f.Shown("CPU", "MHz")] = LATE  # the CPU's current clock after the size
+    gpu_sm_mhz: Annotated[f.Number, f.Shown("GPU", "MHz")] = LATE  # a CUDA GPU's SM clock after the size (NVML)
+    gpu_temperature_c: Annotated[f.Number, f.Shown("GPU", "°C")] = LATE
+    gpu_power_w: Annotated[f.Number, f.Shown("GPU", "W")] = LATE
+    throttle: Annotated[f.OptionalText, f.Shown("throttled")] = LATE  # the GPU's throttle reasons seen before or after the size
+    throttled: f.OptionalFlag = LATE  # the GPU throttled while the size was timed: its figures are marked, not trusted
+
+
+CLOCK_KEYS = tuple(field.name for field in dataclasses.fields(PointClock))  # a version 2 file's flat keys, read into `clock`
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatmulPoint(Declared):
+    """One timed size of one series: a row of the results table and of the JSON `results` list.
+
+    Its statistics (median, quartiles, GFLOP/s, end to end) are derived from the synchronized samples `times_s`
+    (per call, one per timed block), so they cannot disagree with them; they are written to the JSON as
+    before. A file without samples (version 1) keeps the statistics it stored (`stored`). Each field's
+    `Shown` is its label and unit in every table a person reads; every scalar field is a CSV column.
+    """
+
+    device: f.Device
+    n: Annotated[f.Size, f.Shown("n")]
+    dtype: f.Name
+    series: Annotated[f.OptionalText, f.Shown("series", read="label")] = None  # the chart line: 'cpu float32 2 threads'
+    tf32: f.OptionalFlag = None  # TF32 setting in effect during CUDA float32 timing
+    threads: f.OptionalSize = None  # torch threads in effect during the CPU timing
+    median_s: Annotated[f.Number, f.Shown("median", "ms", MS)] = DERIVED
+    iqr_s: Annotated[f.Number, f.Shown("IQR", "ms", MS)] = DERIVED
+    q1_s: f.Number = DERIVED
+    q3_s: f.Number = DERIVED
+    min_s: Annotated[f.Number, f.Shown("min", "ms", MS)] = DERIVED
+    max_s: Annotated[f.Number, f.Shown("max", "ms", MS)] = DERIVED
+    samples: Annotated[f.Count, f.Shown("samples")] = DERIVED
+    calls_per_block: Annotated[f.OptionalSize, f.Shown("calls per sample")] = None
+    first_call_s: Annotated[f.Number, f.Shown("first call", "ms", MS)] = None  # the cold warm-up call, never a sample
+    gflops: Annotated[f.Number, f.Shown("", "GFLOP/s")] = DERIVED  # 2·n³ / median
+    unsynced_s: Annotated[f.Number, f.Shown("unsynced", "ms", MS)] = None  # timed without waiting (the classic bug)
+    h2d_s: Annotated[f.Number, f.Shown("copy in", "ms", MS)] = None  # host->device copy of A and B; 0 on the CPU
+    d2h_s: Annotated[f.Number, f.Shown("copy out", "ms", MS)] = None  # device->host copy of C
+    end_to_end_s: Annotated[f.Number, f.Shown("end to end", "ms", MS)] = DERIVED  # copy in + product + copy out
+    rel_error: Annotated[f.Number, f.Shown("rel. error")] = None  # ||C - C64|| / ||C64|| on sampled rows; null: not checked
     times_s: f.Items[Annotated[float | None, PlainValidator(f.number_between())]] = ()
     timed_s: f.Number = LATE  # seconds inside timed blocks (all measurements), for the sweep-overhead bench
     others_cores: f.Number = LATE  # CPU other programs used while this size was timed, in cores (its verdict's busy flag)
-    cpu_mhz: f.Number = LATE  # the CPU's current clock after the size (core.platform.sensors), where the OS says
-    gpu_sm_mhz: f.Number = LATE  # a CUDA GPU's SM clock after the size (NVML)
-    gpu_temperature_c: f.Number = LATE
-    gpu_power_w: f.Number = LATE
-    throttle: f.OptionalText = LATE  # the GPU's throttle reasons seen before or after the size: "sw_power_cap, hw_thermal"
-    throttled: f.OptionalFlag = LATE  # the GPU throttled while the size was timed: its figures are marked, not trusted
+    clock: PointClock = Field(default_factory=lambda: PointClock(), exclude_if=lambda c: c == PointClock())  # the clock
+    # it ran at, written only when read; a table shows its fields as columns of their own
+    stored: StoredStatistics | None = Field(default=None, exclude=True)  # a sample-less file's statistics
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """Statistics passed or read are dropped where samples give them, else kept as `stored`; the clock's
+        flat keys (version 2 files before `clock`) are read into `clock`."""
+        if isinstance(data, ArgsKwargs):
+            return ArgsKwargs(data.args, _upgraded(dict(data.kwargs or {})))
+        return _upgraded(data) if isinstance(data, dict) else data
+
+    def __post_init__(self) -> None:
+        times = [t for t in self.times_s if t is not None]
+        figures: dict[str, float | None]
+        if times:
+            middle = statistics.median(times)
+            q1, q3 = quantile(times, 0.25), quantile(times, 0.75)
+            figures = {"median_s": middle, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "min_s": min(times),
+                       "max_s": max(times), "samples": len(times),
+                       "end_to_end_s": None if self.h2d_s is None or self.d2h_s is None
+                       else self.h2d_s + middle + self.d2h_s}
+        elif self.stored is not None:
+            figures = {name: getattr(self.stored, name) for name in STATISTICS}
+        else:
+            figures = {"samples": 0}
+        median = figures.get("median_s")
+        figures["gflops"] = 2 * self.n**3 / median / 1e9 if median else None
+        for name, value in figures.items():
+            object.__setattr__(self, name, value)
 
     @property
     def is_gpu(self) -> bool:
@@ -82,7 +168,20 @@ class MatmulPoint(Declared):
         return self.series or f"{self.device} {self.dtype}"
 
 
-POINT_COLUMNS = tuple(columns(MatmulPoint))  # the results table's columns, in the declaration's order
+def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    stats = {name: data.pop(name) for name in (*STATISTICS, "gflops") if name in data}
+    stats.pop("gflops", None)  # always 2·n³ / median
+    if not data.get("times_s"):
+        data[f.INLINE] = stats
+    flat = {name: data.pop(name) for name in CLOCK_KEYS if name in data}
+    clock = data.get("clock")
+    if clock is None or (flat and isinstance(clock, PointClock)):  # a file before `clock`; replace(point, cpu_mhz=...)
+        data["clock"] = {**(f.write(clock) if isinstance(clock, PointClock) else {}), **flat}
+    return data
+
+
+POINT_COLUMNS = tuple(columns(MatmulPoint))  # the point's JSON keys, in the declaration's order
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,7 +270,7 @@ class MatmulSweep(Kind):
     wall_s: f.Number = None  # from holding the devices to the end
     timed_s: f.Number = None  # seconds inside timed blocks
     finished_at: f.OptionalTimestamp = None
-    machine: MachineInfo | None = None
+    machine: Machine | None = None
     stop_reason: str = Field(default="", exclude=True)  # why it stopped (the cap, the user); this session only
     load: MachineLoad | None = LATE  # how busy the machine was as it started; None in files older than the field
     verdicts: tuple[Verdict, ...] | None = LATE  # per size and comparison: faster, same or unclear

@@ -22,7 +22,7 @@ from pydantic.dataclasses import dataclass
 
 from core.results import fields as f
 from core.results.load import MachineLoad
-from core.results.machine import MachineInfo
+from core.results.machine import Machine, unknown_machine
 from core.results.matmul import CrossoverInterval, Verdict
 from core.results.schema import Declared, Kind
 
@@ -128,7 +128,7 @@ class RooflineRun(Kind):
     wall_s: f.Number = None
     finished_at: f.OptionalTimestamp = None
     settings: f.Settings = Field(default_factory=dict)
-    machine: MachineInfo = Field(default_factory=dict)
+    machine: Machine = Field(default_factory=unknown_machine)
     load: MachineLoad | None = LATE  # how busy the machine was as it started; None in files older than the field
     predicted_crossover_low: f.OptionalSize = None  # the crossover the constants' spread allows, from ... (always
     predicted_crossover_high: f.OptionalSize = None  # written; null in older files) ... to (null with a low: beyond

@@ -29,6 +29,7 @@ from core.matmul.paired import time_interleaved
 from core.matmul.sweep import SweepConfig, comparisons, plan_series
 from core.platform import timing
 from core.platform.hardware import inspect_machine
+from core.results.machine import Machine, unknown_machine
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.platform.machine_load import cpu_reading, others_between, usable_cores
 from core.results.matmul import MatmulPoint
@@ -235,7 +236,7 @@ def run_roofline(config: RooflineConfig, hooks: JobHooks | None = None) -> Roofl
     series, pair = plan(config)
     sizes = config.sizes + (GPU_SIZES if any(s.is_gpu for s in series) and config.sizes == DEFAULT_SIZES else ())
     config = replace(config, sizes=sizes)
-    machine = inspect_machine().to_dict()
+    machine = inspect_machine().record()
     notes: list[str] = []
     total = REPEATS + len(config.sizes)
     roofs: list[DeviceRoofs] = []
@@ -285,7 +286,7 @@ def crossover_bounds(challenger: DeviceRoofs, baseline: DeviceRoofs) -> tuple[in
 
 def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Series, Series] | None,
              roofs: Sequence[DeviceRoofs], results: Sequence[MatmulPoint], *, notes: Sequence[str] = (),
-             stopped: bool = False, wall_s: float | None = None, machine: dict[str, Any] | None = None) -> RooflineRun:
+             stopped: bool = False, wall_s: float | None = None, machine: Machine | None = None) -> RooflineRun:
     """The record from what was measured: each series' peak is its best product, then the model's predictions."""
     by_label = {r.series: r for r in roofs}
     fitted = {s.label: peak_of(s, results, by_label[s.label]) for s in series if s.label in by_label}
@@ -304,7 +305,7 @@ def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Serie
         measured_crossover=None if measured is None else measured.interval, challenger=pair[0].label if pair else None,
         baseline=pair[1].label if pair else None, notes=tuple(notes), stopped=stopped, wall_s=wall_s,
         finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), settings=config.to_dict(),
-        machine=machine if machine is not None else {}, predicted_crossover_low=low,
+        machine=machine if machine is not None else unknown_machine(), predicted_crossover_low=low,
         predicted_crossover_high=None if low is None else high)
 
 
