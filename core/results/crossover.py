@@ -211,8 +211,8 @@ def _old_entry(e: Any) -> Any:
     else:
         call = FOUND if n is not None else (NONE if time == COMPUTE or e.get("status") == "none" else UNCLEAR)
         low, high = (e.get("lower_n"), e.get("upper_n")) if call == FOUND else (None, None)
-    return {"challenger": e.get("challenger"), "baseline": e.get("baseline"), "time": time, "call": call,
-            "n_low": low, "n_high": high, "n": n if call == FOUND else None}
+    named = {k: e[k] for k in ("challenger", "baseline", "time") if k in e}  # a missing one stays missing
+    return {**named, "call": call, "n_low": low, "n_high": high, "n": n if call == FOUND else None}
 
 
 def _old_interval(interval: dict[str, Any], n: Any) -> dict[str, Any]:
@@ -275,6 +275,9 @@ def upgrade_roofline(data: Any) -> Any:
         return data
     data = dict(data)
     n = data.pop("measured_crossover_n")
+    version = data.get("schema_version", 1)
+    if isinstance(version, int) and version >= ROOFLINE_VERSION:
+        return data  # means nothing in a current file: not kept, not written back
     interval = data.get("measured_crossover")
     if isinstance(interval, dict):
         data["measured_crossover"] = _old_interval(interval, n)
