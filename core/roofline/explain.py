@@ -62,11 +62,6 @@ def crossover_ratio(run: RooflineRun) -> float | None:
     return run.predicted_crossover_n / run.measured_crossover_n
 
 
-def measured_busy(run: RooflineRun) -> bool:
-    """Was a verdict of the pair withheld because other programs took cores it needed?"""
-    return any(v.busy for v in run.verdicts or ())
-
-
 def measured_text(run: RooflineRun) -> str:
     """What the sweep says about the crossover, by the Matmul race's verdicts; older files (no verdicts) by their size."""
     c, n = run.measured_crossover, run.measured_crossover_n
