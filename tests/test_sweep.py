@@ -235,7 +235,6 @@ def test_crossover_is_interpolated_inside_the_range(monkeypatch, fake_cuda):
 
 def test_without_a_gpu_there_is_no_crossover_n_but_thread_comparisons(fake_timer):
     result = run_sweep(SweepConfig(sizes=(64, 128), threads=(1, 2) if (os.cpu_count() or 1) > 1 else (1,)))
-    obj = result.to_json()
     headline = result.headline_crossover
     assert headline is None or not headline.gpu_vs_cpu
     assert all(not c.gpu_vs_cpu for c in result.crossovers)

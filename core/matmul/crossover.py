@@ -101,7 +101,8 @@ def crossover_interval(verdicts: Sequence[Verdict], challenger: str, baseline: s
     n_high = ordered[first].n
     if first == 0:
         return Interval(FOUND, n_high=n_high)
-    sure_below = [v for v in ordered[:first] if v.call != verdict.UNCLEAR and not verdict.challenger_wins(v, challenger)]
+    sure_below = [v for v in ordered[:first]
+                  if v.call != verdict.UNCLEAR and not verdict.challenger_wins(v, challenger)]
     if not sure_below:
         return Interval(UNCLEAR, n_high=n_high)
     return Interval(FOUND, n_low=sure_below[-1].n, n_high=n_high)

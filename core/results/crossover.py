@@ -254,7 +254,8 @@ def upgrade_sweep(data: Any) -> Any:
     interval = old["crossover"]
     if isinstance(interval, dict) and (lead is None or entries[lead].get("call") is None):
         upgraded = _old_interval(interval, old["crossover_n"])
-        records = [upgraded, *records] if lead is None else [upgraded if i == lead else r for i, r in enumerate(records)]
+        records = ([upgraded, *records] if lead is None
+                   else [upgraded if i == lead else r for i, r in enumerate(records)])
     elif not entries and old["crossover_n"] is not None:
         gpu, cpu = _labels(data)
         records = [{"challenger": gpu, "baseline": cpu, "time": t, "call": FOUND, "n": _whole(n)}

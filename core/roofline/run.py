@@ -337,7 +337,8 @@ def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Serie
         predicted_crossover_high=None if low is None else high)
 
 
-def measured_crossover(results: Sequence[MatmulPoint], pair: tuple[Series, Series]) -> tuple[tuple[Verdict, ...], Crossover]:
+def measured_crossover(results: Sequence[MatmulPoint],
+                       pair: tuple[Series, Series]) -> tuple[tuple[Verdict, ...], Crossover]:
     """The Matmul race's crossover rule on the sweep (core.matmul.crossover.crossover_of): a call per size
     from the samples, and the crossover record with its call and a size only where it is found."""
     labels = (pair[0].label, pair[1].label)
