@@ -182,3 +182,30 @@ def test_a_roofline_measured_crossover_is_computed_again_from_its_verdicts():
     store = open_store()
     kept = store.get(store.import_json(json.dumps(obj).encode()).run_ids[0]).result
     assert kept.measured_crossover == honest_run.measured_crossover and kept.headline == honest_run.headline
+
+
+# ---------------------------------------------------------------- judging again is bounded
+
+
+def test_more_samples_than_a_sweep_takes_are_refused_before_any_is_judged():
+    from core.matmul import paired
+    from core.matmul.crossover import MAX_SAMPLES_PER_POINT
+
+    assert MAX_SAMPLES_PER_POINT == paired.MAX_ROUNDS
+    obj = honest()
+    obj["results"][0]["times_s"] = obj["results"][0]["times_s"] * 30  # 240: a bootstrap of millions
+    store = open_store()
+    with pytest.raises(DashboardError, match=r"run.payload.results\[0\].times_s: 240 samples, more than a sweep"):
+        store.import_json(json.dumps(obj).encode())
+    assert store.list_runs() == []
+
+
+def test_a_file_with_more_samples_to_judge_than_an_import_allows_is_refused(monkeypatch):
+    from core.matmul import crossover
+
+    monkeypatch.setattr(crossover, "MAX_IMPORT_SAMPLES", 2 * len(SIZES) * len(NOISE) - 1)
+    store = open_store()
+    with pytest.raises(DashboardError, match="96 samples to judge again, over the limit of 95 per import"):
+        store.import_json(json.dumps(honest()).encode())
+    monkeypatch.setattr(crossover, "MAX_IMPORT_SAMPLES", 2 * len(SIZES) * len(NOISE))
+    assert store.import_json(json.dumps(honest()).encode()).run_ids

@@ -247,6 +247,8 @@ def recomputed(sweep: MatmulSweep) -> MatmulSweep:
     return replace(sweep, verdicts=None if verdicts is None else tuple(verdicts), crossovers=tuple(crossovers))
 
 
+MAX_SAMPLES_PER_POINT = 200  # core.matmul.paired.MAX_ROUNDS and timing.measure's max_samples: a sweep takes no more
+MAX_IMPORT_SAMPLES = 100_000  # samples judged again in one import: about 10 s of bootstrap
 REL_TOLERANCE = 1e-6  # a saved ratio against the ratio of the saved medians: the same division, JSON round trip
 
 
@@ -311,6 +313,21 @@ def rederived(result: Result, path: str) -> Result:
 
 def rederive_imported(records: Sequence[RunRecord]) -> list[RunRecord]:
     """Imported runs as the store keeps them: what each result derives from its points derived here again,
-    never taken from the file (core.store.database's import calls this on every file it reads)."""
+    never taken from the file (core.store.database's import calls this on every file it reads).
+
+    Judging costs about 0.1 ms per sample (a default race: 60 ms), so a file may hold at most
+    MAX_SAMPLES_PER_POINT samples a point (no sweep takes more) and MAX_IMPORT_SAMPLES to judge in all
+    (a class board of 200 default races holds about 55,000): a forged file cannot buy minutes of the server."""
     paths = ["run"] if len(records) == 1 else [f"runs[{i}]" for i in range(len(records))]
+    judged = 0
+    for r, path in zip(records, paths):
+        if isinstance(r.result, MatmulSweep) and r.result.verdicts is not None:
+            for i, p in enumerate(r.result.results):
+                if len(p.times_s) > MAX_SAMPLES_PER_POINT:
+                    raise DashboardError(f"{path}.payload.results[{i}].times_s: {len(p.times_s):,} samples, more than "
+                                         f"a sweep takes ({MAX_SAMPLES_PER_POINT}); nothing from the file was imported")
+                judged += len(p.times_s)
+    if judged > MAX_IMPORT_SAMPLES:
+        raise DashboardError(f"the file holds {judged:,} samples to judge again, over the limit of "
+                             f"{MAX_IMPORT_SAMPLES:,} per import; import it in parts (fewer runs per export)")
     return [replace(r, result=rederived(r.result, f"{path}.payload")) for r, path in zip(records, paths)]
