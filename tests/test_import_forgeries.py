@@ -193,7 +193,7 @@ def test_more_samples_than_a_sweep_takes_are_refused_before_any_is_judged():
 
     assert MAX_SAMPLES_PER_POINT == paired.MAX_ROUNDS
     obj = honest()
-    obj["results"][0]["times_s"] = obj["results"][0]["times_s"] * 30  # 240: a bootstrap of millions
+    obj["results"][0].update(times_s=obj["results"][0]["times_s"] * 30, samples=240)  # a bootstrap of millions
     store = open_store()
     with pytest.raises(DashboardError, match=r"run.payload.results\[0\].times_s: 240 samples, more than a sweep"):
         store.import_json(json.dumps(obj).encode())
