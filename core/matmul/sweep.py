@@ -6,8 +6,8 @@ whose item is a `SweepEvent`, can be stopped between sizes, and never lets one s
 would blow the time budget is skipped with a message and the sweep goes on.
 
 The series of one size are timed in alternation (core.matmul.paired), and each comparison gets a
-verdict per size and a crossover interval with a call (core.matmul.verdict), so a busy machine
-reads "cannot tell" rather than a crossover that the next run contradicts.
+verdict per size (core.matmul.verdict) and one crossover record with a call (core.matmul.crossover),
+so a busy machine reads "cannot tell" rather than a crossover that the next run contradicts.
 """
 
 from __future__ import annotations
