@@ -35,6 +35,7 @@ from core.matmul.engine import (
     DTYPES, cuda_event_seconds, has_tf32, make_operands, product, supported_dtypes, tf32_matmul,
 )
 from core.matmul.sweep import SweepConfig, log_sizes, run_sweep
+from core.results.crossover import sentence
 from core.results.matmul import MatmulSweep
 from core.classifier.features import synthetic_features
 from core.classifier.training import LOSS_TOLERANCE, compare_devices_same_seed
@@ -294,7 +295,7 @@ def judge_gpu_sweep(result: MatmulSweep, capability_major: int, top_size: int = 
         problems.append(f"a series is recorded with TF32 on, but compute capability {capability_major}.x has none")
     lead = next(iter(result.shown_crossovers), None)  # the sentence the race page shows first
     speeds = ", ".join(f"{label} {r.gflops or 0:,.0f} GFLOP/s" for label, r in at_top.items())
-    detail = (f"n={top}: {speeds}; {lead.text if lead else 'no crossover computed'}")
+    detail = (f"n={top}: {speeds}; {sentence(lead, result.verdicts) if lead else 'no crossover computed'}")
     data = {"sweep": result.to_json()}
     return CheckResult(not problems, "; ".join(problems) or detail, data)
 

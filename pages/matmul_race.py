@@ -10,6 +10,7 @@ from core.matmul.guess import compare_guess
 from core.matmul.sweep import clock_summary, results_frame, run_sweep, sweep_json_text
 from core.platform.devices import has_gpu
 from core.platform.units import readable
+from core.results.crossover import sentence
 from core.results.guess import parse_matmul_guess
 from core.results.table import human_table
 from core.store.board import sweep_csv
@@ -65,8 +66,8 @@ if sweep is not None and sweep.has_steps:
         st.warning(stopped, icon=":material/stop_circle:")
     frame, crossovers = results_frame(shown.results), shown.crossovers
     for c in shown.shown_crossovers:  # the headline first (as Results and the Class board show it), right under Run
-        box = {"found": st.success, "unclear": st.warning}.get(c.call or "", st.success if c.n is not None else st.info)
-        box(f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
+        box = {"found": st.success, "unclear": st.warning}.get(c.call, st.info)
+        box(f"**{c.title.capitalize()}:** {sentence(c, shown.verdicts)}")
     if guessed := compare_guess(shown):
         st.info(guessed, icon=":material/psychology_alt:")
     load_notice(shown.load)

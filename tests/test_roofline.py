@@ -16,6 +16,7 @@ from core.platform.jobs import JobHooks
 from core.results import read_result
 from core.results.files import read_import
 from core.results.jsonio import dumps
+from core.results.crossover import Crossover
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
 from core.platform import timing
 from core.platform.timing import Measurement
@@ -176,10 +177,10 @@ def test_the_wake_cost_moves_the_predicted_crossover_where_a_second_thread_pays_
     # 1e-6 + 2n^3/50e9 = 21e-6 + 2n^3/100e9  ->  n^3 / 50e9 = 20e-6  ->  n = 100
     assert predict_crossover(fast, slow) == pytest.approx(100.0, rel=1e-6)
     without_wake = model_of(_roofs("cpu float32 2 threads", "cpu", 1e-6, 100.0, 20.0))
-    # the old model: where compute outgrows memory
-    assert without_wake is not None and predict_crossover(without_wake, slow) < 20
-    run = RooflineRun(devices_roofs=(one, two), points=(), predicted_crossover_n=100, measured_crossover_n=96,
-                      challenger=two.series, baseline=one.series)
+    assert without_wake is not None and predict_crossover(without_wake, slow) < 20  # the old model: where compute outgrows memory
+    run = RooflineRun(devices_roofs=(one, two), points=(), predicted_crossover_n=100,
+                      measured_crossover=measured_at(two.series, one.series, 96), challenger=two.series,
+                      baseline=one.series)
     text = crossover_sentence(run)
     assert "21 µs with 2 threads (1 µs for a product too small to split, plus 20 µs to wake the other threads)" in text
     assert "against 1 µs for cpu float32 1 thread" in text
@@ -301,6 +302,11 @@ def _roofs(series, device, launch, peak, bw, **kw):
                        theoretical_gflops=None, theoretical_note="unknown", bandwidth_gbs=bw, launch_s=launch, **kw)
 
 
+def measured_at(challenger: str, baseline: str, n: int) -> Crossover:
+    """A measured crossover found at n with no interval: the medians' size, as a run older than the verdicts."""
+    return Crossover(challenger=challenger, baseline=baseline, time="median_s", call="found", n=n)
+
+
 def _synthetic_run() -> RooflineRun:
     cpu = _roofs("cpu float32 2 threads", "cpu", 2e-6, 150.0, 20.0)
     gpu = _roofs("cuda:0 float32 TF32 off", "cuda:0", 1e-5, 40_000.0, 3000.0, h2d_gbs=10.0, d2h_gbs=12.0)
@@ -314,7 +320,7 @@ def _synthetic_run() -> RooflineRun:
                                         intensity=intensity(n, "float32"), series=roofs.series, median_s=t,
                                         predicted_s=model.time_s(n)))
     return RooflineRun(devices_roofs=(cpu, gpu), points=tuple(points), predicted_crossover_n=49,
-                       measured_crossover_n=61, challenger=gpu.series, baseline=cpu.series, settings={"budget_s": 0.2},
+                       measured_crossover=measured_at(gpu.series, cpu.series, 61), challenger=gpu.series, baseline=cpu.series, settings={"budget_s": 0.2},
                        finished_at="2026-12-01T05:00:00Z")
 
 
@@ -346,7 +352,7 @@ def test_charts_place_every_point_with_its_share_of_the_roof():
 def test_json_round_trip_and_the_issue_keys():
     run = _synthetic_run()
     obj = run.to_json()
-    assert obj["kind"] == "roofline" and obj["schema_version"] == 1
+    assert obj["kind"] == "roofline" and obj["schema_version"] == 2
     assert {"device", "dtype", "peak_gflops", "theoretical_gflops", "bandwidth_gbs", "launch_s", "h2d_gbs",
             "d2h_gbs"} <= set(obj["devices"][0])
     assert {"device", "dtype", "n", "gflops", "intensity"} <= set(obj["points"][0])
@@ -377,7 +383,7 @@ def test_a_roofline_carries_the_machine_load_and_lists_on_the_board_with_or_with
     (lambda o: o["points"][1].update(n=0), "payload.points[1].n"),
     (lambda o: o.update(devices=[]), "payload.devices"),
     (lambda o: o.pop("predicted_crossover_n"), "missing 'predicted_crossover_n'"),
-    (lambda o: o.update(schema_version=2), "update the dashboard"),
+    (lambda o: o.update(schema_version=3), "update the dashboard"),
 ])
 def test_a_bad_field_is_named(edit, message):
     obj = _synthetic_run().to_json()

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from core.errors import DashboardError
+from core.matmul.crossover import recomputed
+from core.results import read_result
 from core.store import SCHEMA_VERSION, open_store
 from core.store import database
 from core.store.database import Store
@@ -111,7 +113,9 @@ def test_values_are_parameters_not_sql(store):
 
 
 def test_export_then_import_into_another_store_round_trips(store, tmp_path):
-    save_payload(store, "matmul", matmul_payload(LAB), {"sizes": [256]})
+    # a sweep whose crossover is what its points give: an import computes it again (issue 30, item 3)
+    sweep = recomputed(read_result("matmul", matmul_payload(LAB)))
+    save_payload(store, "matmul", sweep.to_json(), {"sizes": [256]})
     save_payload(store, "train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB, label="lab GPU")
     exported = store.export_json()
 

@@ -105,7 +105,7 @@ def _mutated(payload, mutate):
     (lambda p: p["results"][0].update(median_s=-1.0), r"results\[0\].median_s: expected a number >= 0"),
     (lambda p: p["results"][0].update(iqr_s="1e3"), r"results\[0\].iqr_s: expected a number"),
     (lambda p: p["results"][0].update(device=""), r"results\[0\].device: expected a device: cpu, mps, cuda or cuda:N"),
-    (lambda p: p.update(crossover_n="big"), r"matmul.crossover_n: expected a number"),
+    (lambda p: p.update(crossover_n="big"), r"matmul.crossovers\[0\].n: expected a whole number"),  # read as its record
     (lambda p: p.update(machine=[1]), r"matmul.machine: expected a JSON object"),
 ])
 def test_matmul_file_with_a_wrong_schema(store, mutate, match):

@@ -14,7 +14,7 @@ from plotly.colors import qualitative
 from core.charts.axis_style import (axis_position, clipped_lower_arms, inside_anchor, label_points, log_axis, style,
                                     time_unit, trace_values)
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
-from core.results.matmul import SweepCrossover, Verdict
+from core.results.crossover import Crossover, Verdict
 
 PALETTE = qualitative.Plotly
 HEIGHT_PX = 430
@@ -144,7 +144,7 @@ def speedup_table(frame: pd.DataFrame, challenger: str, baseline: str, column: s
     return pd.DataFrame({"n": both.index, "speedup": (both[baseline] / both[challenger]).to_numpy()})
 
 
-def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[SweepCrossover], *, lecture: bool = True) -> go.Figure:
+def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[Crossover], *, lecture: bool = True) -> go.Figure:
     """Speed-up of each challenger over its baseline, break-even at 1, each crossover marked.
 
     `crossovers` is MatmulSweep.crossovers: one per (challenger, baseline, time column). The

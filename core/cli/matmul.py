@@ -128,8 +128,7 @@ def render(result: MatmulSweep) -> str:
     lines += [f"note: {n}" for n in result.notes]
     if result.verdicts:
         lines += [verdict_table(result), ""]
-    lines += [f"{'crossover' if c.gpu_vs_cpu else 'comparison'}{' with copies' if c.with_copies else ''}: {c.text}"
-              for c in result.shown_crossovers]
+    lines += result.crossover_lines
     if not any(r.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
     lines.append(f"wall time {result.wall_s or 0:.1f} s, of which timed {result.timed_s or 0:.1f} s")

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DashboardError
+from core.matmul.crossover import rederive_imported
 from core.platform.paths import data_dir
 from core.results import RunRecord, files, jsonio, read_result
 from core.results.runs import MEASURED, Provenance
@@ -443,7 +444,7 @@ class Store:
         """Import a CLI JSON file or an export, all or nothing (see core.results.files); runs
         already here are skipped before inserting, so they use up no run number. Every run is
         stored as imported from `file` by `session`; `owner_token`'s session may delete them."""
-        records = files.read_import(data, label=label, file=file, session=session)
+        records = rederive_imported(files.read_import(data, label=label, file=file, session=session))
         new: list[int] = []
         with self._transaction() as tx:
             stored = _stored_uids(tx, [r.uid for r in records])
