@@ -42,6 +42,6 @@ def train_payload(device: str = "cpu", epochs: int = 3, seconds: float = 4.0) ->
 
 def as_saved(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The payload as the store hands it back: read through the schema, written in its current version."""
-    from core.results import read_result
+    from core.results.kinds import read_result
 
     return read_result(kind, copy.deepcopy(payload)).to_json()

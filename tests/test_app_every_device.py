@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 import pages.shared.every_device as every_device
 from core.matmul.ranks import contention, judge_stragglers, rank_point, spread
 from core.results.cluster import ClusterRun, RankRecord
-from core.store import open_store
+from core.store.database import open_store
 
 PAGE = "pages/matmul_race.py"
 FAST = [0.010, 0.0101, 0.0099, 0.0100, 0.0102, 0.0098]

@@ -172,7 +172,7 @@ def test_builtin_data_not_cached_offers_a_download(app, no_gpu):
 
 
 def test_a_finished_run_is_saved_for_the_results_page(app, no_gpu, toy_csv):
-    from core.store import open_store
+    from core.store.database import open_store
 
     _open(app).text_input(key="clf_label").set_value("Ana's laptop")
     _train_on(app, toy_csv, epochs=2)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.store import open_store
+from core.store.database import open_store
 
 PAGE = "pages/roofline.py"
 

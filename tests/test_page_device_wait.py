@@ -11,7 +11,7 @@ import time
 from streamlit.testing.v1 import AppTest
 
 from core.platform.device_lock import hold_devices
-from core.store import open_store
+from core.store.database import open_store
 
 
 def _waiting_page():

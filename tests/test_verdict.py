@@ -11,7 +11,7 @@ from core.matmul import verdict
 from core.matmul.engine import Series, measured_point
 from core.platform.timing import Measurement
 from core.matmul.verdict import crossover_interval, describe, judge
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.matmul import CrossoverInterval, MatmulPoint, MatmulSweep, Verdict
 from tests.result_samples import matmul_payload
 

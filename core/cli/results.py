@@ -14,7 +14,11 @@ from typing import Any
 from core.cli.output import TABLE_WIDTH, format_table, print_json
 from core.errors import DashboardError
 from core.results.files import check_label
-from core.store import KINDS, MAX_IMPORT_BYTES, Store, StoredRun, listing_frame, open_store
+from core.results.kinds import KINDS
+from core.results.files import MAX_IMPORT_BYTES
+from core.store.database import Store, open_store
+from core.store.records import StoredRun
+from core.store.frames import listing_frame
 from core.store.records import RunFilter
 
 # argparse fields that are how the command was called, not settings of the run

@@ -12,6 +12,7 @@ the results table and the CSV all take it from the declaration.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PlainValidator
@@ -21,6 +22,7 @@ from core.results import fields as f
 from core.results.guess import Guess
 from core.results.load import MachineLoad
 from core.results.machine import MachineInfo
+from core.results.result_kind import Frame, ResultKind
 from core.results.schema import Declared, Kind, columns
 
 KIND = "matmul"
@@ -275,3 +277,36 @@ def headline_crossover(sweep: MatmulSweep) -> HeadlineCrossover | None:
         return HeadlineCrossover(challenger="GPU", baseline="CPU", gpu_vs_cpu=True, call="found",
                                  n=round(sweep.crossover_n))
     return None
+
+
+# ---- the kind's record (core/results/result_kind.py): what the store's tables, the import and the pages read
+
+# Every column of the saved row except its raw samples (a list) and its own series name (the frame's
+# `series` names the run too); a field added to MatmulPoint appears here by itself.
+MATMUL_FIELDS = [c for c in POINT_COLUMNS if c not in ("series", "times_s")]
+
+
+def _variant(point: MatmulPoint) -> str:
+    """What sets a sweep's series apart on one device: dtype, plus TF32 and CPU threads when recorded.
+
+    A sweep comparing 1 and 2 CPU threads (or TF32 off and on) has two rows per size on one
+    device; without these in the name they would be drawn as one zigzag line.
+    """
+    parts = [point.dtype]
+    if point.tf32 is not None:
+        parts.append(f"TF32 {'on' if point.tf32 else 'off'}")
+    if point.threads is not None:
+        parts.append(f"{point.threads} thread{'s' if point.threads != 1 else ''}")
+    return " ".join(parts)
+
+
+def _rows(sweep: MatmulSweep, device_title: Callable[[str], str]) -> Iterator[tuple[str, dict[str, object]]]:
+    """One row per measured (series, n)."""
+    for point in sweep.results:
+        title = device_title(point.device)
+        yield f"{title} {_variant(point)}", {"device_title": title, **{name: getattr(point, name) for name in MATMUL_FIELDS}}
+
+
+RESULT_KIND = ResultKind(name=KIND, schema=MatmulSweep, title="matmul sweep", detect=("results",),
+                         frame=Frame(("device_title", *MATMUL_FIELDS), _rows, order=("run_id", "series", "n")),
+                         old_names=OLD_KIND_NAMES, board=True)

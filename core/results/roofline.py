@@ -24,6 +24,7 @@ from core.results import fields as f
 from core.results.load import MachineLoad
 from core.results.machine import MachineInfo
 from core.results.matmul import CrossoverInterval, Verdict
+from core.results.result_kind import ResultKind
 from core.results.schema import Declared, Kind
 
 KIND = "roofline"
@@ -155,3 +156,7 @@ class RooflineRun(Kind):
         cross = ("" if self.predicted_crossover_n is None and self.measured_crossover_n is None and not unclear else
                  f"; crossover predicted {self.predicted_crossover_n or '-'}, measured {measured}")
         return peaks + cross
+
+
+# ---- the kind's record (core/results/result_kind.py); the Results page overlays its roofs, it has no tidy table
+RESULT_KIND = ResultKind(name=KIND, schema=RooflineRun, title="roofline", detect=("points", "devices"))

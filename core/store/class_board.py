@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Guess
+from core.results.kinds import RESULT_KINDS
 from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun, preset_title
 from core.store.database import Store
@@ -30,7 +31,8 @@ DEFAULT_REFRESH_S = 5.0  # how often an open board asks the store whether anythi
 MIN_REFRESH_S, MAX_REFRESH_S = 1.0, 60.0
 
 
-CHARTED_KINDS = ("matmul", "train")  # what the board charts (crossovers, speed-ups, epochs) and guesses: read in full
+# What the board charts (crossovers, speed-ups, epochs) and guesses, read in full: the kinds whose record says so
+CHARTED_KINDS = tuple(k.name for k in RESULT_KINDS if k.board)
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,8 @@ def guess_text(guess: Guess | None) -> str:
 
 
 def run_guess(run: StoredRun) -> Guess | None:
-    result = run.result
-    return result.guess if isinstance(result, (MatmulSweep, TrainRun)) else None
+    guess = getattr(run.result, "guess", None)  # the kinds a student guesses before (a sweep, a training run)
+    return guess if isinstance(guess, Guess) else None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from core.results import Result, RunRecord
+from core.results.kinds import Result
+
+from core.results.runs import RunRecord
 from core.results.runs import IMPORTED, Provenance, provenance_of
 
 UNKNOWN_MACHINE = "unknown machine"
