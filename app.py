@@ -3,15 +3,9 @@
 import streamlit as st
 
 import pages.shared.server_memory  # noqa: F401  (Arrow on the system allocator: memory given back)
-# The two core packages whose __init__ imports their own modules, imported whole before any page: a page thread
-# importing core.results.matmul while another thread is inside core.results' __init__ can meet a partly
-# initialized module (pages/shared/warmup.py); every session entering by the same door cannot. ~1.4 s once a process.
-import core.results  # noqa: F401,E402
-import core.store  # noqa: F401,E402
 from pages.shared.entry import mark_entered
 from pages.shared.layout import projector_layout
 from pages.shared.warmup import start as warm_results
-from pages.shared.warmup import wait as warm_up_finished
 
 
 st.set_page_config(page_title="GPU vs CPU, measured", page_icon=":material/speed:", layout="wide")
@@ -30,6 +24,5 @@ PAGES = [
 
 mark_entered()
 projector_layout()
-warm_up_finished()  # a page never imports while the warm-up does (two threads in one package: see warmup.py)
 st.navigation(PAGES).run()
 warm_results()  # once per server process, after the first page has rendered: Results' imports in the background
