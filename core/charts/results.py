@@ -178,4 +178,8 @@ VIEWS: tuple[ResultsView, ...] = (
     ResultsView("roofline", _roofline),  # titled "Rooflines" itself
     ResultsView("cluster", _cluster),  # every device at once: one chart per run
 )
-VIEW_OF = {view.kind: view for view in VIEWS}
+
+
+def view_of(kind: str) -> ResultsView:
+    """The view of `kind` (read from VIEWS when asked, so the list stays the one source)."""
+    return next(view for view in VIEWS if view.kind == kind)

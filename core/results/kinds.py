@@ -33,11 +33,21 @@ RESULT_KINDS: tuple[ResultKind, ...] = (  # in the order listings, filters and t
     roofline.RESULT_KIND,
     cluster.RESULT_KIND,
 )
-BY_NAME = {k.name: k for k in RESULT_KINDS}
-SCHEMAS = {k.name: k.schema for k in RESULT_KINDS}
-KINDS = tuple(BY_NAME)  # ("matmul", "train", "roofline", "cluster")
-OLD_NAMES = {old: k.name for k in RESULT_KINDS for old in k.old_names}
-KIND_TITLES = {k.name: k.title for k in RESULT_KINDS}
+
+
+def derived(result_kinds: tuple[ResultKind, ...]) -> dict[str, Any]:
+    """The lookups this module derives from a list of kinds (a test registers a made-up kind through it)."""
+    return {"BY_NAME": {k.name: k for k in result_kinds}, "SCHEMAS": {k.name: k.schema for k in result_kinds},
+            "KINDS": tuple(k.name for k in result_kinds), "KIND_TITLES": {k.name: k.title for k in result_kinds},
+            "OLD_NAMES": {old: k.name for k in result_kinds for old in k.old_names}}
+
+
+# Callers read these as `kinds.KINDS` when they need them (not copied at import), so the list stays the one source
+BY_NAME: dict[str, ResultKind] = derived(RESULT_KINDS)["BY_NAME"]
+SCHEMAS: dict[str, type[Any]] = derived(RESULT_KINDS)["SCHEMAS"]
+KINDS: tuple[str, ...] = derived(RESULT_KINDS)["KINDS"]  # ("matmul", "train", "roofline", "cluster")
+KIND_TITLES: dict[str, str] = derived(RESULT_KINDS)["KIND_TITLES"]
+OLD_NAMES: dict[str, str] = derived(RESULT_KINDS)["OLD_NAMES"]
 
 
 def result_kind(name: str) -> ResultKind:

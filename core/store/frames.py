@@ -14,7 +14,8 @@ from functools import partial
 
 import pandas as pd
 
-from core.results.kinds import RESULT_KINDS, result_kind
+from core.results import kinds
+from core.results.kinds import result_kind
 from core.results.result_kind import Frame
 from core.store.records import BUSY_MARK, QUIET_MARK, UNKNOWN_MARK, RunSummary, StoredRun, device_title
 from core.store.records import load_mark as _result_load_mark
@@ -63,7 +64,7 @@ def kind_frame(kind: str, runs: Sequence[StoredRun]) -> pd.DataFrame:
 
 def tidy_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
     """Every kind in one table (the CSV export): the columns of each, empty where they do not apply."""
-    tabulated = [k.name for k in RESULT_KINDS if k.frame is not None]
+    tabulated = [k.name for k in kinds.RESULT_KINDS if k.frame is not None]
     parts = [f for f in (kind_frame(kind, runs) for kind in tabulated) if not f.empty]
     columns = list(dict.fromkeys(c for kind in tabulated for c in kind_columns(kind)))
     if not parts:

@@ -136,9 +136,9 @@ def compared(run_ids: list[int], version: tuple[str, int, int]) -> RunListing:
 @st.cache_resource(max_entries=32, show_spinner=False)
 def _figures_at(url: str | None, kind: str, run_ids: tuple[int, ...], choices: tuple[str | bool, ...],
                 version: tuple[str, int, int]) -> list[tuple[str, go.Figure]]:
-    from core.charts.results import VIEW_OF  # plotly: only the Results page pays for it
+    from core.charts.results import view_of  # plotly: only the Results page pays for it
 
-    return VIEW_OF[kind].figures(_compared_at(url, run_ids, version).runs, choices)
+    return view_of(kind).figures(_compared_at(url, run_ids, version).runs, choices)
 
 
 def figures(kind: str, run_ids: list[int], version: tuple[str, int, int],

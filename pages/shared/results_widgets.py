@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from core.charts.results import VIEWS, Choice, Control
-from core.results.kinds import KIND_TITLES, KINDS
+from core.charts import results as views
+from core.charts.results import Choice, Control
+from core.results import kinds
 from core.store import board
 from core.store.access import Access, key_too_short
 from core.store.board import Choices, Notice
@@ -70,7 +71,7 @@ def filters(options: Choices) -> None:
     c1, c2, c3, c4 = st.columns(4)
     c1.multiselect("Machine", options.machines, key="results_machines", placeholder="all machines")
     c2.multiselect("Device", options.devices, key="results_devices", placeholder="all devices")
-    c3.multiselect("Kind", KINDS, key="results_kinds", format_func=KIND_TITLES.get, placeholder="all kinds")
+    c3.multiselect("Kind", kinds.KINDS, key="results_kinds", format_func=kinds.KIND_TITLES.get, placeholder="all kinds")
     c4.multiselect("Source", options.sources, key="results_sources", format_func=words.SOURCE_TITLES.get,
                    placeholder="all sources")
 
@@ -92,7 +93,7 @@ def _control(column: st.delta_generator.DeltaGenerator, control: Control) -> Cho
 def figures(runs: Sequence[StoredRun], run_ids: list[int], version: tuple[str, int, int]) -> None:
     """Every kind among `runs` drawn by its view: its heading, its choices, its figures, its caption."""
     drawn = {r.kind for r in runs}
-    for view in (v for v in VIEWS if v.kind in drawn):
+    for view in (v for v in views.VIEWS if v.kind in drawn):
         if view.heading:
             st.subheader(view.heading)
         columns = st.columns([c.width for c in view.controls]) if view.controls else []
