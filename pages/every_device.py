@@ -25,13 +25,13 @@ st.title("Every device at once")
 st.caption("In data-parallel training every step waits for the slowest device. Here K processes (torchrun, "
            + (f"one per GPU of the {gpus} here" if gpus else "CPU ranks sharing the cores") + ") time the same "
            "matmul sweep all at once, then each alone: are they equally fast, and do they slow each other down?")
-c1, c2, c3, c4 = st.columns([1, 2, 2, 1])
+c1, c2, c3, c4 = st.columns([2, 3, 3, 2], vertical_alignment="bottom")
 ranks = int(c1.number_input("Ranks", min_value=1, max_value=most_ranks(gpus), value=min(2, most_ranks(gpus)),
                             key="mm_ranks_k"))
 sizes = c2.selectbox("Sizes", list(PAGE_SIZES), key="mm_ranks_sizes")
 c3.text_input("Name for the Results page (optional)", key="mm_ranks_label", max_chars=200,
               placeholder="e.g. lab node")
-if c4.button("Run on every device", key="mm_ranks_go", icon=":material/lan:"):
+if c4.button("Run", key="mm_ranks_go", type="primary", icon=":material/play_arrow:", width="stretch"):
     bar = st.empty()
     try:
         with page_job("mm_ranks", on_progress=lambda p: bar.progress(p.fraction, text=p.message)) as turn:
