@@ -42,7 +42,7 @@ from core.results.runs import NOTEBOOK
 from core.store.access import Owner
 from core.results.train import preset_title
 from core.selfcheck import CHECKS, FAIL, FULL, PASS, QUICK, SKIP, Report, run_checks, select
-from core.store import ImportResult, Store, open_store
+from core.store.database import ImportResult, Store, open_store
 
 COLAB_GPU_STEPS = (
     "No GPU is visible to PyTorch. In Colab: Runtime > Change runtime type > Hardware accelerator: "

@@ -42,7 +42,7 @@ def train_payload(device: str = "cpu", epochs: int = 3, seconds: float = 4.0) ->
 
 def as_saved(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The payload as the store hands it back: read through the schema, written in its current version."""
-    from core.results import read_result
+    from core.results.kinds import read_result
 
     return read_result(kind, copy.deepcopy(payload)).to_json()
 
@@ -54,7 +54,8 @@ def save_payload(store, kind: str, payload: dict[str, Any], settings: dict[str, 
     would be), `settings` as the run's own, then `Store.save(result, label=..., owner=...)` like every caller."""
     from dataclasses import replace
 
-    from core.results import files, jsonio, read_result
+    from core.results import files, jsonio
+    from core.results.kinds import read_result
     from core.results.machine import read_machine
     from core.store.access import Owner
 

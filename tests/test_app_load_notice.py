@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from core.parallel import section
 from core.platform import jobs
 from core.results.load import MachineLoad
-from core.store import open_store
+from core.store.database import open_store
 from tests.result_samples import LAB, matmul_payload, train_payload, save_payload
 from tests.review_fixtures import csv_bytes, toy_reviews
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.store import open_store
+from core.store.database import open_store
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 

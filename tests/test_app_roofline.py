@@ -8,7 +8,7 @@ from tests.result_samples import save_payload
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.store import open_store
+from core.store.database import open_store
 
 PAGE = "pages/roofline.py"
 

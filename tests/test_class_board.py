@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from core.charts.class_board import hardware_figure, spread_figure
-from core.store import open_store
+from core.store.database import open_store
 from core.store.class_board import (
     ClassBoard, changed, crossover_spread, epoch_spread, grouped_rows, refresh, room_hardware, speedup_spread,
 )

@@ -17,8 +17,10 @@ import pytest
 
 from core.cli import main
 from core.cli.results import add_save_options, save_if_requested
-from core.results import read_result
-from core.store import database, listing_frame, open_store
+from core.results.kinds import read_result
+from core.store import database
+from core.store.frames import listing_frame
+from core.store.database import open_store
 from core.results.files import MAX_IMPORT_BYTES
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 

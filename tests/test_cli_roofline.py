@@ -10,7 +10,7 @@ import pytest
 from core.cli import SUBCOMMANDS, main
 from core.cli.roofline import config_from_args
 from core.cli import build_parser
-from core.store import open_store
+from core.store.database import open_store
 from tests.lock_helpers import hold_cpu_for
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.crossover import Crossover, pick_headline, sentence, short
 from tests.result_samples import matmul_payload
 

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 
 from core.results.csvio import csv_text
-from core.store import open_store
+from core.store.database import open_store
 from tests.result_samples import LAB, matmul_payload, train_payload, save_payload
 
 

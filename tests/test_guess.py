@@ -11,7 +11,7 @@ from core.classifier.guess import compare_guess as compare_train
 from core.cli import main
 from core.errors import DashboardError
 from core.matmul.guess import compare_guess as compare_matmul
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, parse_matmul_guess, parse_train_guess
 from core.results.load import MachineLoad
 from core.results.crossover import Crossover
@@ -119,7 +119,7 @@ def test_cli_matmul_saves_the_guess_and_prints_the_sentence(capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out)["guess"]["what"] == NO_CROSSOVER
     assert "You guessed no crossover" in captured.err
-    from core.store import open_store
+    from core.store.database import open_store
 
     saved = open_store().list_runs(kind="matmul")
     assert saved[0].label == "Ana" and saved[0].result.guess.what == NO_CROSSOVER

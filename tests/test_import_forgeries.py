@@ -18,8 +18,8 @@ import pytest
 
 from core.errors import DashboardError
 from core.matmul import verdict
-from core.results import read_result
-from core.store import open_store
+from core.results.kinds import read_result
+from core.store.database import open_store
 from core.store.class_board import crossover_spread, refresh
 from tests.result_samples import LAPTOP
 

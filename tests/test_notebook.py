@@ -14,7 +14,7 @@ from core.errors import DashboardError
 from core.platform.jobs import Progress
 from core.results.files import EXPORT_FORMAT, read_import
 from core.selfcheck import FAIL, PASS, SKIP, Outcome, Report
-from core.store import open_store
+from core.store.database import open_store
 from tests.notebook_runner import NOTEBOOK, ROOT, with_settings
 from core.results.machine import read_machine
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload

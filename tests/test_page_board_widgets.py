@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from core.store import open_store
+from core.store.database import open_store
 from core.store.board import Export, exports, run_title
 from pages.shared import board_widgets as widgets
 from tests.result_samples import LAPTOP, matmul_payload, save_payload

@@ -11,7 +11,7 @@ import time
 from streamlit.testing.v1 import AppTest
 
 from core.platform.device_lock import hold_devices
-from core.store import open_store
+from core.store.database import open_store
 
 
 def _waiting_page():
@@ -77,7 +77,7 @@ def _saving_page():
     from pages.shared.result_store import save_run
     from dataclasses import replace
 
-    from core.results import read_result
+    from core.results.kinds import read_result
     from tests.result_samples import train_payload
 
     save_run(replace(read_result("train", train_payload()), settings={"epochs": 3}), label="from a page")

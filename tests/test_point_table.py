@@ -11,10 +11,10 @@ from core.cli.matmul import render
 from core.matmul.engine import Series, measured_point
 from core.matmul.sweep import SweepConfig, sweep_of
 from core.platform.timing import Measurement
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.matmul import MatmulPoint, PointClock
 from core.results.table import columns, human_rows, human_table
-from core.store import open_store
+from core.store.database import open_store
 from core.store.board import exports, sweep_csv
 
 CPU1, CPU2 = Series("cpu", "float32", threads=1), Series("cpu", "float32", threads=2)

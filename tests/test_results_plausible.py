@@ -11,7 +11,8 @@ import pytest
 from core.errors import DashboardError
 from core.results import files
 from core.results.plausible import known_peak
-from core.store import open_store, pick_runs
+from core.store.database import open_store
+from core.store.records import pick_runs
 from tests.result_samples import LAB, LAPTOP, matmul_payload, save_payload
 
 H100 = {**copy.deepcopy(LAB), "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "total_memory_bytes": 80 * 2**30}]}

@@ -15,9 +15,12 @@ import numpy as np
 import pytest
 
 from core.errors import DashboardError
-from core.results import MatmulSweep, TrainRun, files, jsonio, read_result
+from core.results import files, jsonio
+from core.results.matmul import MatmulSweep
+from core.results.train import TrainRun
+from core.results.kinds import read_result
 from core.results.kinds import detect_kind
-from core.store import open_store
+from core.store.database import open_store
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 

@@ -13,7 +13,7 @@ import torch
 from core.errors import DashboardError
 from core.platform import clock
 from core.platform.jobs import JobHooks
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.files import read_import
 from core.results.jsonio import dumps
 from core.results.crossover import Crossover
@@ -25,7 +25,7 @@ from core.roofline.explain import crossover_sentence, model_error_text, model_er
 from core.roofline.model import RooflineModel, intensity, predict_crossover
 from core.roofline.run import RooflineConfig, model_of, plan, run_roofline
 from core.charts.roofline import model_figure, roofline_figure, share_of_roof
-from core.store import open_store
+from core.store.database import open_store
 
 
 class StepClock:
@@ -365,7 +365,7 @@ def test_a_roofline_carries_the_machine_load_and_lists_on_the_board_with_or_with
     from dataclasses import replace
 
     from core.results.load import MachineLoad
-    from core.store import listing_frame
+    from core.store.frames import listing_frame
 
     busy = MachineLoad(cores=2, others_cores=1.0, load_average=2.0, free_cores=1, busy=True)
     run = replace(_synthetic_run(), load=busy)

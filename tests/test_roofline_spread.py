@@ -9,7 +9,7 @@ from core.cli.roofline import render
 from core.matmul import verdict
 from core.matmul.engine import Series
 from core.platform.machine_load import CpuReading
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.matmul import MatmulPoint
 from core.results.roofline import DeviceRoofs, Spread
 from core.roofline import run as roofline_run

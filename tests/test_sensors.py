@@ -21,7 +21,7 @@ from core.matmul.sweep import SweepConfig, clock_summary, sweep_of, throttle_not
 from core.platform import sensors
 from core.platform.sensors import ClockReading, over
 from core.platform.timing import Measurement
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.matmul import MatmulPoint
 
 Freq = namedtuple("Freq", "current min max")

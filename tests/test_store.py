@@ -21,8 +21,8 @@ import pytest
 
 from core.errors import DashboardError
 from core.matmul.crossover import recomputed
-from core.results import read_result
-from core.store import SCHEMA_VERSION, open_store
+from core.results.kinds import read_result
+from core.store.database import SCHEMA_VERSION, open_store
 from core.store import database
 from core.store.database import Store
 from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload, save_payload
@@ -205,8 +205,8 @@ def test_two_threads_saving_at_once_lose_nothing(store_url):
 WRITER = textwrap.dedent(
     """
     import sys, time
-    from core.store import open_store
-    from core.results import RunRecord
+    from core.store.database import open_store
+    from core.results.runs import RunRecord
     from core.store.database import _insert
     from tests.result_samples import LAB, matmul_payload, save_payload
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from core.errors import DashboardError
-from core.store import SCHEMA_VERSION, open_store
+from core.store.database import SCHEMA_VERSION, open_store
 from core.store.access import INSTRUCTOR, Access, configured_key, key_matches, owner_hash
 from tests.result_samples import LAB, LAPTOP, matmul_payload, save_payload
 from tests.test_store import store, store_url  # noqa: F401  (the fixtures: SQLite, and PostgreSQL in the slow tier)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.store import listing_frame, matmul_frame, open_store, tidy_frame, train_frame
 from core.results.machine import read_machine, unknown_machine
+from core.store.database import open_store
+from core.store.frames import kind_frame, listing_frame, tidy_frame
 from core.store.records import device_title, machine_label
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
@@ -20,7 +21,7 @@ def runs():
 
 
 def test_matmul_frame_has_one_row_per_run_device_and_size(runs):
-    frame = matmul_frame(runs)
+    frame = kind_frame("matmul", runs)
     assert len(frame) == 2 * 2 + 3
     lab = frame[frame["machine"] == "Lab Xeon 8480C + NVIDIA H200"]
     assert set(lab["series"]) == {"#1 cpu (Lab Xeon 8480C) float32", "#1 cuda:0 (NVIDIA H200) float32"}
@@ -40,7 +41,7 @@ def test_series_of_one_device_stay_apart_when_threads_or_tf32_differ():
             [{"threads": None, "tf32": False}, {"threads": None, "tf32": True}]
         rows += [{**row, **v} for v in variants]
     save_payload(open_store(), "matmul", {**payload, "results": rows})
-    frame = matmul_frame(open_store().list_runs())
+    frame = kind_frame("matmul", open_store().list_runs())
     assert sorted(set(frame["series"])) == [
         "#1 cpu (Lab Xeon 8480C) float32 1 thread", "#1 cpu (Lab Xeon 8480C) float32 2 threads",
         "#1 cuda:0 (NVIDIA H200) float32 TF32 off", "#1 cuda:0 (NVIDIA H200) float32 TF32 on",
@@ -50,15 +51,15 @@ def test_series_of_one_device_stay_apart_when_threads_or_tf32_differ():
 
 
 def test_train_frame_has_one_row_per_epoch_with_elapsed_time(runs):
-    frame = train_frame(runs)
+    frame = kind_frame("train", runs)
     assert list(frame["epoch"]) == [1, 2, 3]
     assert list(frame["elapsed_s"]) == pytest.approx([0.5, 1.0, 1.5])
     assert set(frame["device_title"]) == {"cuda:0 (NVIDIA H200)"}
 
 
 def test_empty_frames_keep_their_columns():
-    assert list(matmul_frame([]).columns)[:5] == ["run_id", "kind", "created_at", "label", "machine"]
-    assert train_frame([]).empty and "elapsed_s" in train_frame([]).columns
+    assert list(kind_frame("matmul", []).columns)[:5] == ["run_id", "kind", "created_at", "label", "machine"]
+    assert kind_frame("train", []).empty and "elapsed_s" in kind_frame("train", []).columns
     assert tidy_frame([]).empty and {"n", "epoch"} <= set(tidy_frame([]).columns)
 
 
@@ -92,7 +93,7 @@ def test_device_title():
 
 
 def test_pick_runs_matches_any_value_of_each_filter_and_all_filters(runs):
-    from core.store import pick_runs
+    from core.store.records import pick_runs
 
     every = open_store().list_runs()
     assert pick_runs(every) == every
@@ -108,7 +109,7 @@ def test_a_run_on_every_rank_gives_one_row_per_rank_phase_and_size_in_the_export
     """The CSV export carries what each rank measured, together and alone, beside the sweeps and epochs."""
     from core.matmul.ranks import rank_point, spread
     from core.results.cluster import ClusterRun, RankRecord
-    from core.store.frames import rank_frame
+    from core.store.frames import kind_frame
 
     samples = [0.010, 0.011, 0.009]
     ranks = tuple(RankRecord(rank=r, hostname="node-a", device="cpu", device_name="CPU, 1 thread", threads=1,
@@ -117,7 +118,7 @@ def test_a_run_on_every_rank_gives_one_row_per_rank_phase_and_size_in_the_export
     store = open_store()
     save_payload(store, "cluster", ClusterRun(ranks=ranks, spread=spread(ranks)).to_json())
     runs = store.list_runs()
-    frame = rank_frame(runs)
+    frame = kind_frame("cluster", runs)
     assert len(frame) == 2 * (2 + 1)
     together = frame[(frame["rank"] == 1) & (frame["phase"] == "together")]
     assert list(together["n"]) == [64, 128], "sorted by size within a rank's line"

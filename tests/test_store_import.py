@@ -8,9 +8,9 @@ import json
 import pytest
 
 from core.errors import DashboardError
-from core.store import open_store
+from core.store.database import open_store
 from core.results import files as payloads
-from core.results import read_result
+from core.results.kinds import read_result
 from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload, save_payload
 
 

@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from core.store import database, open_store
+from core.store import database
+
+from core.store.database import open_store
 from core.store.records import RunFilter, machine_label
 from core.results.machine import read_machine
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload

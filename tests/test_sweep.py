@@ -22,7 +22,7 @@ from core.matmul.sweep import (
     SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, results_frame, run_sweep,
     tf32_settings,
 )
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.crossover import sentence
 from core.results.matmul import MatmulPoint
 from core.platform.timing import Measurement

@@ -12,7 +12,7 @@ from core.matmul.engine import Series, measured_point
 from core.platform.timing import Measurement
 from core.matmul.crossover import crossover_interval, crossover_of
 from core.matmul.verdict import judge
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.crossover import Crossover, Verdict, sentence
 from core.results.matmul import MatmulPoint, MatmulSweep
 from tests.result_samples import matmul_payload

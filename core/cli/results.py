@@ -13,8 +13,12 @@ from pathlib import Path
 from core.cli.output import TABLE_WIDTH, format_table, print_json
 from core.errors import DashboardError
 from core.results.files import check_label
+from core.results import kinds
+from core.results.files import MAX_IMPORT_BYTES
 from core.results.kinds import Result
-from core.store import KINDS, MAX_IMPORT_BYTES, Store, StoredRun, listing_frame, open_store
+from core.store.database import Store, open_store
+from core.store.records import StoredRun
+from core.store.frames import listing_frame
 from core.store.records import RunFilter
 
 SAVED = "saved (UTC)"  # core.store.frames.LISTING_COLUMNS
@@ -27,7 +31,7 @@ def _add_store_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", choices=KINDS, help="only sweeps (matmul), training runs (train) or rooflines (roofline)")
+    parser.add_argument("--kind", choices=kinds.KINDS, help="only runs of one kind: " + ", ".join(f"{k} ({t})" for k, t in kinds.KIND_TITLES.items()))
     parser.add_argument("--device", help="only runs that used this device, e.g. cpu or cuda:0")
     parser.add_argument("--machine", help="only runs from this machine (as `results list` names it)")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PlainValidator, model_validator
@@ -26,11 +26,13 @@ from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
 from core.results import fields as f
+from core.results import table
 from core.results.crossover import (SWEEP_VERSION, Crossover, Verdict, pick_headline, sentence, short, shown_order,
                                     upgrade_sweep)
 from core.results.guess import Guess
 from core.results.load import MachineLoad
 from core.results.machine import Machine
+from core.results.result_kind import Frame, ResultKind
 from core.results.schema import Declared, Kind, columns
 
 KIND = "matmul"
@@ -264,3 +266,38 @@ class MatmulSweep(Kind):
 
     def to_json(self) -> dict[str, Any]:
         return super().to_json()
+
+
+# ---- the kind's record (core/results/result_kind.py): what the store's tables, the import and the pages read
+
+# Every scalar column of the saved row (core.results.table: not its raw samples, its clock's fields in its
+# place) but its own series name (the frame's `series` names the run too); a field added to MatmulPoint
+# appears here by itself. The race page's CSV and the Results export are both this table.
+MATMUL_FIELDS = [c.key for c in table.columns(MatmulPoint) if c.key != "series"]
+
+
+def _variant(point: MatmulPoint) -> str:
+    """What sets a sweep's series apart on one device: dtype, plus TF32 and CPU threads when recorded.
+
+    A sweep comparing 1 and 2 CPU threads (or TF32 off and on) has two rows per size on one
+    device; without these in the name they would be drawn as one zigzag line.
+    """
+    parts = [point.dtype]
+    if point.tf32 is not None:
+        parts.append(f"TF32 {'on' if point.tf32 else 'off'}")
+    if point.threads is not None:
+        parts.append(f"{point.threads} thread{'s' if point.threads != 1 else ''}")
+    return " ".join(parts)
+
+
+def _rows(sweep: MatmulSweep, device_title: Callable[[str], str]) -> Iterator[tuple[str, dict[str, object]]]:
+    """One row per measured (series, n)."""
+    for point in sweep.results:
+        title = device_title(point.device)
+        cells = {name: value for name, value in table.flat_row(point).items() if name != "series"}
+        yield f"{title} {_variant(point)}", {"device_title": title, **cells}
+
+
+RESULT_KIND = ResultKind(name=KIND, schema=MatmulSweep, title="matmul sweep", detect=("results",),
+                         frame=Frame(("device_title", *MATMUL_FIELDS), _rows, order=("run_id", "series", "n")),
+                         old_names=OLD_KIND_NAMES, board=True)

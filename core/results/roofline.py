@@ -26,6 +26,7 @@ from core.results import fields as f
 from core.results.load import MachineLoad
 from core.results.machine import Machine, unknown_machine
 from core.results.crossover import FOUND, ROOFLINE_VERSION, UNCLEAR, Crossover, Verdict, upgrade_roofline
+from core.results.result_kind import ResultKind
 from core.results.schema import Declared, Kind
 
 KIND = "roofline"
@@ -173,3 +174,7 @@ class RooflineRun(Kind):
         cross = ("" if self.predicted_crossover_n is None and self.measured_crossover_n is None and not unclear else
                  f"; crossover predicted {self.predicted_crossover_n or '-'}, measured {measured}")
         return peaks + cross
+
+
+# ---- the kind's record (core/results/result_kind.py); the Results page overlays its roofs, it has no tidy table
+RESULT_KIND = ResultKind(name=KIND, schema=RooflineRun, title="roofline", detect=("points", "devices"))

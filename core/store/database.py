@@ -24,7 +24,9 @@ from typing import Any
 from core.errors import DashboardError
 from core.matmul.crossover import rederive_imported
 from core.platform.paths import data_dir
-from core.results import RunRecord, files, jsonio, read_result
+from core.results import files, jsonio
+from core.results.runs import RunRecord
+from core.results.kinds import read_result
 from core.results.runs import MEASURED, Provenance
 from core.store.access import COMMAND_LINE, INSTRUCTOR, Access, Owner, owner_hash
 from core.results.csvio import csv_text

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from core.results import Result, RunRecord
+from core.results.kinds import Result
 from core.results.machine import Machine
+from core.results.runs import RunRecord
 from core.results.runs import IMPORTED, Provenance, provenance_of
 
 UNKNOWN_MACHINE = "unknown machine"
@@ -109,7 +110,7 @@ def run_title(run_id: int, kind: str, who: str, imported: bool, created_at: str)
 
 def load_mark(result: Result) -> str:
     """'busy: noisy' for a run timed while other programs kept the machine busy, 'quiet', or '' if not recorded."""
-    load = result.load
+    load = getattr(result, "load", None)  # a kind that records no machine load (not every kind does) says nothing
     return UNKNOWN_MARK if load is None else BUSY_MARK if load.busy else QUIET_MARK
 
 

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from core.errors import DashboardError
-from core.store import DATABASE_URL_ENV, board, open_store
 from core.results.kinds import Result
+from core.store import board
+from core.store.database import DATABASE_URL_ENV, open_store
 from core.store.access import INSTRUCTOR_KEY_ENV, Access, Owner, configured_key, key_matches, new_owner_token
-from core.store.records import RunFilter, RunListing, StoredRun
+from core.store.records import RunFilter, RunListing
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -133,28 +134,18 @@ def compared(run_ids: list[int], version: tuple[str, int, int]) -> RunListing:
     return _compared_at(store_url(), tuple(run_ids), version)
 
 
-def _figure(chart: str, runs: list[StoredRun], options: tuple[str, ...]) -> go.Figure | None:
-    from core.charts.results import matmul_overlay, train_overlay  # plotly: only the Results page pays for it
-    from core.charts.roofline import roofline_overlay
-    from core.store.frames import matmul_frame, train_frame
-
-    if chart == "matmul":
-        sweeps = matmul_frame(runs)
-        return None if sweeps.empty else matmul_overlay(sweeps, options[0], reference=options[1] == "reference")
-    if chart == "train":
-        trainings = train_frame(runs)
-        return None if trainings.empty else train_overlay(trainings, options[0], options[1])
-    return roofline_overlay(runs)
-
-
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _figure_at(url: str | None, chart: str, run_ids: tuple[int, ...], options: tuple[str, ...],
-               version: tuple[str, int, int]) -> go.Figure | None:
-    return _figure(chart, _compared_at(url, run_ids, version).runs, options)
+def _figures_at(url: str | None, kind: str, run_ids: tuple[int, ...], choices: tuple[str | bool, ...],
+                version: tuple[str, int, int]) -> list[tuple[str, go.Figure]]:
+    from core.charts.results import view_of  # plotly: only the Results page pays for it
+
+    return view_of(kind).figures(_compared_at(url, run_ids, version).runs, choices)
 
 
-def figure(chart: str, run_ids: list[int], version: tuple[str, int, int], *options: str) -> go.Figure | None:
-    """A Results chart ('matmul', 'train' or 'roofline') of the chosen runs, None when none is of its kind;
-    built once per board version, choice and options (a Plotly figure of six runs costs a few hundred ms,
-    every session and rerun showing the newest runs shares it; st.plotly_chart copies, never changes it)."""
-    return _figure_at(store_url(), chart, tuple(run_ids), tuple(options), version)
+def figures(kind: str, run_ids: list[int], version: tuple[str, int, int],
+            choices: tuple[str | bool, ...] = ()) -> list[tuple[str, go.Figure]]:
+    """A kind's Results figures of the chosen runs (its view in core.charts.results), none when none is of
+    its kind; built once per board version, choice and choices (a Plotly figure of six runs costs a few
+    hundred ms, every session and rerun showing the newest runs shares it; st.plotly_chart copies, never
+    changes it)."""
+    return _figures_at(store_url(), kind, tuple(run_ids), tuple(choices), version)

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from core.matmul.sweep import SweepConfig, run_sweep
-from core.store import open_store
+from core.store.database import open_store
 from core.store.database import SQLITE_FILE
 from tests.e2e.conftest import assert_no_exception, screenshot, upload, wait_for_idle
 from tests.notebook_runner import EXPORT, run_notebook

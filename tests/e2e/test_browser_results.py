@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from core.store import open_store
+from core.store.database import open_store
 from core.store.database import SQLITE_FILE
 from tests.e2e.conftest import assert_no_exception, screenshot, upload, wait_for_idle
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
