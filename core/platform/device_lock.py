@@ -303,7 +303,8 @@ def lock_order(devices: Iterable[str]) -> list[str]:
 
 
 def physical_name(device: str) -> str:
-    """'cuda:0' as the GPU it is ('cuda-GPU-5c3e...'), 'cpu' and 'mps' as they are.
+    """'cuda:0' as the GPU it is ('cuda-GPU-5c3e...'), 'cpu', 'mps' and a physical name as they are (a
+    torchrun machine's first rank holds its neighbours' GPUs by these names: core.matmul.rank_worker).
 
     A CUDA index is logical: under CUDA_VISIBLE_DEVICES=1 (a CLI user, a torchrun worker) 'cuda:0' is
     the machine's second GPU, and each MIG slice is a device of its own. Keyed by index, two jobs
@@ -311,7 +312,7 @@ def physical_name(device: str) -> str:
     itself (else its PCI bus id). Where torch gives neither (an old release, a driver that does not say),
     the index is kept.
     """
-    if not device.startswith("cuda"):
+    if not device.startswith("cuda") or device.startswith("cuda-"):  # 'cuda-GPU-...': a physical name already
         return device
     found = gpu_ids.physical_id(int(device.partition(":")[2] or 0))
     return device if found is None else f"cuda-{found}"

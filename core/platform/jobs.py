@@ -124,9 +124,14 @@ def release_gpu_caches(devices: Iterable[str]) -> None:
     """
     gpus = [name for name in dict.fromkeys(devices) if name != "cpu"]
     for name in [g for g in gpus if not g.startswith("cuda")] + [g for g in gpus if g.startswith("cuda")][:1]:
-        release_device_memory(torch.device(name))
+        release_device_memory(_torch_device(name))
     if not any(g.startswith("cuda") for g in gpus):
         release_pending_cache()
+
+
+def _torch_device(name: str) -> torch.device:
+    """'cuda:1' as torch's device; a GPU held by its physical name ('cuda-GPU-...') as 'cuda' (this process's)."""
+    return torch.device("cuda") if name.startswith("cuda-") else torch.device(name)
 
 
 def synchronize_gpus(devices: Iterable[str]) -> None:
@@ -134,6 +139,8 @@ def synchronize_gpus(devices: Iterable[str]) -> None:
     loop with kernels still queued, which the next job's first sample would otherwise absorb. Only GPUs
     this process has a context on are waited for (a launcher holding its ranks' GPUs creates none)."""
     for name in dict.fromkeys(devices):
+        if name.startswith("cuda-"):
+            continue  # another process's GPU, held for it by its physical name
         device = torch.device(name)
         if device.type == "mps" or (device.type == "cuda" and has_cuda_context(device.index or 0)):
             synchronize(device)
