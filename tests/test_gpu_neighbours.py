@@ -35,10 +35,9 @@ def _in_thread(body) -> tuple[threading.Thread, threading.Event, threading.Event
     inside, may_leave = threading.Event(), threading.Event()
 
     def run() -> None:
-        with jobs.run_job(["cuda:0"], label="timing cuda:0"):
-            with body():
-                inside.set()
-                may_leave.wait(WAIT_S)
+        with jobs.run_job(["cuda:0"], label="timing cuda:0"), body():
+            inside.set()
+            may_leave.wait(WAIT_S)
 
     thread = threading.Thread(target=run)
     thread.start()

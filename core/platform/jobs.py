@@ -21,8 +21,8 @@ from typing import Any, Generic, TypeVar
 import torch
 
 from core.platform.device_lock import Job, JobCancelled, WaitStatus, hold_devices
-from core.platform.machine_load import probe_load
 from core.platform.devices import has_cuda_context, synchronize
+from core.platform.machine_load import probe_load
 from core.platform.memory import release_device_memory, release_pending_cache
 from core.platform.precision import job_precision
 from core.results.load import MachineLoad
@@ -153,7 +153,7 @@ def _settle(devices: list[str]) -> Callable[..., bool]:
         try:
             synchronize_gpus(devices)
             release_gpu_caches(devices)
-        except Exception:  # noqa: BLE001 - re-raised below unless the job's own error is on its way
+        except Exception:  # re-raised below unless the job's own error is on its way
             if exc_type is None:
                 raise
         return False

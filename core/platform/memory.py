@@ -101,7 +101,9 @@ def free_device_bytes(device: torch.device) -> int:
         index = device.index or 0
         known = gpu_memory(index)
         free = int(torch.cuda.get_device_properties(index).total_memory) if known is None else known[0]
-        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        cached = 0  # blocks this process cached there: none without a context, and then nothing is asked
+        if has_cuda_context(index):
+            cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
         return int(free + max(0, cached))
     if device.type == "mps":
         return int(torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory())
