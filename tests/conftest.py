@@ -148,6 +148,7 @@ class FakeGpuNvml(ModuleType):
         self.cuda, self.nvml_uuids = cuda, nvml_uuids
         self.handles: list[tuple[str, object]] = []
         self.free: dict[str, int] = {u: cuda.free for u in nvml_uuids}  # by UUID
+        self.sm_mhz: dict[str, int] = {u: 1410 for u in nvml_uuids}  # the SM clock, by UUID
 
     def nvmlInit(self) -> None:
         pass
@@ -161,6 +162,9 @@ class FakeGpuNvml(ModuleType):
     def nvmlDeviceGetHandleByIndex(self, index: int):
         self.handles.append(("index", index))
         return self.nvml_uuids[index]
+
+    def nvmlDeviceGetClockInfo(self, handle, kind):
+        return self.sm_mhz[handle]
 
     def nvmlDeviceGetMemoryInfo(self, handle):
         if "nvml_memory" in self.cuda.fail:

@@ -66,3 +66,18 @@ def test_a_job_holding_a_neighbours_gpu_by_its_physical_name_runs_and_lets_go(gp
     with run_job(["cuda-GPU-mine", "cuda-GPU-neighbour"], label="matmul on 2 ranks") as job:
         assert job.devices == ("cuda-GPU-mine", "cuda-GPU-neighbour")
     assert fake.contexts == set()
+
+
+def test_nvml_reads_the_gpu_cuda_means_whatever_cuda_visible_devices_says(gpu_model, monkeypatch):
+    from core.platform import sensors
+    from tests.conftest import FakeGpuNvml, install_fake_nvml
+
+    fake = gpu_model("A100-80GB", count=1, uuids=["second"])  # CUDA_VISIBLE_DEVICES=1: cuda:0 is NVML's GPU 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    nvml = install_fake_nvml(monkeypatch, FakeGpuNvml(fake, ["first", "second"]))
+    nvml.sm_mhz = {"first": 1410, "second": 705}  # the second GPU is throttled, the first is not
+    assert sensors.read_clocks(torch.device("cuda", 0)).gpu_sm_mhz == 705.0
+    assert nvml.handles == [("uuid", "GPU-second")]
+    fake.uuids = None  # a torch that names neither UUID nor PCI id: no figure rather than NVML's GPU 0's
+    assert sensors.read_clocks(torch.device("cuda", 0)).gpu_sm_mhz is None
+    assert ("index", 0) not in nvml.handles
