@@ -185,3 +185,12 @@ def test_locks_are_taken_by_physical_id_whatever_cuda_visible_devices_says(gpu_m
         with device_lock.hold_devices(["cuda:0", "cuda:1"], label="both"):
             pass
     assert taken == ["cuda-GPU-x", "cuda-GPU-y"] * 2
+
+
+def test_a_job_nested_in_a_job_of_the_same_thread_shares_its_precision(gpu_model):
+    gpu_model("H100", count=2)
+    with jobs.run_job(["cuda:0"], label="outer"), jobs.run_job(["cuda:1"], label="inner"):
+        assert precision.tf32_enabled() is False
+        with tf32_matmul(True, torch.device("cuda", 1)):
+            assert precision.tf32_enabled() is True
+    assert precision.tf32_enabled() is False

@@ -84,7 +84,7 @@ class _SharedSetting:
         self._waiting = {True: 0, False: 0}  # threads waiting, by the value they want
         self._owners: dict[int, int] = {}  # thread id -> how many blocks it holds (nesting)
         self._jobs: dict[int, bool] = {}  # thread id -> the value its job holds (a hold that gives way)
-        self._given_way: set[int] = set()  # threads whose job hold is let go for a block of the other value
+        self._job_holds: dict[int, int] = {}  # thread id -> how many of its holds are its jobs' (nested jobs)
 
     def _acquire(self, me: int, enabled: bool) -> None:
         """Under the condition: wait for `enabled` unless this thread holds it already, then hold it."""
@@ -116,28 +116,31 @@ class _SharedSetting:
     def hold(self, enabled: bool, *, job: bool = False) -> Iterator[None]:
         me = threading.get_ident()
         with self._cond:
-            if job and me in self._jobs:
-                raise RuntimeError("a job's precision hold nested in another job's in the same thread")
-            gives_way = (not job and me in self._jobs and me not in self._given_way and self._owners.get(me) == 1
-                         and self._value != enabled)
-            if gives_way:
-                self._given_way.add(me)
-                self._release(me)
+            if job and me in self._jobs:  # a job nested in a job of this thread: one more hold of the outer's value
+                enabled = self._jobs[me]
+            jobs_held = self._job_holds.get(me, 0)
+            gives_way = (not job and jobs_held and self._owners.get(me) == jobs_held and self._value != enabled)
+            if gives_way:  # every hold of this thread is its job's: let go of them all for the block
+                for _ in range(jobs_held):
+                    self._release(me)
             elif self._owners.get(me) and self._value != enabled:
                 raise RuntimeError("a TF32 block nested in a block with the other setting would wait for itself")
             self._acquire(me, enabled)
             if job:
                 self._jobs[me] = enabled
+                self._job_holds[me] = jobs_held + 1
         try:
             yield
         finally:
             with self._cond:
                 self._release(me)
                 if job:
-                    del self._jobs[me]
+                    self._job_holds[me] -= 1
+                    if not self._job_holds[me]:
+                        del self._job_holds[me], self._jobs[me]
                 elif gives_way:
-                    self._acquire(me, self._jobs[me])
-                    self._given_way.discard(me)
+                    for _ in range(jobs_held):
+                        self._acquire(me, self._jobs[me])
 
 
 _TF32 = _SharedSetting()
