@@ -147,7 +147,7 @@ class FakeGpuNvml(ModuleType):
         super().__init__("pynvml")
         self.cuda, self.nvml_uuids = cuda, nvml_uuids
         self.handles: list[tuple[str, object]] = []
-        self.free: dict[str, int] = {u: cuda.free for u in nvml_uuids}  # by UUID
+        self.free: dict[str, int] = {}  # by UUID, where a test sets it; else the FakeCuda's `free` as it is now
         self.sm_mhz: dict[str, int] = {u: 1410 for u in nvml_uuids}  # the SM clock, by UUID
 
     def nvmlInit(self) -> None:
@@ -169,8 +169,8 @@ class FakeGpuNvml(ModuleType):
     def nvmlDeviceGetMemoryInfo(self, handle):
         if "nvml_memory" in self.cuda.fail:
             raise RuntimeError("NVMLError_NotSupported: fake driver failure in nvml_memory")
-        total = self.cuda.props.total_memory
-        return SimpleNamespace(free=self.free[handle], total=total, used=total - self.free[handle])
+        total, free = self.cuda.props.total_memory, self.free.get(handle, self.cuda.free)
+        return SimpleNamespace(free=free, total=total, used=total - free)
 
 
 def install_fake_nvml(monkeypatch, lib: ModuleType | None) -> ModuleType | None:
