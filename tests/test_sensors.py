@@ -115,7 +115,13 @@ def test_without_nvml_or_with_a_refusing_driver_the_gpu_fields_are_not_measured(
 
     def not_supported(handle):
         raise RuntimeError("NVMLError_NotSupported")
-    fake.nvmlDeviceGetPowerUsage = not_supported
+    fake.nvmlDeviceGetPowerUsage = not_supported  # each field is read on its own: the others stay (issue 33)
+    assert sensors.read_clocks(torch.device("cuda:0")) == ClockReading(
+        gpu_sm_mhz=1980.0, gpu_temperature_c=61.0, gpu_power_w=None, reasons=(), throttled=False)
+    fake.nvmlDeviceGetCurrentClocksEventReasons = not_supported  # a driver without the reasons call
+    assert sensors.read_clocks(torch.device("cuda:0")) == ClockReading(
+        gpu_sm_mhz=1980.0, gpu_temperature_c=61.0, gpu_power_w=None, reasons=(), throttled=None)
+    fake.nvmlDeviceGetHandleByIndex = not_supported
     assert sensors.read_clocks(torch.device("cuda:0")) == ClockReading()
 
 

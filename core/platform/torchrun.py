@@ -50,7 +50,7 @@ class WorkerEnv:
 
     rank: int  # 0 .. world_size - 1 over all machines
     world_size: int
-    local_rank: int  # index among the workers on this machine: picks the GPU
+    local_rank: int  # index among the workers on this machine: picks the GPU (local_gpu_index)
 
 
 def worker_env(environ: dict[str, str] | None = None) -> WorkerEnv:
@@ -61,6 +61,15 @@ def worker_env(environ: dict[str, str] | None = None) -> WorkerEnv:
     except (KeyError, ValueError):
         raise DashboardError("RANK and WORLD_SIZE are not set: start this module with torchrun "
                              "(python -m torch.distributed.run), or through the dashboard or python -m core") from None
+
+
+def local_gpu_index(local_rank: int, visible: int) -> int | None:
+    """The CUDA index of this worker's GPU: 0 where it sees one GPU (a launcher that gives each rank its own,
+    through CUDA_VISIBLE_DEVICES, makes every rank's GPU cuda:0, and cuda:LOCAL_RANK an invalid ordinal),
+    else its local rank; None when it sees too few GPUs for its local rank."""
+    if visible == 1:
+        return 0
+    return local_rank if 0 <= local_rank < visible else None
 
 
 def emit_event(event: Event) -> None:
