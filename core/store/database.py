@@ -25,6 +25,7 @@ from core.errors import DashboardError
 from core.platform.paths import data_dir
 from core.results import RunRecord, files, jsonio, read_result
 from core.results.runs import MEASURED, Provenance
+from core.store import url_redaction
 from core.store.access import INSTRUCTOR, Access, owner_hash
 from core.results.csvio import csv_text
 from core.results.machine import read_machine
@@ -246,27 +247,14 @@ class Store:
     # -- connection --------------------------------------------------------------------------
 
     def describe(self) -> str:
-        """Where runs are kept, without any password."""
+        """Where runs are kept, without any part of a password (core.store.url_redaction)."""
         if self.dialect == "sqlite":
             return f"SQLite file {self._target}"
-        import psycopg
-
-        try:
-            info = psycopg.conninfo.conninfo_to_dict(self._target)
-        except psycopg.Error:
-            return "PostgreSQL database (its URL cannot be read)"
-        where = f"{info.get('host') or 'localhost'}:{info.get('port') or 5432}"
-        return f"PostgreSQL database {info.get('dbname') or info.get('user') or ''} on {where} (shared)"
+        return url_redaction.describe(self._target)
 
     def _redact(self, text: str) -> str:
-        """A driver message with the URL's password field blanked out where it shows up (the URL's
-        `:password@`, a conninfo's `password=`), and nothing else: a password `p` leaves "expired" whole."""
-        found = re.search(r"://[^:/@]*:([^@]+)@", self._target) if self.dialect == "postgresql" else None
-        if not found:
-            return text
-        secret = re.escape(found.group(1))
-        text = re.sub(f":{secret}@", ":***@", text)
-        return re.sub(rf"(password\s*=\s*)(['\"]?){secret}\2", r"\1***", text)
+        """A text made from the URL (a driver's message) with every part of its password blanked."""
+        return url_redaction.redact(text, self._target) if self.dialect == "postgresql" else text
 
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[_Tx]:
@@ -332,6 +320,8 @@ class Store:
     def _postgresql(self) -> Iterator[_Tx]:
         import psycopg
 
+        if url_redaction.read_url(self._target) is None:  # never to the driver: it may print or look up its pieces
+            raise DashboardError(f"cannot use the {self.describe()}: {url_redaction.malformed_message(DATABASE_URL_ENV)}")
         try:
             conn = psycopg.connect(self._target, connect_timeout=PG_CONNECT_TIMEOUT_S, application_name="gpu-vs-cpu")
         except psycopg.Error as exc:
@@ -682,8 +672,9 @@ def _resolve(url: str | None) -> tuple[str, str]:
         path = url[len("sqlite:///"):]
         if path:
             return "sqlite", str(Path(path).expanduser())
-    scheme = url.split("://", 1)[0] if "://" in url else "a plain string"
-    raise DashboardError(f"{DATABASE_URL_ENV} (or the configured database URL) starts with {scheme!r}; "
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    shown = repr(scheme) if re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]{0,19}", scheme) else "something else"
+    raise DashboardError(f"{DATABASE_URL_ENV} (or the configured database URL) starts with {shown}; "
                          "use postgresql://user:password@host:5432/dbname, or sqlite:////path/to/results.sqlite3, "
                          "or leave it unset for this machine's own SQLite file")
 
