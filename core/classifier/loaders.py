@@ -385,10 +385,12 @@ def parse_archive(data: bytes, name: str) -> Reviews:
     return _read_archive_from(lambda: io.BytesIO(data), name)
 
 
-def load_archive(path: Path) -> Reviews:
-    """Stream an archive from disk: the 84 MB IMDB file is never held in memory at once."""
-    _check_size(path.stat().st_size, str(path))
-    return _read_archive_from(lambda: path.open("rb"), str(path))
+def load_archive(path: Path, shown: str | None = None) -> Reviews:
+    """Stream an archive from disk: the 84 MB IMDB file is never held in memory at once. `shown`: the
+    name messages give it (a cache's internal .part file is named by what it was copied from)."""
+    name = shown or str(path)
+    _check_size(path.stat().st_size, name)
+    return _read_archive_from(lambda: path.open("rb"), name)
 
 
 # ---------------------------------------------------------------- folders
