@@ -47,6 +47,7 @@ QUOTA_WINDOW_S = 3600
 WAL_RETRY_S = 0.05  # pause between tries to switch a new file to WAL while another connection opens it
 PG_CONNECT_TIMEOUT_S = 5  # an unreachable server fails fast with a message, never hangs the page
 PG_MIGRATION_LOCK = 0x6776635F  # pg_advisory_xact_lock key ("gvc_"): one migrator at a time
+PG_ADD_LOCK = 0x67766341  # pg_advisory_xact_lock key ("gvcA"): one transaction adding runs at a time (caps, quotas)
 MIN_SQLITE = (3, 35)  # INSERT/DELETE ... RETURNING
 MAX_RUN_ID = 2**63 - 1  # both back ends' 64-bit ids; a larger number names no run (and would overflow the driver)
 UID_CHUNK = 500  # uids per "already stored?" query, under SQLite's limit on parameters
@@ -122,6 +123,16 @@ def _check_quota(tx: _Tx, owner: str | None, adding: int) -> None:
                              f"is {cap} per hour, so {adding} more cannot be saved; wait, import the file on the server "
                              f"(`python -m core results import FILE`), or raise {SESSION_HOURLY_ENV} on the server")
     tx.run("INSERT INTO gvc_session_saves (owner, saved_at, runs) VALUES (?, ?, ?)", (owner, files.utc_now(), adding))
+
+
+def _one_adder_at_a_time(tx: _Tx) -> None:
+    """Make count-then-insert atomic: on PostgreSQL, READ COMMITTED lets two transactions count the same
+    rows and both insert (12 concurrent imports against a cap of 1 stored 5, issue 30), so every transaction
+    that adds runs first takes one advisory lock, held to its commit; each statement after it sees what the
+    previous holder committed. Saves take milliseconds, and the wait is bounded by lock_timeout. SQLite's
+    BEGIN IMMEDIATE already serializes writers."""
+    if tx.dialect == "postgresql":
+        tx.run("SELECT pg_advisory_xact_lock(?)", (PG_ADD_LOCK,))
 
 
 def _check_room(tx: _Tx, adding: int) -> None:
@@ -407,6 +418,7 @@ class Store:
                            machine=read_machine(extras["machine"], "machine"), settings=extras["settings"],
                            versions=software_versions(), result=result, provenance=Provenance(source=source))
         with self._transaction() as tx:
+            _one_adder_at_a_time(tx)
             _check_room(tx, 1)
             _check_quota(tx, owner_hash(owner_token) if owner_token else None, 1)
             run_id = _insert(tx, record, owner_token)
@@ -434,6 +446,7 @@ class Store:
         records = files.read_import(data, label=label, file=file, session=session)
         new: list[int] = []
         with self._transaction() as tx:
+            _one_adder_at_a_time(tx)
             stored = _stored_uids(tx, [r.uid for r in records])
             adding = len({r.uid for r in records} - stored)
             if adding > (most := max_import_runs()):
