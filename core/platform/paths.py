@@ -59,9 +59,7 @@ def output_folder(given: str | Path, option: str) -> Path:
     (/proc, /sys, /dev), a read-only or immutable folder."""
     path = Path(given).expanduser().absolute()
     shown = f"{option} {given}"
-    if any(path == tree or tree in path.parents for tree in SYSTEM_TREES):
-        raise DashboardError(f"{shown} is inside {next(t for t in SYSTEM_TREES if path == t or t in path.parents)}, "
-                             f"a view of the kernel, not a folder for files; give {option} a folder of your own")
+    _not_the_kernel(path, shown, option)
     for above in (path, *path.parents):
         if above.exists() and not above.is_dir():
             what = "is a file" if above == path else f"is under {above}, which is a file"
@@ -76,3 +74,32 @@ def output_folder(given: str | Path, option: str) -> Path:
         raise DashboardError(f"{shown} cannot be written to ({exc.strerror or type(exc).__name__}); "
                              f"give {option} a writable folder") from None
     return path
+
+
+def output_file(given: str | Path, option: str) -> Path:
+    """The file an `--output` names, checked before any work: not a folder, not in a kernel view, in an
+    existing folder where a file can be written (proven by writing one). The file itself is written at the end."""
+    path = Path(given).expanduser().absolute()
+    _not_the_kernel(path, f"{option} {given}", option)
+    if path.is_dir():
+        raise DashboardError(f"{option} {given} is a folder; give {option} a file name")
+    for above in path.parents:
+        if above.exists() and not above.is_dir():
+            raise DashboardError(f"{option} {given} is under {above}, which is a file; give {option} a file in a folder")
+    try:
+        if not path.parent.is_dir():
+            raise FileNotFoundError(2, f"the folder {path.parent} does not exist")
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise PermissionError(13, "permission denied")
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        raise DashboardError(f"cannot write {given}: {exc.strerror or type(exc).__name__}") from None
+    return path
+
+
+def _not_the_kernel(path: Path, shown: str, option: str) -> None:
+    for tree in SYSTEM_TREES:
+        if path == tree or tree in path.parents:
+            raise DashboardError(f"{shown} is inside {tree}, a view of the kernel, not a place for files; "
+                                 f"give {option} a path of your own")
