@@ -115,6 +115,11 @@ def _variety() -> dict[str, bytes]:
                 tar.addfile(info)
         archives[f"format {fmt}"] = out.getvalue()
     plain = archives["format 2"]
+    odd = io.BytesIO()
+    with tarfile.open(fileobj=odd, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name in ("BZh-looks-like-bz2", "\x1f\x8b-looks-like-gzip", "x"):
+            tar.addfile(tarfile.TarInfo(name))
+    archives["plain tar named like a compressed one"] = odd.getvalue()
     archives |= {"gzip": zlib.compress(plain, wbits=31), "bz2": bz2.compress(plain), "xz": lzma.compress(plain),
                  "pax size": _pax_hiding_entries(30)}
     return archives

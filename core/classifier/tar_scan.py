@@ -31,18 +31,20 @@ _PAX_SIZE = re.compile(rb"(?:^|\n)\d+ size=(\d+)\n")
 
 
 def _decompressed(raw: BinaryIO) -> Iterator[bytes]:
-    """The archive's tar bytes, at most OUT_CHUNK at a time, whatever the compression `tarfile`'s r|* reads."""
-    head = raw.read(6)
-    if head[:2] == b"\x1f\x8b":
+    """The archive's tar bytes, at most OUT_CHUNK at a time, told apart by the magic numbers `tarfile`'s r|*
+    uses (so both read the same stream the same way)."""
+    head = raw.read(10)
+    if head.startswith(b"\x1f\x8b\x08"):
         yield from _inflate(head, raw)
-        return
-    if head[:3] == b"BZh" or head == b"\xfd7zXZ\x00":
-        yield from _unpack(bz2.BZ2Decompressor() if head[:3] == b"BZh" else lzma.LZMADecompressor(), head, raw)
-        return
-    data = head
-    while data:
-        yield data
-        data = raw.read(OUT_CHUNK)
+    elif head[:3] == b"BZh" and head[4:10] == b"1AY&SY":
+        yield from _unpack(bz2.BZ2Decompressor(), head, raw)
+    elif head.startswith((b"\x5d\x00\x00\x80", b"\xfd7zXZ")):
+        yield from _unpack(lzma.LZMADecompressor(), head, raw)
+    else:
+        data = head
+        while data:
+            yield data
+            data = raw.read(OUT_CHUNK)
 
 
 def _inflate(head: bytes, raw: BinaryIO) -> Iterator[bytes]:
