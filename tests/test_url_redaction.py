@@ -40,6 +40,8 @@ def _cases(port: int) -> dict[str, tuple[str, str]]:
     cases["in the query, slash"] = ("Zq9K/x7Wv", f"postgresql://teacher@{at}/kq7db?password=Zq9K/x7Wv")
     cases["in the query, at"] = ("Zq9K@x7Wv", f"postgresql://teacher@{at}/kq7db?password=Zq9K@x7Wv")
     cases["well formed"] = (PW, f"postgresql://teacher:{PW}@{at}/kq7db")
+    cases["well formed, holds the host"] = ("Qj127.0.0.1Zv", f"postgresql://teacher:Qj127.0.0.1Zv@{at}/kq7db")
+    cases["well formed, holds the port"] = (f"Qj{port}Zv", f"postgresql://teacher:Qj{port}Zv@{at}/kq7db")
     return cases
 
 
