@@ -6,9 +6,10 @@ is started on it (`streamlit run app.py`, see bench/classroom_server.py for the 
 and the bench reports: one session's first render of Home (the server's first page: what a user waits
 for first), then, `--pause` seconds later (the user reading Home), its first render of Results (Home's
 module imports are not counted; the Results page's own, pandas, pydantic and plotly among them, are,
-unless app.py's warm-up has loaded them meanwhile), the median of its reruns, and its render after one more run was saved (the cached board
-read again, as every save in a class causes); 10 sessions opening Results at once (median and
-worst); the server's RSS before the sessions, at the end, and `--settle` seconds after they closed.
+unless app.py's warm-up has loaded them meanwhile), the median of its reruns, and its render after one
+more run was saved (the cached board read again, as every save in a class causes); 10 sessions
+opening Results at once (median and worst); the server's RSS before the sessions, at the end, and
+`--settle` seconds after they closed.
 
     python bench/board_scale.py [--sizes 1000,10000] [--sessions 10] [--settle 30] [--pause 3]
 
@@ -51,7 +52,8 @@ def _runs(count: int, start: int) -> bytes:
         median = 0.001 + (i % 97) * 1e-5
         point = {"device": "cpu", "n": 64, "dtype": "float32", "median_s": median, "iqr_s": 0.0, "samples": 3,
                  "gflops": 2 * 64**3 / median / 1e9, "unsynced_s": None, "rel_error": None}
-        runs.append({"uid": f"bench-{i}", "kind": "matmul", "created_at": "2025-01-31T14:05:00Z", "label": f"student {i % 60}",
+        runs.append({"uid": f"bench-{i}", "kind": "matmul", "created_at": "2025-01-31T14:05:00Z",
+                     "label": f"student {i % 60}",
                      "machine": {"cpu": {"name": f"CPU {i % 7}"}, "gpus": []}, "settings": {}, "versions": {},
                      "payload": {"kind": "matmul", "schema_version": 2, "results": [point]}})
     return json.dumps({"format": files.EXPORT_FORMAT, "format_version": 2, "runs": runs}).encode()
@@ -106,7 +108,8 @@ def measure(count: int, sessions: int, settle_s: float, pause_s: float) -> dict[
                 student.close()
             time.sleep(settle_s)
             rss_after = proc.memory_info().rss / 2**20
-            again = [Student(url) for _ in range(sessions)]  # a second class: is the memory reused, or kept per session?
+            # a second class: is the memory reused, or kept per session?
+            again = [Student(url) for _ in range(sessions)]
             _round(sessions, lambda i: again[i].open(PAGES["results"]))
             for student in again:
                 student.close()
@@ -119,7 +122,8 @@ def measure(count: int, sessions: int, settle_s: float, pause_s: float) -> dict[
             "home_first_render_server_cpu_s": round(home_cpu, 2), "pause_s": pause_s,
             "first_render_s": round(first_s, 2),
             "first_render_server_cpu_s": round(first_cpu, 2),
-            "rerun_s": round(statistics.median(r[0] for r in reruns), 2), "rerun_worst_s": round(max(r[0] for r in reruns), 2),
+            "rerun_s": round(statistics.median(r[0] for r in reruns), 2),
+            "rerun_worst_s": round(max(r[0] for r in reruns), 2),
             "rerun_server_cpu_s": round(statistics.median(r[1] for r in reruns), 2),
             "after_a_save_s": round(changed_s, 2), "after_a_save_server_cpu_s": round(changed_cpu, 2),
             "sessions": sessions, "sessions_median_s": round(statistics.median(times), 2),

@@ -63,7 +63,8 @@ def time_training(features: Features, config: ClassifierConfig) -> dict[str, obj
 
 def time_sweep(sizes: tuple[int, ...], budget_s: float, threads: int | None) -> dict[str, object]:
     result = run_sweep(SweepConfig(sizes=sizes, threads=(threads,), budget_s=budget_s, check_error=False))
-    return {"medians_s": {r.n: r.median_s for r in result.results}, "threads": sorted({r.threads for r in result.results if r.threads is not None}),
+    return {"medians_s": {r.n: r.median_s for r in result.results},
+            "threads": sorted({r.threads for r in result.results if r.threads is not None}),
             "load": None if result.load is None else result.load.to_json()}
 
 
@@ -101,7 +102,8 @@ def main() -> int:
     runs["sweep quiet"] = time_sweep(sizes, args.budget, None)
     with Hog():
         runs["train busy"] = time_training(features, config)
-        runs["train busy, all cores"] = time_training(features, ClassifierConfig(**{**config.to_dict(), "threads": cores}))
+        all_cores = ClassifierConfig(**{**config.to_dict(), "threads": cores})
+        runs["train busy, all cores"] = time_training(features, all_cores)
         runs["sweep busy"] = time_sweep(sizes, args.budget, None)
         runs["sweep busy, all cores"] = time_sweep(sizes, args.budget, cores)
     load_after = load_average()
@@ -117,7 +119,8 @@ def main() -> int:
                   else ", ".join(f"{n}: {m * 1e3:.3g} ms" for n, m in run["medians_s"].items()))  # type: ignore[union-attr]
         others = load.get("others_cores")
         rows.append([name, run["threads"], figure, "" if others is None else f"{others:.2f}", load.get("busy")])
-    print(f"{cores} cores; training data: {data}, {args.epochs} epochs; sweep n = {args.sizes}, {args.budget:g} s per size")
+    print(f"{cores} cores; training data: {data}, {args.epochs} epochs; "
+          f"sweep n = {args.sizes}, {args.budget:g} s per size")
     print(f"load average before {load_before}, after {load_after}\n")
     print(format_table(["run", "threads", "time", "others' cores (probe)", "busy"], rows))
     print()

@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         out.append({"n": n, "warm_s": medians["warm"], "cold_s": medians["cold"], "warm_median_s": warm,
                     "cold_median_s": cold, "ratio": cold / warm, "ok": ok})
     others_after, load_after = others_cores(0.5), os.getloadavg()[0]
-    print(format_table(["n", "warm µs", "cold µs", "cold / warm", "one flush µs", "warm <= cold < warm + flush/2"], rows))
+    print(format_table(["n", "warm µs", "cold µs", "cold / warm", "one flush µs", "warm <= cold < warm + flush/2"],
+                       rows))
     print(f"last-level cache {llc_bytes() / 2**20:.0f} MiB (flush: twice that); others used {others_before} cores "
           f"before, {others_after} after; load average {load_before:.2f} before, {load_after:.2f} after")
     result = {"sizes": out, "flush_s": flush_s, "llc_bytes": llc_bytes(), "budget_s": args.budget,

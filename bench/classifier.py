@@ -260,7 +260,8 @@ def input_modes(features: Features, rounds: int = MODE_ROUNDS) -> dict:
         "dense_over_sparse_median": median["dense"] / median["sparse"],
         "same_losses": bool(np.allclose(losses["sparse"], losses["dense"], atol=1e-4)),
         "dense_batch_bytes": batch * features.vocab_size * 4,
-        "sparse_batch_bytes": int(batch * features.nnz_per_row * (8 + 4)) + batch * 8,  # int64 ids + float32 values + offsets
+        # int64 ids + float32 values + offsets
+        "sparse_batch_bytes": int(batch * features.nnz_per_row * (8 + 4)) + batch * 8,
     }
 
 

@@ -250,7 +250,8 @@ def measure(url: str, server: psutil.Process, students: list[int], pages: list[s
         for tab in tabs:
             tab.close()
         time.sleep(settle_s)
-        rows.append({"students": run_students, "page": "matmul: everyone presses Run", "cpu_s_per_view": cpu / run_students,
+        rows.append({"students": run_students, "page": "matmul: everyone presses Run",
+                     "cpu_s_per_view": cpu / run_students,
                      "render_median_s": statistics.median(waits), "render_max_s": max(waits),
                      "rss_during_mib": rss_during, "rss_after_mib": server.memory_info().rss / 2**20})
         print(_table(rows[-1:]), flush=True)

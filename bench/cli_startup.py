@@ -94,7 +94,8 @@ def main() -> int:
     out = ROOT / "bench" / "results" / f"cli_startup-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
-        "machine": platform.node(), "python": args.python, "root": str(args.root.resolve()), "torch": torch_version(args.python),
+        "machine": platform.node(), "python": args.python, "root": str(args.root.resolve()),
+        "torch": torch_version(args.python),
         "cpus": os.cpu_count(), "runs": args.runs, "load_before": load_before, "load_after": load_after,
         "ratio_devices_vs_import_torch": ratio, "ratio_devices_vs_import_torch_no_teardown": own,
         "target_ratio": TARGET_RATIO,

@@ -50,7 +50,8 @@ def accuracy(threads: int, rounds: int, budget_s: float) -> list[dict]:
                 "engine_median_s": statistics.median(r["engine_s"] for r in runs),
                 "torch_median_s": statistics.median(r["torch_s"] for r in runs),
                 "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-                "engine_samples": [r["engine_samples"] for r in runs], "torch_samples": [r["torch_samples"] for r in runs],
+                "engine_samples": [r["engine_samples"] for r in runs],
+                "torch_samples": [r["torch_samples"] for r in runs],
             })
             print(f"  n={n}: ratio {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
     return rows

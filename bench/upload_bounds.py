@@ -77,7 +77,8 @@ def _one(name: str, tabs: int) -> dict[str, Any]:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return {"case": name, "tabs": tabs, "mb": round(len(data) / 2**20, 1), "seconds": round(elapsed, 2),
-            "traced_peak_mib": round(peak / 2**20, 1), "rss_growth_mib": round((proc.memory_info().rss - rss_before) / 2**20, 1),
+            "traced_peak_mib": round(peak / 2**20, 1),
+            "rss_growth_mib": round((proc.memory_info().rss - rss_before) / 2**20, 1),
             "outcome": outcomes[0], "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 

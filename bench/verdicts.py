@@ -1,4 +1,5 @@
-"""The default Matmul race, three times on a quiet machine and three times beside a CPU-bound process: do the calls hold?
+"""The default Matmul race, three times on a quiet machine and three times beside a CPU-bound process:
+do the calls hold?
 
 Issue 20: the same button told three different stories on a busy 2-core machine. The race now
 times the series of each size in alternation and calls each size `faster`, `same` or `unclear`
@@ -80,7 +81,8 @@ class Run:
 
 
 def run_once(busy: bool, args: argparse.Namespace) -> Run:
-    argv = ["matmul"] + ([f"--sizes={args.sizes}"] if args.sizes else []) + ([f"--budget={args.budget}"] if args.budget else [])
+    argv = (["matmul"] + ([f"--sizes={args.sizes}"] if args.sizes else [])
+            + ([f"--budget={args.budget}"] if args.budget else []))
     config = config_from_args(build_parser().parse_args(argv))
     hog = subprocess.Popen([sys.executable, "-c", HOG]) if busy else None
     try:
@@ -121,7 +123,7 @@ def main() -> int:
     for i in range(2 * args.runs):
         run = run_once(busy=i % 2 == 1, args=args)
         runs.append(run)
-        call = run.sweep.crossover.call if run.sweep.crossover else "-"
+        call = run.sweep.headline_crossover.call if run.sweep.headline_crossover else "-"
         print(f"run {i + 1} ({'busy' if run.busy else 'quiet'}): {run.sweep.wall_s or 0:.1f} s, crossover {call}",
               flush=True)
     sizes = sorted({n for r in runs for n in r.sweep.settings["sizes"]})
@@ -130,7 +132,7 @@ def main() -> int:
     rows.append(["others' cores (max)"] + [r.most_others for r in runs])
     rows.append(["load avg before"] + [f"{r.load_average_before:.2f}" if r.load_average_before is not None else "-"
                                        for r in runs])
-    rows.append(["crossover"] + [r.sweep.crossover.call if r.sweep.crossover else "-" for r in runs])
+    rows.append(["crossover"] + [r.sweep.headline_crossover.call if r.sweep.headline_crossover else "-" for r in runs])
     print(format_table(headers, rows))
     problems = check(runs, sizes)
     print("targets met" if not problems else "targets missed:\n  " + "\n  ".join(problems))

@@ -29,11 +29,13 @@ from core.classifier.model import ClassifierConfig
 from core.platform.devices import available_devices, cuda_count, device_key
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
+from core.results.machine import Machine
 from core.platform.jobs import JobHooks, run_job
 from core.matmul.engine import (
     DTYPES, cuda_event_seconds, has_tf32, make_operands, product, supported_dtypes, tf32_matmul,
 )
 from core.matmul.sweep import SweepConfig, log_sizes, run_sweep
+from core.results.crossover import sentence
 from core.results.matmul import MatmulSweep
 from core.classifier.features import synthetic_features
 from core.classifier.training import LOSS_TOLERANCE, compare_devices_same_seed
@@ -131,7 +133,7 @@ class Outcome:
 @dataclass(frozen=True)
 class Report:
     outcomes: tuple[Outcome, ...]
-    machine: dict[str, Any]
+    machine: Machine
     wall_s: float
     finished_at: str
 
@@ -153,7 +155,7 @@ class Report:
             "skipped": self.skipped,
             "wall_s": self.wall_s,
             "finished_at": self.finished_at,
-            "machine": self.machine,
+            "machine": self.machine.to_json(),
         }
 
 
@@ -163,7 +165,8 @@ class Report:
 def check_devices(ctx: Context) -> CheckResult:
     info = inspect_machine(free_memory=True)
     cpu = f"CPU {info.cpu.name}, {info.cpu.logical_cores} logical cores, torch uses {info.cpu.torch_threads} threads"
-    gpus = [f"GPU {g.index} {g.name}, {gib(g.free_memory_bytes)} free of {gib(g.total_memory_bytes)}" for g in info.gpus]
+    gpus = [f"GPU {g.index} {g.name}, {gib(g.free_memory_bytes)} free of {gib(g.total_memory_bytes)}"
+            for g in info.gpus]
     where = "; ".join(gpus) if gpus else "no CUDA GPU visible: the GPU checks will be skipped"
     return CheckResult(True, f"{cpu}; {where}", {"devices": available_devices(), "notes": info.notes})
 
@@ -215,14 +218,15 @@ def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_
     extensions, which nothing here does.
     """
     with quiet_cpp_extension():
-        from torch.utils import benchmark  # noqa: PLC0415 (see the docstring)
+        from torch.utils import benchmark  # here, not at the top: see the docstring
 
     cpu = torch.device("cpu")
     rows = []
     with timing.torch_threads(threads):
         ops = make_operands(cpu, DTYPES["float32"], n, seed=0, end_to_end=False)
         fn = product(ops)
-        timer = benchmark.Timer(stmt="torch.matmul(a, b, out=c)", globals={"torch": torch, "a": ops.a, "b": ops.b, "c": ops.c},
+        timer = benchmark.Timer(stmt="torch.matmul(a, b, out=c)",
+                                globals={"torch": torch, "a": ops.a, "b": ops.b, "c": ops.c},
                                 num_threads=threads)
         for i in range(rounds):
             if i % 2 == 0:  # alternate who goes first, so neither always runs on a warmer cache
@@ -291,7 +295,7 @@ def judge_gpu_sweep(result: MatmulSweep, capability_major: int, top_size: int = 
         problems.append(f"a series is recorded with TF32 on, but compute capability {capability_major}.x has none")
     lead = next(iter(result.shown_crossovers), None)  # the sentence the race page shows first
     speeds = ", ".join(f"{label} {r.gflops or 0:,.0f} GFLOP/s" for label, r in at_top.items())
-    detail = (f"n={top}: {speeds}; {lead.text if lead else 'no crossover computed'}")
+    detail = (f"n={top}: {speeds}; {sentence(lead, result.verdicts) if lead else 'no crossover computed'}")
     data = {"sweep": result.to_json()}
     return CheckResult(not problems, "; ".join(problems) or detail, data)
 
@@ -328,8 +332,10 @@ def check_cuda_events(ctx: Context) -> CheckResult:
         for n in ctx.sizes.events:
             fn = product(make_operands(device, DTYPES["float32"], n, seed=0, end_to_end=False))
             calls = timing.measure(fn, device, budget_s=0.2, min_samples=1).calls_per_block  # warm-up, block size
-            clock_times, event_times = alternate(lambda: timing.time_block(fn, calls, device) / calls,
-                                                 lambda: cuda_event_seconds(fn, device, calls), EVENT_REPEATS)
+            clock_times, event_times = alternate(
+                lambda: timing.time_block(fn, calls, device) / calls,  # noqa: F821 - runs before the `del` below
+                lambda: cuda_event_seconds(fn, device, calls),  # noqa: F821 - runs before the `del` below
+                EVENT_REPEATS)
             clock_s, events_s = statistics.median(clock_times), statistics.median(event_times)
             rows.append({"n": n, "clock_s": clock_s, "events_s": events_s, "ratio": clock_s / events_s,
                          "calls_per_block": calls})
@@ -427,5 +433,5 @@ def run_checks(checks: Sequence[Check] = CHECKS, *, on_outcome: Callable[[Outcom
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
-    return Report(tuple(outcomes), inspect_machine().to_dict(), time.perf_counter() - start,
+    return Report(tuple(outcomes), inspect_machine().record(), time.perf_counter() - start,
                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -2,9 +2,7 @@
 
 import streamlit as st
 
-from core.charts.matmul import (
-    gflops_figure, results_table, speedup_figure, sync_bug_notes, time_figure, verdict_table,
-)
+from core.charts.matmul import gflops_figure, speedup_figure, sync_bug_notes, time_figure, verdict_table
 from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
 from core.matmul.collector import SweepCollector
@@ -12,14 +10,16 @@ from core.matmul.guess import compare_guess
 from core.matmul.sweep import clock_summary, results_frame, run_sweep, sweep_json_text
 from core.platform.devices import has_gpu
 from core.platform.units import readable
-from core.results.csvio import csv_text
+from core.results.crossover import sentence
 from core.results.guess import parse_matmul_guess
+from core.results.table import human_table
+from core.store.board import sweep_csv
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
 from pages.shared.every_device import every_device_section
 from pages.shared.matmul_form import sweep_form
 from pages.shared.notices import gpu_badge, load_notice
-from pages.shared.result_store import save_run
+from pages.shared.result_store import save_run, store_url
 
 through_app()
 state = st.session_state
@@ -29,7 +29,7 @@ state.setdefault("mm_sweep", None)  # a SweepCollector: every step so far, so St
 def save(sweep: SweepCollector) -> None:
     """Save a sweep for the Results page (a callback, so the page redraws already knowing it is saved)."""
     result = sweep.result()
-    sweep.saved_run = save_run("matmul", result.to_json(), result.settings, label=state.mm_label.strip())
+    sweep.saved_run = save_run(result, label=state.mm_label.strip())
 
 
 st.title("Matmul race")
@@ -66,8 +66,8 @@ if sweep is not None and sweep.has_steps:
         st.warning(stopped, icon=":material/stop_circle:")
     frame, crossovers = results_frame(shown.results), shown.crossovers
     for c in shown.shown_crossovers:  # the headline first (as Results and the Class board show it), right under Run
-        box = {"found": st.success, "unclear": st.warning}.get(c.call or "", st.success if c.n is not None else st.info)
-        box(f"**{'Crossover' if c.gpu_vs_cpu else 'Comparison'}{' with copies' if c.with_copies else ''}:** {c.text}")
+        box = {"found": st.success, "unclear": st.warning}.get(c.call, st.info)
+        box(f"**{c.title.capitalize()}:** {sentence(c, shown.verdicts)}")
     if guessed := compare_guess(shown):
         st.info(guessed, icon=":material/psychology_alt:")
     load_notice(shown.load)
@@ -94,12 +94,12 @@ if sweep is not None and sweep.has_steps:
     st.caption(f"Black markers: {LECTURE_SENTENCE}. Bars: interquartile range of the samples.")
     for skip in shown.skipped:
         st.warning(f"Skipped n = {skip.n:,} on {skip.series}: {skip.message}", icon=":material/skip_next:")
-    table = results_table(frame)
-    st.dataframe(readable(table), hide_index=True, key="mm_table")
+    st.dataframe(readable(human_table(shown.results)), hide_index=True, key="mm_table")
     if clocks := clock_summary(shown.results):
         st.caption(clocks)
     d1, d2 = st.columns(2)
-    d1.download_button("Download CSV", csv_text(table), "matmul_race.csv", "text/csv", key="mm_csv")
+    d1.download_button("Download CSV", sweep_csv(store_url(), shown, sweep.saved_run, state.mm_label.strip()),
+                       "matmul_race.csv", "text/csv", key="mm_csv")
     d2.download_button("Download JSON", sweep_json_text(shown), "matmul_race.json",
                        "application/json", key="mm_json")
 

@@ -1,7 +1,5 @@
 """Review classifier: the lecture's network on real movie reviews, trained on the CPU or the GPU, loss live."""
 
-from dataclasses import asdict, replace
-
 import streamlit as st
 
 from core.charts.classifier import accuracy_curve, loss_curves
@@ -10,7 +8,6 @@ from core.classifier.training import predict
 from core.errors import DashboardError
 from core.plain_text import message_markdown
 from core.results.guess import parse_train_guess
-from core.results.jsonio import to_jsonable
 from pages.shared.classifier_widgets import (
     data_choice, preset_race_view, run_history, run_metrics, scaling_section, settings_form, workbench,
 )
@@ -44,8 +41,8 @@ if settings.train or settings.race or settings.both:
         if batches % TICK_BATCHES == 0:
             status.info(f"{bench.status} · {batches} batches")
 
-    def save(result, baseline) -> None:  # a run that finished all its epochs goes to the Results page
-        save_run("train", to_jsonable(replace(result.run, baseline_accuracy=baseline.accuracy)), asdict(result.config), label=st.session_state.clf_label.strip())
+    def save(run) -> None:  # a run that finished all its epochs goes to the Results page
+        save_run(run, label=st.session_state.clf_label.strip())
 
     try:
         config = settings.config()

@@ -11,7 +11,7 @@ import torch
 # torch imports its compiler, torch._dynamo, lazily (the CUDA build on an optimizer's first step), and
 # that import reads torch.backends.mps.is_available.__wrapped__: under a test that has replaced the
 # function with a plain lambda it fails. Imported here once, before any test patches anything.
-import torch._dynamo  # noqa: F401
+import torch._dynamo
 from streamlit.testing.v1 import AppTest
 
 pytest_plugins = [

@@ -5,6 +5,8 @@ test clicks Run with two real CPU ranks."""
 from __future__ import annotations
 
 import pytest
+
+from tests.result_samples import save_payload
 import torch
 from streamlit.testing.v1 import AppTest
 
@@ -19,7 +21,8 @@ FAST = [0.010, 0.0101, 0.0099, 0.0100, 0.0102, 0.0098]
 
 def _run(slow_factor: float = 2.0) -> ClusterRun:
     ranks = [RankRecord(rank=r, hostname="node-a", device="cpu", device_name="CPU, 1 thread", threads=1,
-                        together=tuple(rank_point(n, [t * (slow_factor if r == 1 else 1) for t in FAST]) for n in (64, 128)),
+                        together=tuple(rank_point(n, [t * (slow_factor if r == 1 else 1) for t in FAST])
+                                       for n in (64, 128)),
                         alone=tuple(rank_point(n, [t * 0.8 for t in FAST]) for n in (64, 128))) for r in range(3)]
     stragglers, call, note = judge_stragglers(ranks)
     return ClusterRun(ranks=tuple(ranks), spread=spread(ranks), spread_alone=spread(ranks, "alone"),
@@ -65,7 +68,7 @@ def test_the_ranks_control_is_bounded_by_twice_the_cores(app: AppTest, no_gpu, m
 
 
 def test_results_and_the_class_board_show_a_run_on_every_rank(app: AppTest):
-    open_store().save("cluster", _run().to_json(), {}, label="lab node")
+    save_payload(open_store(), "cluster", _run().to_json(), {}, label="lab node")
     app.switch_page("pages/results.py").run()
     assert not app.exception, app.exception
     listing = app.dataframe[0].value

@@ -91,7 +91,8 @@ def test_race_cpu_then_gpu_with_the_same_seed(app, fake_cuda, monkeypatch, toy_c
     assert runs[0].config.seed == runs[1].config.seed
     assert [e.train_loss for e in runs[0].epochs] == pytest.approx([e.train_loss for e in runs[1].epochs])
     race = json.loads(app.get("plotly_chart")[-1].proto.spec)  # the overlay, by wall time
-    assert [t["name"] for t in race["data"]] == ["run 1 · cpu · mini-batch", "run 2 · cuda:0 · mini-batch"]  # preset named
+    # preset named
+    assert [t["name"] for t in race["data"]] == ["run 1 · cpu · mini-batch", "run 2 · cuda:0 · mini-batch"]
 
 
 def test_train_one_epoch_on_a_fixture(app, no_gpu, toy_csv):
@@ -206,7 +207,8 @@ def test_both_presets_without_a_gpu_show_the_cpu_half_and_what_a_gpu_would(app, 
     texts = [m.value for m in app.markdown]
     assert any(EXPLANATION in t and WITHOUT_GPU in t for t in texts)
     assert [r.config.preset for r in app.session_state["clf_bench"].runs] == ["lecture", "minibatch"]
-    assert [p.proto.page for p in app.main.get("page_link")][-1].endswith("why_parallel")  # the chain-of-steps section (the sidebar links Hardware check)
+    # the chain-of-steps section (the sidebar links Hardware check)
+    assert [p.proto.page for p in app.main.get("page_link")][-1].endswith("why_parallel")
 
 
 def test_both_presets_with_a_gpu_race_four_runs(app, fake_cuda, monkeypatch, toy_csv):
@@ -221,7 +223,8 @@ def test_both_presets_with_a_gpu_race_four_runs(app, fake_cuda, monkeypatch, toy
 def test_the_lecture_preset_trains_from_its_own_settings(app, no_gpu, toy_csv):
     _open(app)
     app.radio(key="clf_preset").set_value("lecture").run()
-    assert app.number_input(key="clf_epochs_lecture").value == 10 and app.number_input(key="clf_lr_lecture").value == 3.0
+    assert app.number_input(key="clf_epochs_lecture").value == 10
+    assert app.number_input(key="clf_lr_lecture").value == 3.0
     assert not [n for n in app.number_input if n.key == "clf_batch"]  # its batch is every training review
     app.radio(key="clf_source").set_value("path").run()
     app.text_input(key="clf_path").set_value(str(toy_csv))

@@ -24,9 +24,10 @@ from core.platform.timing import Measurement
 from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/why_parallel.py"
-RESULTS = (MarblesResult, ProcessesResult, ChainResult, TimingBugResult, FirstCallResult, LocationResult)  # in page order
-TINY = {"wp_small_n": 8, "wp_large_n": 16, "wp_budget_s": 0.1, "wp_processes": 2, "wp_steps": 5, "wp_rows": 2, "wp_width": 8,
-        "wp_bug_cpu_n": 16, "wp_bug_gpu_n": 16}
+# in page order
+RESULTS = (MarblesResult, ProcessesResult, ChainResult, TimingBugResult, FirstCallResult, LocationResult)
+TINY = {"wp_small_n": 8, "wp_large_n": 16, "wp_budget_s": 0.1, "wp_processes": 2, "wp_steps": 5, "wp_rows": 2,
+        "wp_width": 8, "wp_bug_cpu_n": 16, "wp_bug_gpu_n": 16}
 
 
 @pytest.fixture
@@ -45,7 +46,8 @@ def _open_tiny(app: AppTest) -> AppTest:
 
 def _text(app: AppTest) -> str:
     links = [link.proto.label for link in app.get("page_link")]
-    return "\n".join([*(str(e.value) for e in [*app.markdown, *app.subheader, *app.info, *app.caption, *app.code]), *links])
+    elements = [*app.markdown, *app.subheader, *app.info, *app.caption, *app.code]
+    return "\n".join([*(str(e.value) for e in elements), *links])
 
 
 def _charts(app: AppTest) -> int:

@@ -104,8 +104,8 @@ def _variety() -> dict[str, bytes]:
         out = io.BytesIO()
         with tarfile.open(fileobj=out, mode="w", format=fmt) as tar:
             for i in range(40):
-                info = tarfile.TarInfo(f"aclImdb/train/{'pos' if i % 2 else 'neg'}/{'é' * (i % 3)}{'x' * 3 * i}{i}_7.txt"
-                                       if fmt != tarfile.USTAR_FORMAT else f"aclImdb/train/pos/{i}_7.txt")
+                long_name = f"aclImdb/train/{'pos' if i % 2 else 'neg'}/{'é' * (i % 3)}{'x' * 3 * i}{i}_7.txt"
+                info = tarfile.TarInfo(long_name if fmt != tarfile.USTAR_FORMAT else f"aclImdb/train/pos/{i}_7.txt")
                 data = b"a fine film " * i
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))

@@ -201,6 +201,7 @@ def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(f
     # the page's size slider offers n = 4096 warm but not cold
     assert sweep.size_choices(["cuda:0"], ["float32"], ceiling=4096)[-1] == 4096
     assert sweep.size_choices(["cuda:0"], ["float32"], ceiling=4096, cache="cold")[-1] == 2048
-    assert sweep._refusal(SweepConfig(sizes=(4096,), devices=("cuda:0",), check_error=False), guard, series, 4096) is None
+    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), check_error=False)
+    assert sweep._refusal(config, guard, series, 4096) is None
     with pytest.raises(DoesNotFit, match="flush buffer"):
         engine.time_matmul(series, 4096, MatmulOptions(cache="cold", check_error=False))

@@ -64,7 +64,8 @@ def test_overlay_by_epoch_and_by_wall_time():
     by_epoch = overlay([cpu, gpu], by="epoch", metric="train_loss")
     assert [list(t.x) for t in by_epoch.data] == [[1.0, 2.0], [1.0, 2.0]]
     race = overlay([cpu, gpu], by="seconds", metric="test_accuracy")
-    assert [list(t.x) for t in race.data] == [[2.0, 4.0], [0.1, 0.2]] and race.data[1].name == "run 2 · cuda:0 · mini-batch"
+    assert [list(t.x) for t in race.data] == [[2.0, 4.0], [0.1, 0.2]]
+    assert race.data[1].name == "run 2 · cuda:0 · mini-batch"
     assert_legend_right(race)
     with pytest.raises(ValueError):
         overlay([cpu], by="minutes")

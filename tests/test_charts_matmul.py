@@ -67,7 +67,8 @@ def test_time_figure_without_lecture_reads_in_microseconds_when_all_is_fast(monk
                               1e-7, series.threads, series.tf32)
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
-    frame = sweep.results_frame(run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu",), threads=(1,))).results)
+    measured = run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu",), threads=(1,)))
+    frame = sweep.results_frame(measured.results)
     fig = time_figure(frame, lecture=False)
     assert_log_axis(fig.layout.yaxis, "µs")
     assert fig.data[0].y[0] == pytest.approx(3.2)

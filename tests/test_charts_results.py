@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from core.charts.results import LECTURE_POINTS, matmul_overlay, train_overlay
+from core.charts.results import matmul_overlay, train_overlay
 from core.store import matmul_frame, open_store, train_frame
 from tests.chart_checks import assert_annotations_inside, assert_legend_right, assert_log_axis, assert_points_inside
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 
 @pytest.fixture
 def runs():
     store = open_store()
-    store.save("matmul", matmul_payload(LAPTOP, sizes=(256, 512)))
-    store.save("matmul", matmul_payload(LAB, sizes=(256, 512, 1024)))
-    store.save("train", train_payload("cpu", epochs=2, seconds=5.0), machine=LAPTOP)
-    store.save("train", train_payload("cuda:0", epochs=2, seconds=0.2), machine=LAB)
+    save_payload(store, "matmul", matmul_payload(LAPTOP, sizes=(256, 512)))
+    save_payload(store, "matmul", matmul_payload(LAB, sizes=(256, 512, 1024)))
+    save_payload(store, "train", train_payload("cpu", epochs=2, seconds=5.0), machine=LAPTOP)
+    save_payload(store, "train", train_payload("cuda:0", epochs=2, seconds=0.2), machine=LAB)
     return store.list_runs()
 
 

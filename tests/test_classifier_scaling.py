@@ -54,7 +54,9 @@ def test_page_measures_one_and_two_workers(app, tmp_path, monkeypatch):
     app.text_input(key="clf_path").set_value(str(folder))
     app.number_input(key="clf_epochs").set_value(2)
     app.button(key="clf_scale").click().run(timeout=180)
-    assert not app.error and not app.exception, ([e.value for e in app.error], app.exception, [i.value for i in app.info], [w.value for w in app.warning])
+    assert not app.error and not app.exception, ([e.value for e in app.error], app.exception,
+                                                 [i.value for i in app.info], [w.value for w in app.warning])
     table = next(d.value for d in app.dataframe if "all-reduce share" in d.value.columns)
-    assert list(table["workers"]) == [1, 2] and all(float(s) > 0 for s in table["s / epoch"])  # 3 significant figures, as text
+    # 3 significant figures, as text
+    assert list(table["workers"]) == [1, 2] and all(float(s) > 0 for s in table["s / epoch"])
     assert any(c.proto.spec and "gradient all-reduce" in c.proto.spec for c in app.get("plotly_chart"))

@@ -6,7 +6,8 @@ import pytest
 
 from core.cli import main
 
-KEYS_CPU = {"name", "physical_cores", "logical_cores", "torch_threads", "capability", "ram_total_bytes", "ram_available_bytes"}
+KEYS_CPU = {"name", "physical_cores", "logical_cores", "torch_threads", "capability", "ram_total_bytes",
+            "ram_available_bytes"}
 KEYS_GPU = {"index", "name", "total_memory_bytes", "free_memory_bytes", "compute_capability", "multiprocessors"}
 
 

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # noticeable start-up time, and torch.utils.cpp_extension logs "No CUDA runtime is found" to
 # stderr on a CUDA build without a GPU, ahead of the CLI's one-line errors.
 NOT_FOR_DEVICES = ["sklearn", "scipy", "pandas", "streamlit", "plotly", "psycopg", "core.selfcheck", "core.store",
-                   "core.matmul", "core.classifier", "core.parallel", "torch.utils.benchmark", "torch.utils.cpp_extension"]
+                   "core.matmul", "core.classifier", "core.parallel", "torch.utils.benchmark",
+                   "torch.utils.cpp_extension"]
 
 
 def _modules_after(argv: list[str]) -> set[str]:

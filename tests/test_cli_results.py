@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import argparse
 import io
 import json
@@ -14,10 +16,11 @@ import pandas as pd
 import pytest
 
 from core.cli import main
-from core.cli.results import add_save_options, save_if_requested, settings_from_args
+from core.cli.results import add_save_options, save_if_requested
+from core.results import read_result
 from core.store import database, listing_frame, open_store
 from core.results.files import MAX_IMPORT_BYTES
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def saved():
     store = open_store()
-    return [store.save("matmul", matmul_payload(LAB)), store.save("train", train_payload(), machine=LAPTOP, label="Ana")]
+    return [save_payload(store, "matmul", matmul_payload(LAB)), save_payload(store, "train", train_payload(), machine=LAPTOP, label="Ana")]
 
 
 def _error(capsys, argv) -> str:
@@ -53,7 +56,7 @@ def test_list_table_and_json(saved, capsys):
 def test_list_fits_100_columns_eliding_the_long_fields_and_wide_shows_them(capsys):
     store = open_store()
     long_label = "Ana's laptop in the back row, borrowed from the physics lab for the afternoon"
-    run_id = store.save("train", train_payload(), machine=LAPTOP, label=long_label)
+    run_id = save_payload(store, "train", train_payload(), machine=LAPTOP, label=long_label)
     assert main(["results", "list"]) == 0
     table = capsys.readouterr().out.splitlines()[1:]
     assert max(len(line) for line in table) <= 100, table
@@ -177,15 +180,15 @@ def _run_command(argv):
 
 def test_save_option_saves_with_settings_and_label(capsys):
     args = _run_command(["--json", "--save", "--label", "lab GPU", "--sizes", "64"])
-    assert settings_from_args(args) == {"sizes": "64", "out": "x.json"}
-    run_id = save_if_requested(args, "matmul", matmul_payload(LAB))
+    sweep = replace(read_result("matmul", matmul_payload(LAB)), settings={"sizes": [64]})
+    run_id = save_if_requested(args, sweep)
     assert f"saved as run #{run_id} in the SQLite file" in capsys.readouterr().err
     run = open_store().get(run_id)
-    assert run.label == "lab GPU" and run.settings == {"sizes": "64", "out": "x.json"}
+    assert run.label == "lab GPU" and run.settings == {"sizes": [64]}  # the run's own settings, as a page saves them
 
 
 def test_without_save_nothing_is_saved():
-    assert save_if_requested(_run_command([]), "train", train_payload()) is None
+    assert save_if_requested(_run_command([]), read_result("train", train_payload())) is None
     assert open_store().list_runs() == []
 
 
@@ -242,7 +245,7 @@ def test_list_reads_summaries_not_payloads(saved, capsys, monkeypatch):
     """The table of a board of many runs decodes no payload (as the Results page's listing); --json reads in full."""
     store = open_store()
     for i in range(40):
-        store.save("matmul", matmul_payload(LAB), label=f"student {i}")
+        save_payload(store, "matmul", matmul_payload(LAB), label=f"student {i}")
     assert listing_frame(store.list_runs()).equals(listing_frame(store.read_summaries().runs))  # the old table's rows
     assert main(["results", "list", "--wide"]) == 0
     before = capsys.readouterr().out

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_gpu_checks_are_skipped_not_passed_from_a_real_process(tmp_path):
     out = tmp_path / "report.json"
-    proc = subprocess.run([sys.executable, "-m", "core", "selfcheck", "--only", "devices,cuda-events", "--out", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "core", "selfcheck", "--only", "devices,cuda-events",
+                           "--out", str(out)],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(out.read_text())

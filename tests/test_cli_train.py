@@ -33,7 +33,8 @@ def test_train_json(toy_csv, tmp_path, capsys):
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert JSON_KEYS <= set(out)
-    assert set(out) - JSON_KEYS == {"kind", "schema_version", "stopped", "settings", "load", "preset", "dense_matrix_mb"}
+    assert set(out) - JSON_KEYS == {"kind", "schema_version", "stopped", "settings", "load", "preset",
+                                    "dense_matrix_mb"}
     assert out["preset"] == "minibatch" and out["dense_matrix_mb"] is None
     assert out["kind"] == "train" and out["schema_version"] == 2
     assert out["stopped"] is False and out["settings"]["device"] == "cpu"

@@ -15,7 +15,8 @@ def test_location_json_without_gpu(monkeypatch, capsys):
     assert main(["why-parallel", "--section", "location", "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["gpu"] is None and list(obj["sections"]) == ["location"]
-    assert obj["sections"]["location"]["result"] == {"gpu": None, "error": None, "error_type": None, "fixed_device": None}
+    assert obj["sections"]["location"]["result"] == {"gpu": None, "error": None, "error_type": None,
+                                                     "fixed_device": None}
 
 
 def test_timing_bug_table_and_progress(capsys):
@@ -40,7 +41,8 @@ def test_unknown_section_exits_2(capsys):
 def test_a_bad_budget_is_one_line(capsys):
     assert main(["why-parallel", "--section", "chain", "--budget", "0"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: argument --budget: time budget must be between 0.05 and 600 s per section, got 0") and err.count("\n") == 1
+    assert err.startswith("error: argument --budget: time budget must be between 0.05 and 600 s per section, got 0")
+    assert err.count("\n") == 1
 
 
 def test_a_busy_cpu_prints_the_waiting_line_then_runs(capsys):
@@ -78,7 +80,8 @@ def test_every_page_setting_is_a_flag_within_the_pages_bounds(capsys):
 def test_more_processes_than_the_page_allows_is_one_line(capsys):
     assert main(["why-parallel", "--section", "processes", "--processes", "99"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: argument --processes: most worker processes must be between 1 and 16") and err.count("\n") == 1
+    assert err.startswith("error: argument --processes: most worker processes must be between 1 and 16")
+    assert err.count("\n") == 1
 
 
 def test_a_refusal_prints_torch_s_message_below_its_summary_without_backticks(monkeypatch, capsys):

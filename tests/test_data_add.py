@@ -23,7 +23,8 @@ def _rt_folder(tmp_path, positives: int = RT.positives, negatives: int = RT.nega
     folder = tmp_path / "usb" / "rt-polaritydata"
     folder.mkdir(parents=True)
     pos = "".join(f"a {WORDS[i % 4]} film number {i} , truly {WORDS[(i * 3) % 4]} .\n" for i in range(positives))
-    neg = "".join(f"a {WORDS[4 + i % 4]} film number {i} , sadly {WORDS[4 + (i * 3) % 4]} .\n" for i in range(negatives))
+    neg = "".join(f"a {WORDS[4 + i % 4]} film number {i} , sadly {WORDS[4 + (i * 3) % 4]} .\n"
+                  for i in range(negatives))
     (folder / "rt-polarity.pos").write_bytes(pos.encode("cp1252"))
     (folder / "rt-polarity.neg").write_bytes(neg.encode("cp1252"))
     return folder

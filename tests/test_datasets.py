@@ -13,7 +13,8 @@ import pytest
 
 from core.classifier import datasets
 from core.cli import main
-from core.classifier.datasets import BUILTIN_DATASETS, archive_path, download, fetch, is_cached, load_dataset, load_source
+from core.classifier.datasets import (BUILTIN_DATASETS, archive_path, download, fetch, is_cached, load_dataset,
+                                      load_source)
 from core.errors import DashboardError
 from core.platform.paths import cache_dir
 from tests.review_fixtures import NEGATIVE, POSITIVE, tar_gz, write_rt_folder

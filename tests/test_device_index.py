@@ -11,7 +11,8 @@ from core.platform.devices import resolve_device
 
 @pytest.mark.parametrize("name", ["cuda:1", "cuda:256", "cuda:999", "cuda:" + "9" * 40])
 def test_an_index_past_the_devices_present_is_refused(fake_cuda, name):
-    with pytest.raises(DashboardError, match=r"is not available: only 1 CUDA device\(s\) are visible \(cuda:0 to cuda:0\)"):
+    only_one = r"is not available: only 1 CUDA device\(s\) are visible \(cuda:0 to cuda:0\)"
+    with pytest.raises(DashboardError, match=only_one):
         resolve_device(name)
     assert str(resolve_device("cuda:0")) == "cuda:0"
 

@@ -110,8 +110,9 @@ def test_two_workers_match_each_other_and_one_worker(toy_folder, tmp_path, capsy
     assert rank0.keys() == rank1.keys() and all(torch.equal(rank0[k], rank1[k]) for k in rank0)
 
     # K = 1 at the same global batch, through the CLI's --json
-    assert main(["train", "--data", str(toy_folder), "--workers", "1", "--device", "cpu", "--epochs", "4", "--lr", "0.3",
-                 "--batch-size", "16", "--hidden", "4", "--ngrams", "1", "--threads", "1", "--json"]) == 0
+    assert main(["train", "--data", str(toy_folder), "--workers", "1", "--device", "cpu", "--epochs", "4",
+                 "--lr", "0.3", "--batch-size", "16", "--hidden", "4", "--ngrams", "1", "--threads", "1",
+                 "--json"]) == 0
     one = json.loads(capsys.readouterr().out)
     assert one["workers"] == 1 and one["backend"] == "gloo" and len(one["epochs"]) == 4
     assert all(isinstance(e["allreduce_seconds"], float) for e in one["epochs"])
@@ -229,8 +230,9 @@ def test_a_finished_worker_flushes_then_skips_exit_time_teardown(monkeypatch):
 @pytest.mark.parametrize("env, says", [
     ({"RANK": "0"}, "WORLD_SIZE is not set"), ({"WORLD_SIZE": "2"}, "RANK is not set"),
     ({}, "RANK and WORLD_SIZE are not set"), ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK=2 with WORLD_SIZE=2"),
-    ({"RANK": "x", "WORLD_SIZE": "2"}, "RANK='x' is not a whole number"), ({"RANK": "0", "WORLD_SIZE": "0"}, "WORLD_SIZE=0"),
-    ({"RANK": "-1", "WORLD_SIZE": "2"}, "RANK='-1'"), ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}, "LOCAL_RANK=1"),
+    ({"RANK": "x", "WORLD_SIZE": "2"}, "RANK='x' is not a whole number"),
+    ({"RANK": "0", "WORLD_SIZE": "0"}, "WORLD_SIZE=0"), ({"RANK": "-1", "WORLD_SIZE": "2"}, "RANK='-1'"),
+    ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}, "LOCAL_RANK=1"),
 ])
 def test_each_wrong_torchrun_variable_is_named_at_once(env, says):
     """Issue 30: RANK set without WORLD_SIZE said both were unset; RANK >= WORLD_SIZE waited out the timeout."""

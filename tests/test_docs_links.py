@@ -42,7 +42,8 @@ def anchors(path: Path) -> set[str]:
 
 def relative_links(path: Path) -> list[str]:
     text = _prose(path.read_text(encoding="utf-8"))
-    return [t for t in LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:", t)]  # http:, https:, mailto: are not ours
+    # http:, https:, mailto: are not ours
+    return [t for t in LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:", t)]
 
 
 def test_the_docs_are_found():

@@ -14,7 +14,8 @@ from core.matmul.guess import compare_guess as compare_matmul
 from core.results import read_result
 from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, parse_matmul_guess, parse_train_guess
 from core.results.load import MachineLoad
-from core.results.matmul import CrossoverInterval, MatmulSweep
+from core.results.crossover import Crossover
+from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun
 from tests.result_samples import matmul_payload, train_payload
 
@@ -54,8 +55,10 @@ def test_an_unreadable_guess_says_what_to_type(parse, typed, hint):
 def _sweep(**crossover) -> MatmulSweep:
     sweep = read_result("matmul", matmul_payload())
     assert isinstance(sweep, MatmulSweep)
-    c = CrossoverInterval(a="cuda:0 float32", b="cpu float32", **crossover) if crossover else None
-    return replace(sweep, crossover=c)
+    if not crossover:
+        return sweep  # an older file: crossover_n 300 alone
+    c = Crossover(challenger="cuda:0 float32", baseline="cpu float32", time="median_s", **crossover)
+    return replace(sweep, crossovers=(c,))
 
 
 def test_the_guess_is_saved_in_the_sweep_and_older_files_read_without_it():

@@ -47,7 +47,8 @@ def _base(module: str, is_package: bool, level: int) -> str:
     return ".".join(parts[: len(parts) - (level - 1)])
 
 
-def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: Mapping[str, Path]) -> Iterator[str]:
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool,
+             known: Mapping[str, Path]) -> Iterator[str]:
     """The modules of the graph one import statement points at."""
     if isinstance(node, ast.Import):
         for alias in node.names:
@@ -172,7 +173,8 @@ def test_a_circle_through_a_function_level_import_is_found(tmp_path: Path) -> No
 def test_relative_and_type_checking_imports_count(tmp_path: Path) -> None:
     _write(tmp_path, {"pkg/__init__.py": "from .sub import x\n",
                       "pkg/sub/__init__.py": "from .deep import x\n",
-                      "pkg/sub/deep.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..top import T\nx = 1\n",
+                      "pkg/sub/deep.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                         "    from ..top import T\nx = 1\n",
                       "pkg/top.py": "from . import sub\nfrom .sub import deep\n",
                       "pkg/self.py": "import pkg.self\n"})
     graph = import_graph(tmp_path, "pkg")
@@ -184,5 +186,6 @@ def test_relative_and_type_checking_imports_count(tmp_path: Path) -> None:
 
 
 def test_an_acyclic_graph_has_no_circles(tmp_path: Path) -> None:
-    _write(tmp_path, {"pkg/__init__.py": "from pkg import a\n", "pkg/a.py": "from pkg.b import y\n", "pkg/b.py": "y = 1\n"})
+    _write(tmp_path, {"pkg/__init__.py": "from pkg import a\n", "pkg/a.py": "from pkg.b import y\n",
+                      "pkg/b.py": "y = 1\n"})
     assert circles(import_graph(tmp_path, "pkg")) == []

@@ -9,7 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCKING = {"hold_devices", "run_job"}
-CALLERS = sorted(p.relative_to(ROOT).as_posix() for folder in ("pages", "core/cli") for p in (ROOT / folder).rglob("*.py"))
+CALLERS = sorted(p.relative_to(ROOT).as_posix() for folder in ("pages", "core/cli")
+                 for p in (ROOT / folder).rglob("*.py"))
 
 
 def _imported_names(path: Path) -> set[str]:
@@ -23,6 +24,7 @@ def test_pages_and_the_cli_never_lock_themselves(module):
 
 
 def test_the_check_sees_the_pages_and_commands_it_is_about():
-    assert {"pages/matmul_race.py", "pages/review_classifier.py", "pages/why_parallel.py", "pages/shared/device_wait.py",
-            "core/cli/matmul.py", "core/cli/train.py", "core/cli/why_parallel.py"} <= set(CALLERS)
+    assert {"pages/matmul_race.py", "pages/review_classifier.py", "pages/why_parallel.py",
+            "pages/shared/device_wait.py", "core/cli/matmul.py", "core/cli/train.py",
+            "core/cli/why_parallel.py"} <= set(CALLERS)
     assert "hold_devices" in _imported_names(ROOT / "core/platform/jobs.py"), "the parser finds a real import"

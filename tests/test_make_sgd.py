@@ -42,7 +42,8 @@ def test_a_device_without_a_kernel_falls_back(monkeypatch):
     class NoFusedKernel(real):  # what torch 2.3 does on the CPU: the check comes at the first step
         def step(self, closure=None):
             if self.defaults.get("fused"):
-                raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported devices")
+                raise RuntimeError("`fused=True` requires all the params to be floating point Tensors "
+                                   "of supported devices")
             return super().step(closure)
 
     monkeypatch.setattr(torch.optim, "SGD", NoFusedKernel)

@@ -131,7 +131,8 @@ def test_real_cpu_result_is_consistent():
 
 def test_reduced_precision_shows_in_the_error():
     opts = MatmulOptions(budget_s=0.05)
-    errors = {dt: time_matmul(Series("cpu", dt, threads=1), 128, opts).rel_error for dt in ("float64", "float32", "bfloat16")}
+    errors = {dt: time_matmul(Series("cpu", dt, threads=1), 128, opts).rel_error
+              for dt in ("float64", "float32", "bfloat16")}
     assert errors["float64"] < 1e-12 < errors["float32"] < 1e-5 < errors["bfloat16"] < 0.05
 
 

@@ -75,9 +75,12 @@ def test_a_closed_tab_leaves_the_line(monkeypatch):
 
 def _saving_page():
     from pages.shared.result_store import save_run
+    from dataclasses import replace
+
+    from core.results import read_result
     from tests.result_samples import train_payload
 
-    save_run("train", train_payload(), {"epochs": 3}, label="from a page")
+    save_run(replace(read_result("train", train_payload()), settings={"epochs": 3}), label="from a page")
 
 
 def test_save_run_from_a_page():

@@ -102,10 +102,12 @@ def test_the_noise_criterion_counts_what_others_used_so_far(monkeypatch):
     a, b = tight, [1.08 * t for t in tight]
     assert samples_settled([a, b]) and not samples_settled([a, b], reach=1.05)
     assert samples_settled([a, [1.0, 2.0, 0.5]], reach=float("inf"))  # nothing to wait for: stop at the budget
-    contenders = [paired._Contender(Series("cpu", "float32", threads=t), paired.torch.device("cpu"), None) for t in (1, 2)]
+    contenders = [paired._Contender(Series("cpu", "float32", threads=t), paired.torch.device("cpu"), None)
+                  for t in (1, 2)]
     monkeypatch.setattr(paired, "usable_cores", lambda: 2)
     monkeypatch.setattr(paired, "cpu_reading", lambda: "after")
-    monkeypatch.setattr(paired, "others_between", lambda before, after: 0.1 if (before, after) == ("before", "after") else None)
+    monkeypatch.setattr(paired, "others_between",
+                        lambda before, after: 0.1 if (before, after) == ("before", "after") else None)
     settled = paired._settled(contenders, "before")
     assert not settled([a, b])  # 0.1 cores on a pair that needs both: reach 1.11
     assert settled([a, [1.3 * t for t in tight]])

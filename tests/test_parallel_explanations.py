@@ -13,7 +13,8 @@ from core.parallel.chain import ChainConfig, ChainPoint, ChainResult, explain_ch
 from core.parallel.first_call import FirstCallPoint, FirstCallResult, summarize_first_call
 from core.parallel.location import NAMING_SNIPPET, LocationResult, explain_location, summarize_location
 from core.parallel.marbles import MarblesPoint, MarblesResult, explain_marbles, summarize_marbles
-from core.parallel.timing_bug import SyncPoint, TimingBugResult, explain_timing_bug, summarize_timing_bug, timing_snippets
+from core.parallel.timing_bug import (SyncPoint, TimingBugResult, explain_timing_bug, summarize_timing_bug,
+                                     timing_snippets)
 from core.parallel.wording import format_duration
 from core.platform.timing import Measurement
 
@@ -126,8 +127,10 @@ def test_timing_bug_summary():
     r = TimingBugResult((SyncPoint("cpu", 1024, m(0.02, synchronized=False), m(0.02)),
                          SyncPoint("cuda:0", 8192, m(2e-5, synchronized=False), m(0.02))), "cuda:0")
     s = summarize_timing_bug(r)
-    assert "CPU, n = 1024: without synchronize 20 ms, with synchronize 20 ms (ratio 1: a CPU has nothing to wait for, so any gap is noise)." in s
-    assert "GPU (cuda:0), n = 8192: without synchronize 20 µs, with synchronize 20 ms: the wrong reading is 1000× too small." in s
+    assert ("CPU, n = 1024: without synchronize 20 ms, with synchronize 20 ms "
+            "(ratio 1: a CPU has nothing to wait for, so any gap is noise).") in s
+    assert ("GPU (cuda:0), n = 8192: without synchronize 20 µs, with synchronize 20 ms: "
+            "the wrong reading is 1000× too small.") in s
 
 
 def test_first_call_summary():

@@ -105,8 +105,10 @@ def test_a_failed_launch_is_one_message(events, code, match):
 
 def test_more_processes_than_twice_the_cores_are_refused_before_launching(monkeypatch):
     monkeypatch.setattr(processes, "usable_cores", lambda: 1)
-    run_processes(ProcessesConfig(n=16, max_processes=2, budget_s=0.1), launch=_fake_launch(STEPS))  # 2 on 1 core: shown
-    with pytest.raises(DashboardError, match="at most 2 worker processes on this machine .twice its 1 usable cores., not 4"):
+    run_processes(ProcessesConfig(n=16, max_processes=2, budget_s=0.1),
+                  launch=_fake_launch(STEPS))  # 2 on 1 core: shown
+    with pytest.raises(DashboardError,
+                       match="at most 2 worker processes on this machine .twice its 1 usable cores., not 4"):
         run_processes(ProcessesConfig(n=16, max_processes=4), launch=_fake_launch([]))
     assert current_holder("cpu") is None
 

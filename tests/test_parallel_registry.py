@@ -60,7 +60,8 @@ def _made_up(key: str, title: str, knobs: tuple[Knob, ...]) -> Section[float, Ma
 def two_sections(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
-    made = (_made_up("alpha_one", "A. Alpha", (BUDGET,)), _made_up("beta", "B. Beta", (Knob("beta_n", "Beta n", 3, 1, 9), BUDGET)))
+    made = (_made_up("alpha_one", "A. Alpha", (BUDGET,)),
+            _made_up("beta", "B. Beta", (Knob("beta_n", "Beta n", 3, 1, 9), BUDGET)))
     monkeypatch.setattr(registry, "SECTIONS", made)
     Log.runs = []
     return made
@@ -123,7 +124,8 @@ def test_the_cli_offers_and_runs_exactly_the_registrys_sections_and_holds_nothin
     assert main(["why-parallel", "--json", "--budget", "0.5"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert list(out["sections"]) == ["alpha_one", "beta"]
-    assert out["sections"]["beta"]["result"]["budget_s"] == 0.5 and out["sections"]["beta"]["summary"] == "B. Beta measured"
+    assert out["sections"]["beta"]["result"]["budget_s"] == 0.5
+    assert out["sections"]["beta"]["summary"] == "B. Beta measured"
     assert main(["why-parallel", "--section", "alpha-one"]) == 0
     assert capsys.readouterr().out.startswith("A. Alpha  (")
     _assert_held_only_inside(Log.runs, ["alpha_one", "beta", "alpha_one"])

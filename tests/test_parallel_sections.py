@@ -95,7 +95,8 @@ def test_marbles_on_the_cpu():
     rec = Recorder()
     r = run_marbles(MarblesConfig((8, 16), max_threads=2, budget_s=TINY), devices=["cpu"], hooks=rec.hooks)
     assert r.gpu is None and r.threads == (1, 2) and r.sizes == (8, 16)
-    assert [(p.size, p.device, p.threads) for p in r.points] == [(8, "cpu", 1), (8, "cpu", 2), (16, "cpu", 1), (16, "cpu", 2)]
+    assert [(p.size, p.device, p.threads) for p in r.points] == [(8, "cpu", 1), (8, "cpu", 2), (16, "cpu", 1),
+                                                                 (16, "cpu", 2)]
     assert all(p.measurement.median_s > 0 for p in r.points)
     assert r.speedup(r.baseline(16)) == 1.0
     assert r.speedup(r.points[1]) == r.points[0].measurement.median_s / r.points[1].measurement.median_s

@@ -168,8 +168,8 @@ def test_a_cli_killed_mid_run_leaves_no_launcher_and_no_worker(toy_folder):
     missing guard fails for sure.)"""
     cli = subprocess.Popen([sys.executable, "-m", "core", "train", "--workers", "2", "--data", str(toy_folder),
                             "--epochs", "100000", "--threads", "1", "--hidden", "4", "--ngrams", "1",
-                            "--batch-size", "16", "--json"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           text=True)
+                            "--batch-size", "16", "--json"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
     seen = threading.Event()
     threading.Thread(target=_first_epoch_seen, args=(cli, seen), daemon=True).start()
     below: list[psutil.Process] = []

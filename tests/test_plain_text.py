@@ -61,7 +61,8 @@ def test_a_message_keeps_its_code_spans_as_code_and_escapes_the_rest():
     shown = message_markdown(text)
     assert "`python -m core data add rt-polarity PATH`" in shown  # Markdown draws it as code
     assert shown.startswith(r"\[evil\]\(https\:") and "**" not in shown  # the file name stays plain text
-    assert message_plain(text) == "[evil](https://x.invalid).csv: no reviews; run python -m core data add rt-polarity PATH first"
+    assert message_plain(text) == ("[evil](https://x.invalid).csv: no reviews; "
+                                   "run python -m core data add rt-polarity PATH first")
 
 
 def _error_page():

@@ -51,7 +51,8 @@ def test_spread_and_contention_over_the_sizes_every_rank_measured():
     assert common_sizes(ranks) == [64] and common_sizes(ranks[:2], "alone") == [128]
     (s,) = spread(ranks)
     fast, slow = gflops(64, 0.0100), gflops(64, 0.0200)
-    assert s.n == 64 and s.min == pytest.approx(slow) and s.median == pytest.approx(fast) and s.max == pytest.approx(fast)
+    assert s.n == 64 and s.min == pytest.approx(slow)
+    assert s.median == pytest.approx(fast) and s.max == pytest.approx(fast)
     (c,) = contention(ranks[:2])
     assert c.n == 128 and c.ratio == pytest.approx(c.alone_gflops / c.together_gflops)
     assert c.ratio == pytest.approx(gflops(128, 0.005) / ((gflops(128, 0.01) + gflops(128, 0.02)) / 2))
@@ -117,7 +118,8 @@ def test_the_cluster_kind_round_trips_and_is_detected():
     run = ClusterRun(ranks=tuple(ranks), spread=spread(ranks), contention=contention(ranks), stragglers=stragglers,
                      straggler_call=call, straggler_note=note)
     data = run.to_json()
-    assert "cluster" in KINDS and detect_kind(data) == "cluster" and list(data)[:3] == ["kind", "schema_version", "ranks"]
+    assert "cluster" in KINDS and detect_kind(data) == "cluster"
+    assert list(data)[:3] == ["kind", "schema_version", "ranks"]
     back = read_result("cluster", data)
     assert back == run and back.devices == ["cpu"] and back.largest_common_n == 64
     assert {"rank", "hostname", "device", "device_name", "together", "alone"} <= set(data["ranks"][0])
@@ -153,7 +155,8 @@ def test_each_rank_takes_its_local_gpu_and_too_few_gpus_is_one_line(gpu_model):
 def test_cpu_ranks_share_the_cores_and_are_bounded(monkeypatch):
     cpu = torch.device("cpu")
     assert rank_threads(RanksConfig(), cpu, 2, 8) == 4 and rank_threads(RanksConfig(), cpu, 4, 2) == 1
-    assert rank_threads(RanksConfig(threads=3), cpu, 2, 8) == 3 and rank_threads(RanksConfig(), torch.device("cuda", 0), 2, 8) is None
+    assert rank_threads(RanksConfig(threads=3), cpu, 2, 8) == 3
+    assert rank_threads(RanksConfig(), torch.device("cuda", 0), 2, 8) is None
     monkeypatch.setattr(rank_launch, "usable_cores", lambda: 2)
     assert rank_devices(RanksConfig(), 4, 0) == ["cpu"]
     with pytest.raises(DashboardError, match="more than twice this machine's 2 usable cores; use at most 4"):
@@ -164,7 +167,8 @@ def test_cpu_ranks_share_the_cores_and_are_bounded(monkeypatch):
 
 @pytest.mark.parametrize("config, match", [
     (RanksConfig(sizes=()), "sizes"), (RanksConfig(sizes=(0,)), "sizes"), (RanksConfig(budget_s=0), "budget"),
-    (RanksConfig(dtype="int8"), "dtype"), (RanksConfig(device="cuda:1"), "LOCAL_RANK"), (RanksConfig(threads=0), "threads"),
+    (RanksConfig(dtype="int8"), "dtype"), (RanksConfig(device="cuda:1"), "LOCAL_RANK"),
+    (RanksConfig(threads=0), "threads"),
 ])
 def test_bad_settings_are_refused_before_anything_starts(config, match):
     with pytest.raises(DashboardError, match=match):

@@ -145,7 +145,8 @@ def test_two_agents_on_loopback_give_one_gathered_result(tmp_path):
          "--rdzv-id", "ranks-test", "-m", "core", "matmul", "--distributed", "--json", "--sizes", "32,64",
          "--budget", "0.1", "--threads", "1", "--timeout", "60"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), GPU_VS_CPU_LOCK_DIR=str(tmp_path / f"locks{node}")))
+        env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT),
+                 GPU_VS_CPU_LOCK_DIR=str(tmp_path / f"locks{node}")))
         for node in range(2)]
     try:
         outs = [a.communicate(timeout=240) for a in agents]

@@ -135,7 +135,8 @@ def _probed(s: Series, launch: tuple[float, ...], bandwidth: tuple[float, ...], 
     noisy, notes = spread.flags(spreads)
     return DeviceRoofs(device="cpu", dtype="float32", series=s.label, threads=s.threads, peak_gflops=None,
                        theoretical_gflops=theory, theoretical_note="a guess", bandwidth_gbs=max(bandwidth),
-                       launch_s=spread.constant("launch_s", launch), wake_s=spread.constant("wake_s", wake) if wake else None,
+                       launch_s=spread.constant("launch_s", launch),
+                       wake_s=spread.constant("wake_s", wake) if wake else None,
                        spreads=tuple(spreads), noisy=noisy, notes=notes)
 
 
@@ -162,7 +163,8 @@ def test_a_stalled_peak_or_a_busy_product_is_noisy(monkeypatch):
     roofs = _probed(ONE, (1e-6,) * 3, (20.0,) * 3)
     stalled = roofline_run.peak_of(ONE, [_point(ONE, 256, (1e-3, 1e-3, 1e-3, 5e-3, 5e-3))], roofs)
     assert "peak_gflops" in (stalled.noisy or ())
-    busy = roofline_run.peak_of(TWO, [_point(TWO, 256, (1e-3,) * 5, others=0.7)], _probed(TWO, (1e-6,) * 3, (20.0,) * 3))
+    busy = roofline_run.peak_of(TWO, [_point(TWO, 256, (1e-3,) * 5, others=0.7)],
+                                _probed(TWO, (1e-6,) * 3, (20.0,) * 3))
     assert "peak_gflops" in (busy.noisy or ())  # 2 threads on 2 cores: 0.7 of a core taken from them
     beside = roofline_run.peak_of(ONE, [_point(ONE, 256, (1e-3,) * 5, others=0.7)], roofs)
     assert "peak_gflops" not in (beside.noisy or ())  # 1 thread: the other core was theirs to use
@@ -187,7 +189,8 @@ def test_the_predicted_crossover_is_an_interval_from_the_spread():
     assert "wake_s" in (run.devices_roofs[1].noisy or ())  # 4x apart
     text = crossover_sentence(run)
     assert f"the constants' spread allows n ≈ {low} to {high}" in text
-    assert "Cannot tell on a machine this busy: some of these constants are noisy (cpu float32 2 threads: wake_s)" in text
+    assert ("Cannot tell on a machine this busy: some of these constants are noisy "
+            "(cpu float32 2 threads: wake_s)") in text
     fig = model_figure(run)
     assert any(shape.type == "rect" and shape.x0 == low and shape.x1 == high for shape in fig.layout.shapes)
 
@@ -254,12 +257,14 @@ def test_spread_is_declared_like_every_result_part():
 def test_the_measured_crossover_is_called_by_the_races_verdicts():
     run = _run((20e-6,) * 3)  # 1 thread wins at 64, 2 threads from 128 on (equal times at n = 100)
     c = run.measured_crossover
-    assert c is not None and (c.call, c.n_low, c.n_high, c.a, c.b) == ("found", 64, 128, TWO.label, ONE.label)
+    assert c is not None and (c.call, c.n_low, c.n_high) == ("found", 64, 128)
+    assert (c.challenger, c.baseline, c.time) == (TWO.label, ONE.label, "median_s")
     assert [(v.n, v.call, v.a) for v in run.verdicts or ()] == [
         (64, "faster", ONE.label), (128, "faster", TWO.label), (256, "faster", TWO.label), (512, "faster", TWO.label)]
     assert 64 <= (run.measured_crossover_n or 0) <= 128
     text = crossover_sentence(run)
-    assert f"the sweep measured it at n ≈ {run.measured_crossover_n:,} (" in text and "between n = 64 and n = 128" in text
+    assert f"the sweep measured it at n ≈ {run.measured_crossover_n:,} (" in text
+    assert "between n = 64 and n = 128" in text
     assert not cannot_tell(run) and "cannot tell" not in run.headline
 
 
@@ -293,10 +298,20 @@ def test_noisy_samples_without_a_busy_machine_cannot_tell_either(monkeypatch):
 def test_the_measured_crossover_keys_round_trip_and_older_files_read_as_before():
     run = _run((20e-6,) * 3)
     obj = run.to_json()
-    assert obj["measured_crossover"] == {"a": TWO.label, "b": ONE.label, "n_low": 64, "n_high": 128, "call": "found"}
+    n = run.measured_crossover_n
+    assert obj["measured_crossover"] == {"challenger": TWO.label, "baseline": ONE.label, "time": "median_s",
+                                         "call": "found", "n_low": 64, "n_high": 128, "n": n}
+    assert obj["schema_version"] == 2 and "measured_crossover_n" not in obj and 64 <= n <= 128
     assert {"n", "a", "b", "ratio", "low", "high", "call"} <= set(obj["verdicts"][0])
     assert read_result("roofline", obj) == run
     old = _synthetic_run().to_json()
-    assert "verdicts" not in old and "measured_crossover" not in old  # not set: not written, as before the keys
-    back = read_result("roofline", {**old, "measured_crossover_n": 300})
-    assert back.measured_crossover is None and "the sweep measured it at n ≈ 300" in crossover_sentence(back)
+    assert "verdicts" not in old  # not set: not written, as before the key
+    old.pop("measured_crossover")
+    version_1 = {**old, "schema_version": 1, "measured_crossover_n": 300}  # a file older than the verdicts
+    back = read_result("roofline", version_1)
+    assert (back.measured_crossover.call, back.measured_crossover_n, back.verdicts) == ("found", 300, None)
+    assert "the sweep measured it at n ≈ 300 (ratio" in crossover_sentence(back)
+    interval = {"a": TWO.label, "b": ONE.label, "n_low": 64, "n_high": 128, "call": "found"}  # version 1, later
+    later = read_result("roofline", {**obj, "schema_version": 1, "measured_crossover": interval,
+                                     "measured_crossover_n": n})
+    assert later == run, "version 1's interval and size read as the record version 2 writes"

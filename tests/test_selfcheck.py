@@ -181,7 +181,8 @@ def test_selfcheck_json_on_each_faked_gpu_plans_what_it_has_and_passes_its_own_j
 
 def test_quick_sizes_shrink_the_gpu_checks(any_gpu, monkeypatch):
     seen = []
-    monkeypatch.setattr(selfcheck, "run_sweep", lambda config, hooks=None: seen.append(config) or _consistent_sweep(config))
+    monkeypatch.setattr(selfcheck, "run_sweep",
+                        lambda config, hooks=None: seen.append(config) or _consistent_sweep(config))
     report = run_checks(select(["gpu-sweep"]), sizes=selfcheck.QUICK)
     assert report.passed, report.outcomes
     assert max(seen[0].sizes) == 1024 and seen[0].budget_s < selfcheck.GPU_BUDGET_S

@@ -15,7 +15,8 @@ from core.store.database import Store
 
 
 @pytest.mark.parametrize("message, shown", [
-    ('password authentication failed for user "t": password expired', 'password authentication failed for user "t": password expired'),
+    ('password authentication failed for user "t": password expired',
+     'password authentication failed for user "t": password expired'),
     ("could not connect to postgresql://t:p@db:5432/class", "could not connect to postgresql://t:***@db:5432/class"),
     ("conninfo: host=db password=p user=t", "conninfo: host=db password=*** user=t"),
     ("conninfo: password='p'", "conninfo: password=***"),
@@ -37,7 +38,8 @@ def test_a_label_too_long_is_refused_before_the_run(capsys, monkeypatch):
 def test_workers_bounded_by_twice_the_usable_cores(monkeypatch):
     monkeypatch.setattr("core.classifier.workers.usable_cores", lambda: 2)
     check_workers(4, ClassifierConfig())
-    with pytest.raises(DashboardError, match="--workers 5 is more than twice this machine's 2 usable cores; use at most 4"):
+    with pytest.raises(DashboardError,
+                       match="--workers 5 is more than twice this machine's 2 usable cores; use at most 4"):
         check_workers(5, ClassifierConfig())
 
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 import pytest
 
 from core.store import listing_frame, matmul_frame, open_store, tidy_frame, train_frame
+from core.results.machine import read_machine, unknown_machine
 from core.store.records import device_title, machine_label
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 
 @pytest.fixture
 def runs():
     store = open_store()
-    store.save("matmul", matmul_payload(LAB, sizes=(256, 512)))
-    store.save("matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024)), label="Ana")
-    store.save("train", train_payload("cuda:0", epochs=3, seconds=0.5), machine=LAB)
+    save_payload(store, "matmul", matmul_payload(LAB, sizes=(256, 512)))
+    save_payload(store, "matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024)), label="Ana")
+    save_payload(store, "train", train_payload("cuda:0", epochs=3, seconds=0.5), machine=LAB)
     return store.list_runs()
 
 
@@ -38,7 +39,7 @@ def test_series_of_one_device_stay_apart_when_threads_or_tf32_differ():
         variants = [{"threads": 1, "tf32": None}, {"threads": 2, "tf32": None}] if row["device"] == "cpu" else \
             [{"threads": None, "tf32": False}, {"threads": None, "tf32": True}]
         rows += [{**row, **v} for v in variants]
-    open_store().save("matmul", {**payload, "results": rows})
+    save_payload(open_store(), "matmul", {**payload, "results": rows})
     frame = matmul_frame(open_store().list_runs())
     assert sorted(set(frame["series"])) == [
         "#1 cpu (Lab Xeon 8480C) float32 1 thread", "#1 cpu (Lab Xeon 8480C) float32 2 threads",
@@ -75,18 +76,19 @@ def test_tidy_and_listing_frames(runs):
     (LAPTOP, "Student Laptop CPU i5"),
     ({"cpu": {"name": "Apple M3"}, "gpus": [], "mps_available": True}, "Apple M3 + Apple GPU (MPS)"),
     ({}, "unknown machine"),
-    ({"cpu": "weird", "gpus": "none"}, "unknown machine"),
+    ({"cpu": {}, "gpus": []}, "unknown machine"),
 ])
 def test_machine_label(machine, label):
-    assert machine_label(machine) == label
+    assert machine_label(read_machine(machine, "machine")) == label
 
 
 def test_device_title():
-    assert device_title(LAB, "cuda:0") == "cuda:0 (NVIDIA H200)"
-    assert device_title(LAB, "cuda") == "cuda (NVIDIA H200)"
-    assert device_title(LAB, "cuda:3") == "cuda:3"
-    assert device_title(LAPTOP, "cpu") == "cpu (Student Laptop CPU i5)"
-    assert device_title({}, "cpu") == "cpu"
+    lab, laptop = read_machine(LAB, "machine"), read_machine(LAPTOP, "machine")
+    assert device_title(lab, "cuda:0") == "cuda:0 (NVIDIA H200)"
+    assert device_title(lab, "cuda") == "cuda (NVIDIA H200)"
+    assert device_title(lab, "cuda:3") == "cuda:3"
+    assert device_title(laptop, "cpu") == "cpu (Student Laptop CPU i5)"
+    assert device_title(unknown_machine(), "cpu") == "cpu"
 
 
 def test_pick_runs_matches_any_value_of_each_filter_and_all_filters(runs):
@@ -94,7 +96,7 @@ def test_pick_runs_matches_any_value_of_each_filter_and_all_filters(runs):
 
     every = open_store().list_runs()
     assert pick_runs(every) == every
-    lab = machine_label(LAB)
+    lab = machine_label(read_machine(LAB, "machine"))
     on_lab = pick_runs(every, machines=[lab])
     assert on_lab and all(r.machine_label == lab for r in on_lab)
     assert all(r.kind == "train" for r in pick_runs(every, kinds=["train"]))
@@ -113,7 +115,7 @@ def test_a_run_on_every_rank_gives_one_row_per_rank_phase_and_size_in_the_export
                              together=tuple(rank_point(n, [t * (1 + r) for t in samples]) for n in (128, 64)),
                              alone=(rank_point(64, samples),)) for r in (0, 1))
     store = open_store()
-    store.save("cluster", ClusterRun(ranks=ranks, spread=spread(ranks)).to_json())
+    save_payload(store, "cluster", ClusterRun(ranks=ranks, spread=spread(ranks)).to_json())
     runs = store.list_runs()
     frame = rank_frame(runs)
     assert len(frame) == 2 * (2 + 1)
@@ -123,4 +125,5 @@ def test_a_run_on_every_rank_gives_one_row_per_rank_phase_and_size_in_the_export
     assert set(frame["series"]) == {f"#1 rank {r} node-a cpu (CPU, 1 thread) {p}"
                                     for r in (0, 1) for p in ("together", "alone")}
     tidy = tidy_frame(runs)
-    assert len(tidy) == 6 and set(tidy["kind"]) == {"cluster"} and {"rank", "phase", "epoch"} <= set(tidy.columns)
+    assert len(tidy) == 6 and set(tidy["kind"]) == {"cluster"} and {"rank", "phase"} <= set(tidy.columns)
+    assert "epoch" not in tidy.columns  # the kinds present only: one kind exports its own table

@@ -9,21 +9,22 @@ import pytest
 
 from core.store import database, open_store
 from core.store.records import RunFilter, machine_label
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from core.results.machine import read_machine
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 from tests.test_store import store, store_url  # noqa: F401  (the fixtures: SQLite, and PostgreSQL in the slow tier)
 
 
 @pytest.fixture
 def board(store):  # noqa: F811
-    ids = {"laptop": store.save("matmul", matmul_payload(LAPTOP), {}, label="Ana"),
-           "lab": store.save("matmul", matmul_payload(LAB), {}),
-           "train": store.save("train", train_payload("cuda:0"), {}, machine=LAB)}
+    ids = {"laptop": save_payload(store, "matmul", matmul_payload(LAPTOP), {}, label="Ana"),
+           "lab": save_payload(store, "matmul", matmul_payload(LAB), {}),
+           "train": save_payload(store, "train", train_payload("cuda:0"), {}, machine=LAB)}
     ids["imported"] = store.import_json(json.dumps(matmul_payload(LAPTOP)).encode(), file="ben.json").run_ids[0]
     return store, ids
 
 
 def test_summaries_are_what_the_full_runs_say_and_read_no_payload(board, monkeypatch):
-    store, _ = board
+    store, _ = board  # noqa: F811 - the board's store, not the fixture of that name
     full = {r.run_id: r.summary for r in store.list_runs()}
 
     def no_payload(row):
@@ -38,7 +39,7 @@ def test_summaries_are_what_the_full_runs_say_and_read_no_payload(board, monkeyp
 
 
 def test_filters_are_sql_and_combine(board):
-    store, ids = board
+    store, ids = board  # noqa: F811 - the board's store, not the fixture of that name
 
     def listed(**values):
         runs = RunFilter.of(**values)
@@ -58,7 +59,7 @@ def test_filters_are_sql_and_combine(board):
 
 
 def test_pages_by_limit_and_offset(board):
-    store, ids = board
+    store, ids = board  # noqa: F811 - the board's store, not the fixture of that name
     newest = sorted(ids.values(), reverse=True)
     assert [r.run_id for r in store.read_summaries(limit=2).runs] == newest[:2]
     assert [r.run_id for r in store.read_summaries(limit=2, offset=2).runs] == newest[2:]
@@ -66,7 +67,7 @@ def test_pages_by_limit_and_offset(board):
 
 
 def test_filter_choices_cover_the_whole_board(board):
-    store, _ = board
+    store, _ = board  # noqa: F811 - the board's store, not the fixture of that name
     machines, devices, sources = store.filter_choices()
     assert devices == ["cpu", "cuda:0"] and sources == ["imported", "measured"]
     assert machines == sorted({r.machine_label for r in store.list_runs()})
@@ -74,7 +75,7 @@ def test_filter_choices_cover_the_whole_board(board):
 
 def test_an_export_of_more_runs_than_one_query_takes(store, monkeypatch):  # noqa: F811
     monkeypatch.setattr(database, "UID_CHUNK", 2)
-    saved = [store.save("matmul", matmul_payload(LAPTOP), {}) for _ in range(5)]
+    saved = [save_payload(store, "matmul", matmul_payload(LAPTOP), {}) for _ in range(5)]
     runs = json.loads(store.export_json(saved))["runs"]
     assert len(runs) == 5
 
@@ -89,7 +90,7 @@ def test_schema_2_boards_get_their_summaries_and_keep_unreadable_rows_named(stor
                 tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
                        "versions_json, payload_json, source, sort_at) VALUES (?, 'matmul', '2025-01-01T00:00:00Z', '', "
                        "?, ?, '{}', '{}', ?, 'measured', '2025-01-01T00:00:00Z')",
-                       (uid, machine_label(LAPTOP), json.dumps(LAPTOP), payload))
+                       (uid, machine_label(read_machine(LAPTOP, "machine")), json.dumps(LAPTOP), payload))
     with pytest.MonkeyPatch.context() as small_batches:
         small_batches.setattr(database, "SUMMARY_BATCH", 1)  # the batches' loop, not one query
         store = open_store(store_url)
@@ -106,7 +107,7 @@ def test_schema_2_boards_get_their_summaries_and_keep_unreadable_rows_named(stor
 @pytest.mark.parametrize("summary", ['{"v": 1, "headline": "yesterday\'s wording", "devices": [], "load": "", '
                                      '"shown": "measured"}', "{not json", '{"v": 2}'])
 def test_a_summary_of_another_version_is_read_again_and_rewritten(store, summary):  # noqa: F811
-    run_id = store.save("matmul", matmul_payload(LAPTOP), {})
+    run_id = save_payload(store, "matmul", matmul_payload(LAPTOP), {})
     with store._transaction() as tx:
         tx.run("UPDATE gvc_runs SET summary_json = ? WHERE id = ?", (summary, run_id))
     assert store.read_summaries().runs == [store.get(run_id).summary]

@@ -16,7 +16,8 @@ CONFIG = SweepConfig(sizes=(16, 32, 64), threads=(1,), budget_s=0.05)
 
 @pytest.fixture
 def fake_timer(monkeypatch):
-    monkeypatch.setattr(sweep, "time_interleaved", per_series(lambda series, n, options: fake_result(series, n, n**3 / 1e9)))
+    monkeypatch.setattr(sweep, "time_interleaved",
+                        per_series(lambda series, n, options: fake_result(series, n, n**3 / 1e9)))
 
 
 def test_a_finished_sweep_is_what_run_sweep_returned(fake_timer):
@@ -43,7 +44,8 @@ def test_an_interrupted_sweep_is_rebuilt_from_its_steps_and_marked_stopped(fake_
     with pytest.raises(Interrupted):
         run_sweep(CONFIG, JobHooks(on_progress=stop_after_two))
     shown = collector.result()
-    assert shown.stopped and [r.n for r in shown.results] == [16, 32] and shown.series == [s.label for s in collector.series]
+    assert shown.stopped and [r.n for r in shown.results] == [16, 32]
+    assert shown.series == [s.label for s in collector.series]
     assert collector.stop_summary() == "Stopped after 2 of 3 steps; what was measured is kept below."
     assert collector.save_note() == "Not saved to the Results page: an incomplete sweep is saved only on request."
 

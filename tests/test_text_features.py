@@ -47,7 +47,8 @@ def test_binary_counts_and_tfidf():
 
 @pytest.mark.parametrize("weighting", ["counts", "binary", "tfidf", "nb", "nbchars"])
 def test_transform_of_no_texts(weighting):
-    vec, x = fit_vectorizer(["good film", "bad film"], np.array([1, 0]), weighting=weighting, ngrams=1, max_features=None)
+    vec, x = fit_vectorizer(["good film", "bad film"], np.array([1, 0]), weighting=weighting, ngrams=1,
+                            max_features=None)
     assert vec.transform([]).shape == (0, x.shape[1])
 
 

@@ -35,8 +35,8 @@ def test_the_lock_line_cannot_be_written(monkeypatch, tmp_path):
             pass
 
 
-@pytest.mark.parametrize("argv", [["matmul", "--sizes", "16", "--budget", "0.05"], ["why-parallel", "--section", "chain"],
-                                  ["results", "list"]])
+@pytest.mark.parametrize("argv", [["matmul", "--sizes", "16", "--budget", "0.05"],
+                                  ["why-parallel", "--section", "chain"], ["results", "list"]])
 def test_the_cli_says_it_in_one_line(monkeypatch, tmp_path, capsys, argv):
     blocker = tmp_path / "blocker"
     blocker.write_text("x")

@@ -104,7 +104,8 @@ def test_a_long_line_anywhere_is_refused():
 
 def test_first_rows_with_more_fields_than_the_header_are_refused_before_parsing(monkeypatch):
     monkeypatch.setattr(loaders, "_parse_table", lambda data, name: pytest.fail("parsed"))
-    with pytest.raises(DashboardError, match=r"wide.tsv is not a valid TSV file \(line 3 has 5 fields, the header names 2\)"):
+    with pytest.raises(DashboardError,
+                       match=r"wide.tsv is not a valid TSV file \(line 3 has 5 fields, the header names 2\)"):
         loaders.load_upload(b"text\tlabel\nok\t1\na\tb\tc\td\t1\n", "wide.tsv")
 
 

@@ -8,10 +8,10 @@ from typing import Protocol
 import plotly.graph_objects as go
 
 from core.charts.axis_style import linear_axis, style, time_unit, trace_values
-from core.charts.split_work import split_work_chart
 from core.classifier.runs import lowest_test_loss_epoch
+from core.parallel.figures import split_work_chart
 from core.classifier.preset_race import PresetRace
-from core.classifier.scaling import Scaling
+from core.classifier.scaling_result import Scaling
 from core.results.train import TrainEpoch
 from core.plain_text import for_plotly
 from core.platform.units import number
@@ -147,7 +147,8 @@ def overlay(runs: Sequence[Run], *, by: str = "epoch", metric: str = "test_loss"
     fig = go.Figure()
     for run in runs:
         xs = [r.progress if by == "epoch" else r.elapsed_s for r in run.reports]
-        fig.add_scatter(x=xs, y=[_metric(r, metric) for r in run.reports], name=for_plotly(run.label), mode="lines+markers")
+        fig.add_scatter(x=xs, y=[_metric(r, metric) for r in run.reports], name=for_plotly(run.label),
+                        mode="lines+markers")
     style(fig, title=None, height=380)
     fig.update_layout(xaxis=dict(title=dict(text="epoch" if by == "epoch" else
                                             "seconds since the start (device-synchronized)"), automargin=True),
@@ -157,7 +158,8 @@ def overlay(runs: Sequence[Run], *, by: str = "epoch", metric: str = "test_loss"
     return fig
 
 
-PRESET_BARS = {"lecture": "lecture: 1 full-batch update per epoch", "minibatch": "mini-batch: many small updates per epoch"}
+PRESET_BARS = {"lecture": "lecture: 1 full-batch update per epoch",
+               "minibatch": "mini-batch: many small updates per epoch"}
 
 
 def preset_race_chart(race: PresetRace) -> go.Figure:
@@ -172,7 +174,8 @@ def preset_race_chart(race: PresetRace) -> go.Figure:
         fig.add_bar(x=[PRESET_BARS.get(t.preset, t.preset) for t in shown], y=heights, name=for_plotly(device),
                     text=[None if h is None else f"{number(h)} {unit.name}" for h in heights], textposition="outside")
     style(fig, title=None, height=340)
-    fig.update_layout(barmode="group", yaxis=linear_axis(trace_values(fig, "y"), f"time per epoch, median ({unit.name})"))
+    fig.update_layout(barmode="group",
+                      yaxis=linear_axis(trace_values(fig, "y"), f"time per epoch, median ({unit.name})"))
     return fig
 
 

@@ -15,8 +15,7 @@ import plotly.graph_objects as go
 from core.charts.axis_style import axis_position, inside_anchor, log_axis, style, time_unit, trace_values
 from core.plain_text import for_plotly
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
-from core.roofline.model import RooflineModel
-from core.roofline.run import model_of
+from core.roofline.model import RooflineModel, model_of
 from core.roofline.spread import THEORY_BELOW
 from core.store.records import StoredRun
 
@@ -48,7 +47,8 @@ def roofline_figure(run: RooflineRun) -> go.Figure:
 def roofline_overlay(runs: Sequence[StoredRun]) -> go.Figure | None:
     """The Results page's chart: every chosen saved roofline on one set of axes (a lab GPU beside a laptop); None
     when no chosen run is a roofline."""
-    named = [(f"#{r.run_id} {r.label or r.machine_label} · ", r.result) for r in runs if isinstance(r.result, RooflineRun)]
+    named = [(f"#{r.run_id} {r.label or r.machine_label} · ", r.result) for r in runs
+             if isinstance(r.result, RooflineRun)]
     if not named:
         return None
     return style(_rooflines(named), title="Rooflines", height=HEIGHT)
@@ -56,8 +56,8 @@ def roofline_overlay(runs: Sequence[StoredRun]) -> go.Figure | None:
 
 def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
     fig = go.Figure()
-    xs = [x for _, run in runs for x in [p.intensity for p in run.points] + [d.ridge_intensity for d in run.devices_roofs]
-          if x]
+    xs = [x for _, run in runs
+          for x in [p.intensity for p in run.points] + [d.ridge_intensity for d in run.devices_roofs] if x]
     lo, hi = (min(xs) / 2, max(xs) * 2) if xs else (0.1, 1000.0)
     series = [(prefix, run, roofs) for prefix, run in runs for roofs in run.devices_roofs]
     for color, (prefix, run, roofs) in zip(COLORS * (1 + len(series) // len(COLORS)), series):
@@ -70,9 +70,9 @@ def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
                             hovertemplate=f"{name}<br>%{{x:.3g}} flop/B: roof %{{y:.4g}} GFLOP/s<extra></extra>")
             fig.add_scatter(x=[ridge], y=[roofs.peak_gflops], mode="markers", name=f"{name} ridge", legendgroup=name,
                             marker=dict(symbol="diamond", size=11, color=color), showlegend=False,
-                            hovertemplate=(f"{name} ridge point<br>{ridge:.3g} flop/B: below it memory limits, above it "
-                                           f"arithmetic<br>{roofs.bandwidth_gbs:.3g} GB/s, {roofs.peak_gflops:.4g} "
-                                           "GFLOP/s<extra></extra>"))
+                            hovertemplate=(f"{name} ridge point<br>{ridge:.3g} flop/B: below it memory limits, "
+                                           f"above it arithmetic<br>{roofs.bandwidth_gbs:.3g} GB/s, "
+                                           f"{roofs.peak_gflops:.4g} GFLOP/s<extra></extra>"))
         if roofs.theoretical_gflops:
             below = " (" + THEORY_BELOW + ")" if theory_below(roofs) else ""
             fig.add_scatter(x=[lo, hi], y=[roofs.theoretical_gflops] * 2, mode="lines", legendgroup=name,
@@ -105,7 +105,8 @@ def model_figure(run: RooflineRun) -> go.Figure:
     unit = time_unit([p.median_s for p in run.points])
     for color, roofs in zip(COLORS * 4, run.devices_roofs):
         name, pts = for_plotly(roofs.series), _points(run, roofs.series)
-        fig.add_scatter(x=[p.n for p in pts], y=unit.scale(p.median_s for p in pts), mode="markers", name=f"{name} measured",
+        fig.add_scatter(x=[p.n for p in pts], y=unit.scale(p.median_s for p in pts), mode="markers",
+                        name=f"{name} measured",
                         marker=dict(color=color, size=9), legendgroup=name,
                         hovertemplate=f"{name}<br>n = %{{x:,}}: %{{y:.4g}} {unit.name} measured<extra></extra>")
         model: RooflineModel | None = model_of(roofs)
@@ -118,7 +119,8 @@ def model_figure(run: RooflineRun) -> go.Figure:
             fig.add_scatter(x=grid, y=unit.scale(model.end_to_end_s(n) for n in grid), mode="lines", legendgroup=name,
                             name=f"{name} model with copies", line=dict(color=color, dash="dash"))
             e2e = [p for p in pts if p.end_to_end_s]
-            fig.add_scatter(x=[p.n for p in e2e], y=unit.scale(p.end_to_end_s for p in e2e), mode="markers", legendgroup=name,
+            fig.add_scatter(x=[p.n for p in e2e], y=unit.scale(p.end_to_end_s for p in e2e), mode="markers",
+                            legendgroup=name,
                             name=f"{name} measured with copies", marker=dict(color=color, size=9, symbol="circle-open"))
     fig.update_layout(xaxis=log_axis(trace_values(fig, "x"), "matrix size n (n × n)"),
                       yaxis=log_axis(trace_values(fig, "y"), f"time per product ({unit.name})"))

@@ -7,8 +7,9 @@ pads). `DistributedDataParallel` averages the gradients after every backward, so
 the same step and ends with the same weights; a global batch of B rows over K workers is the
 one-process run's batch of B up to the order in which floats are summed. The loop is core.classifier.
 fit's, with this module's batch plan (`Shard`). The all-reduce is timed in a DDP communication hook,
-which is the communication cost the scaling chart shows. Metrics are summed across workers; only rank 0 prints (one `EVENT_PREFIX` JSON line per event, which the launching job
-reads through core.platform.torchrun) and saves.
+which is the communication cost the scaling chart shows. Metrics are summed across workers; only
+rank 0 prints (one `EVENT_PREFIX` JSON line per event, which the launching job reads through
+core.platform.torchrun) and saves.
 
 Run as `python -m core.classifier.distributed --data ... --config JSON` under torchrun, which sets
 RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; README "More than one machine".
@@ -140,7 +141,8 @@ class Shard(MiniBatches):
 
 
 class _Worker:
-    """The loop's job in a worker: never stopped from inside (the launcher ends the processes), epochs emitted by rank 0."""
+    """The loop's job in a worker: never stopped from inside (the launcher ends the processes), epochs
+    emitted by rank 0."""
 
     def __init__(self, emit: Emit, epochs: int) -> None:
         self.emit = emit
@@ -186,7 +188,8 @@ def config_from_json(text: str) -> ClassifierConfig:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m core.classifier.distributed",
-                                description="one data-parallel worker of the review classifier (start it with torchrun)")
+                                description="one data-parallel worker of the review classifier "
+                                            "(start it with torchrun)")
     p.add_argument("--data", required=True, help="the data set: a built-in name already downloaded, or a path")
     p.add_argument("--config", required=True, help="ClassifierConfig fields as a JSON object")
     p.add_argument("--threads", type=int, default=1, help="CPU threads of this worker")

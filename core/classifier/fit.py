@@ -324,8 +324,9 @@ def _report(model: nn.Sequential, scored: nn.Sequential, plan: Plan, config: Cla
     if nonfinite or not math.isfinite(train_loss):
         raise DashboardError(DIVERGED.format(lr=config.lr, why=NAN_OUTPUTS))
     if train_loss > DIVERGED_LOSS:
-        raise DashboardError(DIVERGED.format(lr=config.lr, why=f"the training loss rose to {train_loss:.3g} (a network "
-                                                             "that only guesses scores 0.69), its outputs stuck at 0 or 1"))
+        why = (f"the training loss rose to {train_loss:.3g} (a network that only guesses scores 0.69), "
+               "its outputs stuck at 0 or 1")
+        raise DashboardError(DIVERGED.format(lr=config.lr, why=why))
     seconds, allreduce_s = plan.timing(epoch.train_s)
 
     def score(batch: Batch) -> torch.Tensor:

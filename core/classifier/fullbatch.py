@@ -145,7 +145,8 @@ class FullBatch(OneProcess):
 
 
 def full_batch_plan(features: Features, config: ClassifierConfig, device: torch.device, job: Job) -> FullBatch:
-    """Move the dense matrices to `device` (the caller holds it), saying so first: on a big vocabulary it takes a while."""
+    """Move the dense matrices to `device` (the caller holds it), saying so first: on a big vocabulary it
+    takes a while."""
     size = dense_size(features, config.hidden)
     job.report(Progress(0, config.epochs, f"moving the dense matrix to {device_key(device)}: {size.matrix_mb:,.0f} MB"))
     return FullBatch(move_dense(features, device), device)

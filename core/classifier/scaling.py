@@ -7,58 +7,18 @@ all-reduce, the part of the work that more workers do not divide (Amdahl's law).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from core.classifier.browser_paths import allowed_path
 from core.classifier.datasets import BUILTIN_DATASETS, is_cached
 from core.classifier.model import ClassifierConfig
+from core.classifier.scaling_result import Scaling, ScalingPoint, point_of
 from core.classifier.workbench import PATH, DataChoice
 from core.classifier.workers import train_with_workers
 from core.errors import DashboardError
 from core.platform.jobs import JobHooks
-from core.results.train import TrainRun
 
 WORKER_COUNTS = (1, 2)
-
-
-@dataclass(frozen=True)
-class ScalingPoint:
-    workers: int
-    seconds_per_epoch: float  # median over the epochs of the slowest worker's epoch
-    allreduce_per_epoch: float  # median over the epochs of the workers' mean all-reduce seconds
-    test_accuracy: float | None
-
-    @property
-    def compute_per_epoch(self) -> float:
-        return max(0.0, self.seconds_per_epoch - self.allreduce_per_epoch)
-
-    @property
-    def allreduce_share(self) -> float:
-        return self.allreduce_per_epoch / self.seconds_per_epoch if self.seconds_per_epoch > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class Scaling:
-    points: tuple[ScalingPoint, ...]
-    stopped: bool = False  # a Stop ended it: the finished worker counts only
-
-    def ideal(self, workers: int) -> float | None:
-        """The first measurement's epoch shared perfectly among `workers`."""
-        if not self.points:
-            return None
-        first = self.points[0]
-        return first.seconds_per_epoch * first.workers / workers
-
-
-def point_of(run: TrainRun) -> ScalingPoint:
-    if not run.epochs:
-        raise DashboardError("the run stopped before its first epoch ended; nothing to measure")
-    return ScalingPoint(workers=run.workers or 1,
-                        seconds_per_epoch=statistics.median(e.seconds or 0.0 for e in run.epochs),
-                        allreduce_per_epoch=statistics.median(e.allreduce_seconds or 0.0 for e in run.epochs),
-                        test_accuracy=run.test_accuracy)
 
 
 def worker_data(choice: DataChoice) -> str:

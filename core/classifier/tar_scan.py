@@ -125,7 +125,8 @@ def count_entries(raw: BinaryIO, name: str, most: int) -> int:
                 raise DashboardError(f"{name} holds more than {most:,} files and folders, more than any review "
                                      "data set this dashboard knows (aclImdb has about 100,000); use a smaller archive")
             if kind == ord("S"):
-                raise DashboardError(f"{name} holds a sparse file, which no review data set has; use the original archive")
+                raise DashboardError(f"{name} holds a sparse file, which no review data set has; "
+                                     "use the original archive")
             if kind in PAX_TYPES:
                 found = _PAX_SIZE.search(bytes(buf[pos + BLOCK:pos + BLOCK + data]))
                 if kind == ord("g"):

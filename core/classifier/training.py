@@ -37,7 +37,8 @@ def features_for(reviews: Reviews, config: ClassifierConfig) -> Features:
                           test_size=config.test_size, val_fraction=config.val_fraction, seed=config.seed)
 
 
-def prepare(reviews: Reviews, config: ClassifierConfig, hooks: JobHooks | None = None) -> tuple[Features, BaselineResult]:
+def prepare(reviews: Reviews, config: ClassifierConfig,
+            hooks: JobHooks | None = None) -> tuple[Features, BaselineResult]:
     """The document-term matrices and the LogisticRegression baseline, built while holding the CPU.
 
     Nothing here is timed, but it keeps both cores busy for seconds, which would skew a
@@ -78,7 +79,8 @@ def _train_locked(features: Features, config: ClassifierConfig, device: torch.de
     """Build the plan and the network on `device` (held by the caller), then run the one loop."""
     lecture = config.preset == "lecture"
     mode = "dense" if lecture else resolve_input_mode(config.input_mode, device)
-    plan: Plan = full_batch_plan(features, config, device, job) if lecture else MiniBatches(features, config, device, mode)
+    plan: Plan = (full_batch_plan(features, config, device, job) if lecture
+                  else MiniBatches(features, config, device, mode))
     model = build_model(features.vocab_size, config.hidden, config.seed).to(device)
     if isinstance(plan, FullBatch):
         warm_up(model, plan)  # cuBLAS's set-up outside the first update's time

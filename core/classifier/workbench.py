@@ -4,10 +4,11 @@ A page keeps one `Workbench` in its session. Loading reviews and building the do
 matrices take seconds, so each is redone only when what it depends on changed (`DataChoice.key`,
 `features_key`), and with the server's `SharedBuilds` a built-in data set or a feature set another
 session already built is taken rather than built again; a run is recorded report by report
-(`RunRecord`), so a Stop or a rerun keeps everything measured. `Workbench.train` is the Train and "Race CPU vs GPU" buttons: the same
-config (and preset), hence the same seed, on one device or on the CPU and then the first GPU; with
-`both=True` it is the "Both presets" button: each preset's defaults from that seed on the CPU and
-the first GPU (the CPU half alone without one), kept as `preset_race` (core.classifier.preset_race).
+(`RunRecord`), so a Stop or a rerun keeps everything measured. `Workbench.train` is the Train and
+"Race CPU vs GPU" buttons: the same config (and preset), hence the same seed, on one device or on
+the CPU and then the first GPU; with `both=True` it is the "Both presets" button: each preset's
+defaults from that seed on the CPU and the first GPU (the CPU half alone without one), kept as
+`preset_race` (core.classifier.preset_race).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from core.errors import DashboardError
 from core.platform.devices import available_devices, has_gpu
 from core.platform.jobs import JobHooks, Progress
 from core.results.guess import Guess
-from core.results.train import TrainEpoch
+from core.results.train import TrainEpoch, TrainRun
 
 UPLOAD, PATH = "upload", "path"  # the data sources besides BUILTIN_DATASETS' names
 
@@ -173,13 +174,13 @@ class Workbench:
                                                  None if hooks is None else hooks.should_stop)
 
     def train(self, config: ClassifierConfig, hooks: JobHooks, *, race: bool = False, both: bool = False,
-              on_done: Callable[[TrainResult, BaselineResult], None] | None = None,
+              on_done: Callable[[TrainRun], None] | None = None,
               guess: Guess | None = None) -> list[TrainResult]:
         """Train one run (or a CPU-then-GPU race) on the prepared features, recording every report.
 
         `hooks.on_progress` hears a start line per run (item None) and every report (item: an
         TrainEpoch), with the run's label in the message; `on_done` gets each run that finished
-        all its epochs (with the baseline it is compared with), at once, so a page can save it.
+        all its epochs as it is saved (its baseline's accuracy filled in), at once, so a page saves it as is.
         `guess` (the student's prediction) is saved with every run and `guess_note` compares it.
         """
         results: list[TrainResult] = []
@@ -190,7 +191,7 @@ class Workbench:
             results.append(result if guess is None else replace(result, run=replace(result.run, guess=guess)))
             self.guess_note = compare_guess([r.run for r in results], guess)  # each run adds to the comparison
             if on_done is not None and should_save(results[-1]):
-                on_done(results[-1], baseline)
+                on_done(replace(results[-1].run, baseline_accuracy=baseline.accuracy))
         if both:
             self.preset_race = preset_race(results, with_gpu=has_gpu())
         return results
@@ -206,9 +207,10 @@ class Workbench:
                 self.runs[slot] = self.runs[slot].with_report(step.item)
             self._tell(hooks, replace(step, message=f"{self.runs[slot].label}, {step.message}"))
 
+        preset = "the lecture preset " if config.preset == "lecture" else ""
         self._tell(hooks, Progress(0, 0, f"{features.n_train} training, {features.n_val} validation, "
                                          f"{features.n_test} test reviews, {features.vocab_size:,} terms: "
-                                         f"training {'the lecture preset ' if config.preset == 'lecture' else ''}on {config.device}…"))
+                                         f"training {preset}on {config.device}…"))
         result = train(features, config, replace(hooks, on_progress=on_progress))
         self.runs[slot] = self.runs[slot].finished(result)
         self.model = (self.runs[slot].label, result)

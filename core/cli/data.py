@@ -76,7 +76,8 @@ def run_add(args: argparse.Namespace) -> int:
     else:
         state = ("already in the cache (nothing copied)" if added.already_cached
                  else "added from the folder and verified" if added.packed else "added and verified")
-        print(f"{args.name}: {state}: {added.path} ({reviews.n_positive} positive, {reviews.n_negative} negative reviews)")
+        print(f"{args.name}: {state}: {added.path} "
+              f"({reviews.n_positive} positive, {reviews.n_negative} negative reviews)")
     return 0
 
 

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(payload)
     else:
         print(render(result))
-    save_if_requested(args, "cluster", payload)
+    save_if_requested(args, result)
     return 0
 
 
@@ -108,14 +108,16 @@ def render(run: ClusterRun) -> str:
         alone = {p.n: p.gflops for p in r.alone}
         rows += [[r.rank, r.hostname, r.device, p.n, p.gflops, alone.get(p.n), len(p.times_s), "busy" if p.busy else ""]
                  for p in r.together]
-    lines = [format_table(["rank", "host", "device", "n", "GFLOP/s together", "GFLOP/s alone", "samples", ""], rows), ""]
-    lines += [f"n={s.n}: together {s.min or 0:.2f} / {s.median or 0:.2f} / {s.max or 0:.2f} GFLOP/s (min / median / max)"
-              for s in run.spread]
+    header = ["rank", "host", "device", "n", "GFLOP/s together", "GFLOP/s alone", "samples", ""]
+    lines = [format_table(header, rows), ""]
+    lines += [f"n={s.n}: together {s.min or 0:.2f} / {s.median or 0:.2f} / {s.max or 0:.2f} GFLOP/s "
+              "(min / median / max)" for s in run.spread]
     lines += [f"n={c.n}: alone / together = {c.ratio or 0:.2f} (median {c.alone_gflops or 0:.2f} alone, "
               f"{c.together_gflops or 0:.2f} together)" for c in run.contention]
     if run.straggler_call == NAMED:
-        lines += [f"straggler: rank {s.rank} on {s.hostname} ({s.device}) is {s.below_median or 0:.0%} below the median "
-                  f"at n={s.n} (slowdown {s.slowdown_low or 0:.2f}-{s.slowdown_high or 0:.2f}x)" for s in run.stragglers]
+        lines += [f"straggler: rank {s.rank} on {s.hostname} ({s.device}) is {s.below_median or 0:.0%} "
+                  f"below the median at n={s.n} "
+                  f"(slowdown {s.slowdown_low or 0:.2f}-{s.slowdown_high or 0:.2f}x)" for s in run.stragglers]
     elif run.straggler_call == NONE:
         lines.append(f"straggler: none ({run.straggler_note})")
     else:

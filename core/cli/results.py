@@ -1,7 +1,7 @@
 """`python -m core results list|export|import|delete`: the result store without a browser.
 
 Also the `--save` option the matmul and train commands share: `add_save_options(parser)` when
-registering, then `save_if_requested(args, kind, payload)` after printing the run's output.
+registering, then `save_if_requested(args, result)` after printing the run's output.
 """
 
 from __future__ import annotations
@@ -9,18 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from core.cli.output import TABLE_WIDTH, format_table, print_json
 from core.errors import DashboardError
 from core.results.files import check_label
+from core.results.kinds import Result
 from core.store import KINDS, MAX_IMPORT_BYTES, Store, StoredRun, listing_frame, open_store
 from core.store.records import RunFilter
 
-# argparse fields that are how the command was called, not settings of the run
 SAVED = "saved (UTC)"  # core.store.frames.LISTING_COLUMNS
 ELIDED = ("label", "machine", "devices", "result")  # cut in this order to fit: the result keeps the most
-NOT_SETTINGS = frozenset({"handler", "command", "json", "save", "label", "db", "results_command"})
 
 
 def _add_store_option(parser: argparse.ArgumentParser) -> None:
@@ -204,12 +202,7 @@ def check_save_options(args: argparse.Namespace) -> None:
     check_label(getattr(args, "label", "") or "", "--label")  # before the run: a bad label would lose it at the end
 
 
-def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The run's options as the command parsed them (paths and other objects become strings)."""
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in NOT_SETTINGS}
-
-
-def save_if_requested(args: argparse.Namespace, kind: str, payload: dict[str, Any]) -> int | None:
+def save_if_requested(args: argparse.Namespace, result: Result) -> int | None:
     """With --save, store the finished run and say where on stderr (stdout stays one JSON object).
 
     Call it after printing the run's output, so a store that cannot be reached loses nothing.
@@ -217,6 +210,6 @@ def save_if_requested(args: argparse.Namespace, kind: str, payload: dict[str, An
     if not getattr(args, "save", False):
         return None
     store = open_store()
-    run_id = store.save(kind, payload, settings_from_args(args), label=getattr(args, "label", "") or "")
+    run_id = store.save(result, label=getattr(args, "label", "") or "")
     print(f"saved as run #{run_id} in the {store.describe()}", file=sys.stderr)
     return run_id

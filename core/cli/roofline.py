@@ -18,8 +18,10 @@ from core.roofline.run import RooflineConfig, run_roofline
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("roofline", help="measure each device's roofs, place every matmul on them, predict the crossover")
-    p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps (default: cpu and the first GPU, if any); "
+    p = sub.add_parser("roofline",
+                       help="measure each device's roofs, place every matmul on them, predict the crossover")
+    p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps "
+                                     "(default: cpu and the first GPU, if any); "
                                      "cpu alone compares all threads against one")
     p.add_argument("--dtype", default="float32", help=f"one of {', '.join(DTYPES)} (default: float32)")
     p.add_argument("--budget", default="0.2", help="seconds per measurement: each roof and each size (default: 0.2)")
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     payload = result.to_json()
     print_json(payload) if args.json else print(render(result))
     if result.points:
-        save_if_requested(args, "roofline", payload)
+        save_if_requested(args, result)
     elif args.save:
         print("nothing was measured, so nothing was saved", file=sys.stderr)
     return 0
@@ -76,7 +78,8 @@ def render(result: RooflineRun) -> str:
     lines += [f"{d.series}: {note}" for d in result.devices_roofs for note in d.notes or ()]
     errors = model_errors(result)
     if errors.median_abs is not None:
-        lines.append(f"model error for n >= {errors.min_n}: median |error| {errors.median_abs:.0%} over {errors.count} points")
+        lines.append(f"model error for n >= {errors.min_n}: "
+                     f"median |error| {errors.median_abs:.0%} over {errors.count} points")
     if skipped := left_out_text(result, errors):
         lines.append(skipped)
     lines.append(crossover_sentence(result))

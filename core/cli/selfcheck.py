@@ -18,7 +18,8 @@ from core.selfcheck import Outcome, Report, run_checks, select
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("selfcheck", help="check that timings here are right: CPU parts, and the GPU ones with CUDA")
-    p.add_argument("--only", help=f"comma-separated checks to run (default: all): {', '.join(c.name for c in selfcheck.CHECKS)}")
+    names = ", ".join(c.name for c in selfcheck.CHECKS)
+    p.add_argument("--only", help=f"comma-separated checks to run (default: all): {names}")
     p.add_argument("--out", help="where to write the JSON report (default: selfcheck/ in the data folder)")
     p.add_argument("--json", action="store_true", help="print the JSON report instead of a table")
     p.set_defaults(handler=run)

@@ -52,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-features", type=int, help="vocabulary cap (default: none; 10,000 for the lecture preset)")
     p.add_argument("--tfidf", action="store_true",
                    help=f"TF-IDF weighting instead of the default ({DEFAULTS.weighting}: see README)")
-    p.add_argument("--ngrams", type=int, choices=(1, 2), help=f"1: words, 2: words and word pairs (default {DEFAULTS.ngrams})")
+    p.add_argument("--ngrams", type=int, choices=(1, 2),
+                   help=f"1: words, 2: words and word pairs (default {DEFAULTS.ngrams})")
     p.add_argument("--seed", type=int, help=f"default {DEFAULTS.seed}")
     p.add_argument("--threads", type=int, default=DEFAULTS.threads,
                    help="CPU threads (default: the cores other programs leave free when the run starts)")
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if (sentence := compare_guess([run])) is not None:
         print(sentence, file=out)
     if result.epochs:
-        save_if_requested(args, "train", summary)
+        save_if_requested(args, run)
     return 0
 
 
@@ -177,7 +178,7 @@ def run_workers(args: argparse.Namespace, config: ClassifierConfig, source: str,
     if (sentence := compare_guess([run])) is not None:
         print(sentence, file=out)
     if run.epochs:
-        save_if_requested(args, "train", summary)
+        save_if_requested(args, run)
     return 0
 
 
@@ -201,7 +202,8 @@ def render(result: TrainResult, baseline_accuracy: float, predictions: list[dict
     lines = ["", f"device {result.device} ({result.config.preset} preset, {result.input_mode} input), "
                  f"{result.vocab_size} terms{dense}"]
     if not result.epochs:  # stopped (by the user or the per-job time limit) before the first epoch ended
-        lines.append(f"stopped before the first epoch ended; LogisticRegression on the same split {baseline_accuracy:.4f}")
+        lines.append("stopped before the first epoch ended; "
+                     f"LogisticRegression on the same split {baseline_accuracy:.4f}")
     else:
         kept = f"epoch {result.best_epoch} (lowest validation loss)" if result.n_val else f"epoch {result.best_epoch}"
         per = "update" if result.config.preset == "lecture" else "epoch"

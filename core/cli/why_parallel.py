@@ -34,7 +34,8 @@ def _budget(value: str) -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("why-parallel", help="marbles (threads, then processes), a chain of tiny steps, the timing bug, the first call, location")
+    p = sub.add_parser("why-parallel", help="marbles (threads, then processes), a chain of tiny steps, "
+                                            "the timing bug, the first call, location")
     p.add_argument("--section", choices=["all", *(s.name for s in registry.SECTIONS)], default="all",
                    help="one section, or all in page order")
     p.add_argument("--budget", type=_budget, default=SECTION_BUDGET_S, metavar="S",

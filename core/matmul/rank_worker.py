@@ -226,7 +226,7 @@ def build_run(records: list[RankRecord], config: RanksConfig, *, mode: str, wall
                       contention=contention(ranks), stragglers=stragglers, straggler_call=call,
                       straggler_note=note[:2000], dtype=config.dtype, hosts=len({r.hostname for r in ranks}),
                       mode=mode, wall_s=wall_s, finished_at=utc_now(), settings=to_jsonable(config.settings),
-                      machine=inspect_machine().to_dict(), load=None if job is None else job.load)
+                      machine=inspect_machine().record(), load=None if job is None else job.load)
 
 
 def _local_devices(device: torch.device, local_ranks: int) -> list[str]:

@@ -112,8 +112,8 @@ def run_chain(
             x = make((config.rows, config.width), device)
             wide = make((config.steps * config.rows, config.width), device)
             jobs: list[tuple[Shape, Callable[[], object]]] = [
-                ("one op", lambda: torch.tanh(wide @ w)),
-                ("chain", lambda: chain_of_steps(x, w, config.steps)),
+                ("one op", lambda: torch.tanh(wide @ w)),  # noqa: F821 - runs before the `del` below
+                ("chain", lambda: chain_of_steps(x, w, config.steps)),  # noqa: F821 - runs before the `del` below
             ]
             for shape, fn in jobs:
                 job.check()

@@ -3,9 +3,17 @@
 Each section draws its own figure beside its measurement (`marbles.marbles_figure`, ...), so the
 section record names a builder in its own module and no chart module has to import the sections
 back for their result types. Builders are pure functions of a result and never import streamlit.
+
+`split_work_chart` is the one picture of work split among K workers: the marbles across processes
+(all_gather) and the classifier's scaling (gradient all-reduce) both draw it, so students read the
+same chart twice: what more workers divide (compute) and what they do not (talking to each other,
+Amdahl's law). It lives here, not in core/charts, because a section may not import a page's chart
+module (tests/test_layers.py); the classifier's chart module imports it from here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
@@ -17,6 +25,9 @@ WRONG_COLOR = "#d62728"
 RIGHT_COLOR = "#2ca02c"
 HEIGHT_PX = 380
 LOG_SPAN = 30.0  # largest / smallest value above which the y axis turns logarithmic
+COMPUTE_COLOR = "#1f77b4"
+COMMUNICATION_COLOR = "#ff7f0e"
+IDEAL_COLOR = "#7f7f7f"
 
 
 def threads_label(n: int) -> str:
@@ -51,3 +62,21 @@ def bar_seconds(fig: go.Figure, name: str, color: str, labels: list[str], second
     """One series of bars in the chart's time unit, each labelled with its own reading."""
     fig.add_bar(x=labels, y=unit.scale(seconds), name=name, marker_color=color,
                 text=[None if s is None else format_duration(s) for s in seconds], textposition="outside")
+
+
+def split_work_chart(workers: Sequence[int], compute: Sequence[float], communication: Sequence[float],
+                     ideal: Sequence[float | None], *, communication_name: str, y_title: str,
+                     x_title: str = "workers (processes)") -> go.Figure:
+    """Stacked bars per worker count (compute, then communication labelled with its share), the ideal as a line."""
+    labels = [str(k) for k in workers]
+    shares = [talk / (work + talk) if work + talk > 0 else 0.0 for work, talk in zip(compute, communication)]
+    fig = go.Figure()
+    fig.add_bar(x=labels, y=list(compute), name="compute", marker_color=COMPUTE_COLOR)
+    fig.add_bar(x=labels, y=list(communication), name=communication_name, marker_color=COMMUNICATION_COLOR,
+                text=[f"{s:.0%}" for s in shares], textposition="inside")
+    fig.add_scatter(x=labels, y=list(ideal), name="ideal (1 worker / K)", mode="lines+markers",
+                    line=dict(color=IDEAL_COLOR, dash="dash"))
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), barmode="stack",
+                      xaxis=dict(title=x_title, type="category"), yaxis_title=y_title,
+                      legend=dict(orientation="h", y=1.12))
+    return fig

@@ -101,7 +101,7 @@ def run_first_call(
             device = torch.device(name)
             a = make((size, size), device)
             with torch_threads(config.cpu_threads if name == CPU else None):
-                here = measure(lambda: a @ a, device, budget_s=per_point_s)
+                here = measure(lambda: a @ a, device, budget_s=per_point_s)  # noqa: F821 - runs before the `del` below
             del a
             points.append(FirstCallPoint(name, size, cold[(name, size)], here))
             job.report(Progress(1 + len(points), total, f"n = {size} on {name}", FirstCallResult(tuple(points), gpu)))
@@ -114,7 +114,8 @@ def explain_first_call(gpu: str | None, config: FirstCallConfig = FirstCallConfi
         "and picks a method for that size, which later calls skip, so a fair benchmark runs the operation "
         "once before timing (a warm-up) and never counts it. We time the first call in a brand-new Python "
         "process, because a program that has already multiplied matrices (this dashboard, or a command that ran "
-        "other sections first) often finds its own first call (the middle bar) no slower than the rest. For a large matrix the set-up is lost in the work. "
+        "other sections first) often finds its own first call (the middle bar) no slower than the rest. "
+        "For a large matrix the set-up is lost in the work. "
     )
     if gpu:
         return text + (f"On the GPU ({gpu}) the first product also loads the GPU's matrix library, which can take "
@@ -127,7 +128,8 @@ def summarize_first_call(result: FirstCallResult) -> str:
     lines = []
     for p in result.points:
         lines.append(
-            f"n = {p.size} on {p.device}: the first call in a fresh process took {format_duration(p.fresh.first_call_s)}, "
+            f"n = {p.size} on {p.device}: the first call in a fresh process took "
+            f"{format_duration(p.fresh.first_call_s)}, "
             f"{times(p.cold_ratio)} the warmed median of {format_duration(p.fresh.median_s)}; in {RUNNING_PROCESS}, "
             f"which had run other work first, the first call took {times(p.here_ratio)} its median."
         )

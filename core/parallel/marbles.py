@@ -117,7 +117,7 @@ def run_marbles(
             require_memory(LIVE_COPIES * size * size, device, f"n = {size}")
             a = make((size, size), device)
             with torch_threads(n_threads):
-                m = measure(lambda: a @ a, device, budget_s=per_point_s)
+                m = measure(lambda: a @ a, device, budget_s=per_point_s)  # noqa: F821 - runs before the `del` below
             del a
             points.append(MarblesPoint(size, name, n_threads, m))
             partial = MarblesResult(tuple(points), threads, gpu, load)

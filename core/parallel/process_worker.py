@@ -85,7 +85,8 @@ class Step:
         return float(t[0]), float(t[1])
 
     def rounds(self, budget_s: float) -> tuple[int, float]:
-        """(timed rounds, the warm-up round's seconds): rank 0 chooses from the warm-up, every worker repeats as often."""
+        """(timed rounds, the warm-up round's seconds): rank 0 chooses from the warm-up, every worker
+        repeats as often."""
         warm = self.slowest(self.round())[1]
         count = torch.tensor([rounds_for(budget_s, warm)])
         if self.group is not None:

@@ -18,8 +18,8 @@ from typing import Any
 import plotly.graph_objects as go
 import torch
 
-from core.charts.split_work import split_work_chart
 from core.errors import DashboardError
+from core.parallel.figures import split_work_chart
 from core.parallel.machine import CPU, require_memory, thread_ladder, usable_cores
 from core.parallel.section import (
     BUDGET,
@@ -237,7 +237,8 @@ def _configure(v: Values) -> ProcessesConfig:
 
 
 def processes_figure(result: ProcessesResult) -> go.Figure:
-    """Milliseconds per product against worker processes: the slowest product and the gather stacked, the ideal dashed."""
+    """Milliseconds per product against worker processes: the slowest product and the gather stacked,
+    the ideal dashed."""
     steps = result.steps
     ideal = [result.ideal(s.workers) for s in steps]
     return split_work_chart([s.workers for s in steps], [s.compute.median_s * 1e3 for s in steps],
@@ -247,5 +248,6 @@ def processes_figure(result: ProcessesResult) -> go.Figure:
 
 SECTION: Section[ProcessesConfig, ProcessesResult] = Section(
     key="processes", title=TITLE, run=run_processes, configure=_configure, knobs=(LARGE_N, PROCESSES, BUDGET),
-    explain=explain_processes, summarize=summarize_processes, figure=processes_figure, snippets=_snippets, uses_gpu=False,
+    explain=explain_processes, summarize=summarize_processes, figure=processes_figure, snippets=_snippets,
+    uses_gpu=False,
 )

@@ -107,7 +107,7 @@ def run_timing_bug(
             device = torch.device(name)
             require_memory(LIVE_COPIES * size * size, device, f"n = {size}")
             a = make((size, size), device)
-            fn = lambda: a @ a  # noqa: E731
+            fn = lambda: a @ a  # noqa: E731, F821 - runs before the `del` below
             with torch_threads(config.cpu_threads if name == CPU else None):
                 first = time_block(fn, 1, device)
                 unsynced, synced = _paired_calls(fn, device, repeats=config.repeats, budget_s=per_device_s,

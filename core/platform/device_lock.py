@@ -221,14 +221,15 @@ def max_job_s_from_env() -> float:
     except ValueError:
         value = float("nan")
     if not 0 < value <= LONGEST_JOB_S:
-        raise DashboardError(f"{MAX_JOB_ENV}={raw[:40]!r} is not a number of seconds above 0 and at most {LONGEST_JOB_S:.0f} "
-                             f"(24 h); unset it or use e.g. 600")
+        raise DashboardError(f"{MAX_JOB_ENV}={raw[:40]!r} is not a number of seconds above 0 and at most "
+                             f"{LONGEST_JOB_S:.0f} (24 h); unset it or use e.g. 600")
     return value
 
 
 def check_cap(max_job_s: object) -> float:
     """A cap given in code, bounded like the environment's: positive and at most a day."""
-    value = float(max_job_s) if isinstance(max_job_s, (int, float)) and not isinstance(max_job_s, bool) else float("nan")
+    value = (float(max_job_s) if isinstance(max_job_s, (int, float)) and not isinstance(max_job_s, bool)
+             else float("nan"))
     if not 0 < value <= LONGEST_JOB_S:
         raise DashboardError(f"max_job_s must be a number of seconds above 0 and at most {LONGEST_JOB_S:.0f} (24 h), "
                              f"not {str(max_job_s)[:40]}")

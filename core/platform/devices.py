@@ -24,14 +24,14 @@ def cuda_count() -> int:
     """Number of visible CUDA devices; 0 when CUDA is absent or broken, never an exception."""
     try:
         return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # a broken driver raises from device_count; treat as no GPU
+    except Exception:  # noqa: BLE001 - a broken driver raises from device_count; treat as no GPU
         return 0
 
 
 def mps_available() -> bool:
     try:
         return bool(torch.backends.mps.is_available())
-    except Exception:
+    except Exception:  # noqa: BLE001 - as for CUDA: a broken backend means no MPS device, never a crash
         return False
 
 

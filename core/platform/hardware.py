@@ -18,6 +18,7 @@ import torch
 
 from core.platform import devices, precision
 from core.platform.memory import ram_info
+from core.results.machine import Machine, read_machine
 
 T = TypeVar("T")
 
@@ -66,6 +67,10 @@ class MachineInfo:
     def to_dict(self) -> dict[str, Any]:
         """The `python -m core devices --json` object."""
         return asdict(self)
+
+    def record(self) -> Machine:
+        """The machine as a run saves it (core.results.machine): every key of `to_dict`, typed."""
+        return read_machine(self.to_dict(), "machine")
 
 
 def _try(notes: list[str], what: str, query: Callable[[], T]) -> T | None:
@@ -144,7 +149,8 @@ def inspect_machine(free_memory: bool = False) -> MachineInfo:
     cpu = inspect_cpu(notes)
     count = devices.cuda_count()
     if count == 0 and torch.version.cuda is not None:
-        notes.append("torch was built with CUDA, but no CUDA device is visible (no driver, or CUDA_VISIBLE_DEVICES hides it)")
+        notes.append("torch was built with CUDA, but no CUDA device is visible "
+                     "(no driver, or CUDA_VISIBLE_DEVICES hides it)")
     gpus = [inspect_gpu(i, notes, free_memory) for i in range(count)]
     tf32 = bool(_try(notes, "TF32 setting", precision.tf32_enabled))
     return MachineInfo(

@@ -85,7 +85,8 @@ def output_file(given: str | Path, option: str) -> Path:
         raise DashboardError(f"{option} {given} is a folder; give {option} a file name")
     for above in path.parents:
         if above.exists() and not above.is_dir():
-            raise DashboardError(f"{option} {given} is under {above}, which is a file; give {option} a file in a folder")
+            raise DashboardError(f"{option} {given} is under {above}, which is a file; "
+                                 f"give {option} a file in a folder")
     try:
         if not path.parent.is_dir():
             raise FileNotFoundError(2, f"the folder {path.parent} does not exist")

@@ -24,9 +24,12 @@ from typing import Any
 import psutil
 import torch
 
+from core.results.matmul import PointClock
+
 NVML_CLOCK_SM = 1  # nvmlClockType_t
 NVML_TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
-THROTTLE_REASONS = {  # nvmlClocksEventReasons bits (nvml.h); idle, application clocks, sync boost and display are not throttling
+# nvmlClocksEventReasons bits (nvml.h); idle, application clocks, sync boost and display are not throttling
+THROTTLE_REASONS = {
     0x4: "sw_power_cap",
     0x8: "hw_slowdown",
     0x20: "sw_thermal",
@@ -50,11 +53,11 @@ class ClockReading:
     reasons: tuple[str, ...] = ()  # the active throttle reasons (GPU)
     throttled: bool | None = None  # None: the GPU's reasons were not read (no GPU, no NVML)
 
-    def point_fields(self) -> dict[str, Any]:
-        """The MatmulPoint fields this reading fills."""
-        return {"cpu_mhz": self.cpu_mhz, "gpu_sm_mhz": self.gpu_sm_mhz, "gpu_temperature_c": self.gpu_temperature_c,
-                "gpu_power_w": self.gpu_power_w, "throttle": ", ".join(self.reasons) or None,
-                "throttled": self.throttled}
+    def record(self) -> PointClock:
+        """The reading as a saved point keeps it (the reasons joined: "sw_power_cap, hw_thermal")."""
+        return PointClock(cpu_mhz=self.cpu_mhz, gpu_sm_mhz=self.gpu_sm_mhz, gpu_temperature_c=self.gpu_temperature_c,
+                          gpu_power_w=self.gpu_power_w, throttle=", ".join(self.reasons) or None,
+                          throttled=self.throttled)
 
 
 def cpu_mhz() -> float | None:

@@ -58,10 +58,12 @@ def worker_env(environ: dict[str, str] | None = None) -> WorkerEnv:
     (RANK set without WORLD_SIZE was "RANK and WORLD_SIZE are not set"; RANK >= WORLD_SIZE waited out the
     rendezvous timeout)."""
     env = os.environ if environ is None else environ
-    how = "start this module with torchrun (python -m torch.distributed.run), or through the dashboard or python -m core"
+    how = ("start this module with torchrun (python -m torch.distributed.run), or through the dashboard "
+           "or python -m core")
     if missing := [name for name in ("RANK", "WORLD_SIZE") if name not in env]:
         raise DashboardError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: {how}")
-    values = {name: env.get(name, env["RANK"] if name == "LOCAL_RANK" else "") for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    values = {name: env.get(name, env["RANK"] if name == "LOCAL_RANK" else "")
+              for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
     for name, text in values.items():
         if not text.strip().isdecimal() or not text.strip().isascii():
             raise DashboardError(f"{name}={text[:20]!r} is not a whole number >= 0: {how}")

@@ -1,7 +1,7 @@
 """The result schema: each kind of result as a typed dataclass that owns its JSON form.
 
     read_result("matmul", obj)       # MatmulSweep (any version this dashboard reads), or DashboardError
-    sweep.to_json()                  # {"kind": "matmul", "schema_version": 2, "results": [...], ...}
+    sweep.to_json()                  # {"kind": "matmul", "schema_version": 3, "results": [...], ...}
     jsonio.dumps(anything)           # the one JSON writer: NaN -> null, numpy -> numbers, dataclasses -> objects
     files.read_import(data)          # RunRecords from an uploaded file, checked field by field
 
@@ -13,11 +13,12 @@ the CLI and the pages); `kinds` lists them, says how to add one and how old file
 
 from core.results.jsonio import dumps, to_jsonable
 from core.results.kinds import KIND_TITLES, KINDS, Result, detect_kind, read_result
-from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover
+from core.results.crossover import Crossover
+from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize
 from core.results.runs import RunRecord
 from core.results.train import Prediction, TrainEpoch, TrainRun
 
 __all__ = [
-    "KINDS", "KIND_TITLES", "MatmulPoint", "MatmulSweep", "Prediction", "Result", "RunRecord", "SkippedSize",
-    "SweepCrossover", "TrainEpoch", "TrainRun", "detect_kind", "dumps", "read_result", "to_jsonable",
+    "KINDS", "KIND_TITLES", "Crossover", "MatmulPoint", "MatmulSweep", "Prediction", "Result", "RunRecord", "SkippedSize",
+    "TrainEpoch", "TrainRun", "detect_kind", "dumps", "read_result", "to_jsonable",
 ]

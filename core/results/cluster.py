@@ -18,7 +18,7 @@ from pydantic.dataclasses import dataclass
 
 from core.results import fields as f
 from core.results.load import MachineLoad
-from core.results.machine import MachineInfo
+from core.results.machine import Machine, unknown_machine
 from core.results.schema import Declared, Kind
 
 KIND = "cluster"
@@ -106,7 +106,7 @@ class ClusterRun(Kind):
     wall_s: f.Number = None
     finished_at: f.OptionalTimestamp = None
     settings: f.Settings = Field(default_factory=dict)
-    machine: MachineInfo = Field(default_factory=dict)  # rank 0's machine
+    machine: Machine = Field(default_factory=unknown_machine)  # rank 0's machine
     load: MachineLoad | None = None  # how busy rank 0's machine was as the run started
 
     @property

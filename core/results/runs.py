@@ -19,7 +19,7 @@ from pydantic.dataclasses import dataclass
 from core.errors import DashboardError
 from core.results import fields as f
 from core.results.kinds import KINDS, SCHEMAS, Result, kind_name, read_result
-from core.results.machine import MachineInfo
+from core.results.machine import Machine
 from core.results.schema import Declared
 
 MAX_LABEL_CHARS = 200
@@ -87,7 +87,7 @@ class RunRecord(Declared):
     kind: Annotated[str, PlainValidator(_kind)]  # the result's kind ("matmul_race" files read as "matmul")
     created_at: f.Timestamp  # ISO 8601, UTC, "2025-01-31T14:05:00Z"
     label: f.AnyText  # optional name given by the user, e.g. "Ana's laptop"
-    machine: MachineInfo  # inspect_machine().to_dict(); {} when unknown
+    machine: Machine  # inspect_machine().record(); {} when unknown
     settings: Annotated[dict[str, Any], PlainValidator(_object)]  # the options the run was started with
     versions: dict[str, f.OptionalText]  # python, torch, ... at the time of the run
     result: Annotated[Result, PlainValidator(_result), PlainSerializer(lambda r: r.to_json())]  # "payload" in JSON

@@ -8,14 +8,20 @@ intensity is 2n / (3s) operations per byte: it grows with n, which is why small 
 under the bandwidth roof (and under the fixed cost of starting one operation) and big ones reach
 the compute roof. Two series with different constants cross where their t(n) are equal; that
 size follows from the constants alone, so it can be checked against the measured crossover.
+
+`model_of` reads a series' model from its measured roofs (`DeviceRoofs`). It lives here, beside the
+model and without torch, because the roofline figures draw it too (core/charts/roofline.py may not
+import the run; tests/test_layers.py).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 from core.errors import DashboardError
+from core.results.roofline import DeviceRoofs
 
 ELEMENT_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 SEARCH_MAX_N = 1 << 17  # beyond this no product fits in any device's memory today
@@ -77,6 +83,34 @@ class RooflineModel:
     def roof_gflops(self, ops_per_byte: float) -> float:
         """The attainable rate at an intensity: min(peak, bandwidth x intensity)."""
         return min(self.peak_gflops, self.bandwidth_gbs * ops_per_byte)
+
+
+Bound = Literal["value", "fast", "slow"]
+
+
+def _bound(roofs: DeviceRoofs, name: str, bound: Bound, *, roof: bool) -> float | None:
+    """A constant, or the end of its spread that makes the series fast (high roof, low cost) or slow."""
+    value: float | None = getattr(roofs, name)
+    limits = roofs.spread(name)
+    if bound == "value" or value is None or limits is None:
+        return value
+    return limits[1 if (bound == "fast") == roof else 0]
+
+
+def model_of(roofs: DeviceRoofs, bound: Bound = "value") -> RooflineModel | None:
+    """The model a series' roofs define; None while a roof is missing (nothing timed yet).
+
+    bound "fast" or "slow" takes every constant at the end of its spread that makes the series
+    fastest or slowest: the predicted crossover's interval comes from these.
+    """
+    peak = _bound(roofs, "peak_gflops", bound, roof=True)
+    bandwidth = _bound(roofs, "bandwidth_gbs", bound, roof=True)
+    launch = _bound(roofs, "launch_s", bound, roof=False)
+    if not peak or not bandwidth or launch is None:
+        return None
+    overhead = launch + (_bound(roofs, "wake_s", bound, roof=False) or 0.0)
+    return RooflineModel(overhead, peak, bandwidth, roofs.dtype, _bound(roofs, "h2d_gbs", bound, roof=True),
+                         _bound(roofs, "d2h_gbs", bound, roof=True))
 
 
 def predict_crossover(challenger: RooflineModel, baseline: RooflineModel, *, end_to_end: bool = False,

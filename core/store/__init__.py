@@ -1,7 +1,7 @@
 """Saved results: every finished sweep and training run, with the machine it ran on.
 
     store = open_store()            # DATABASE_URL, else SQLite in core.platform.paths.data_dir()
-    run_id = store.save("matmul", payload, settings)   # payload = the CLI JSON object
+    run_id = store.save(sweep, label="lab GPU")       # a typed result (a MatmulSweep, a TrainRun, ...)
     store.list_runs(kind="train", device="cuda:0")     # store.read_runs() also names unreadable rows
     matmul_frame(store.list_runs(kind="matmul"))       # tidy table for overlays
 

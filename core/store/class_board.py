@@ -228,10 +228,9 @@ def room_hardware(board: ClassBoard) -> list[Hardware]:
     machines = {run.machine_label: run.machine for run in board.full}
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for machine in machines.values():
-        cpu = machine.get("cpu")
-        counts[("CPU", str(cpu.get("name") or "unknown CPU") if isinstance(cpu, dict) else "unknown CPU")] += 1
-        gpus = {str(g.get("name") or "GPU") for g in machine.get("gpus") or [] if isinstance(g, dict)}
-        if machine.get("mps_available"):
+        counts[("CPU", (machine.cpu.name if machine.cpu is not None else None) or "unknown CPU")] += 1
+        gpus = {g.name or "GPU" for g in machine.gpus}
+        if machine.mps_available:
             gpus.add("Apple GPU (MPS)")
         for name in gpus or {"no GPU"}:
             counts[("GPU", name)] += 1

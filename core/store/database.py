@@ -22,13 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DashboardError
+from core.matmul.crossover import rederive_imported
 from core.platform.paths import data_dir
 from core.results import RunRecord, files, jsonio, read_result
 from core.results.runs import MEASURED, Provenance
 from core.store import url_redaction
-from core.store.access import INSTRUCTOR, Access, owner_hash
+from core.store.access import COMMAND_LINE, INSTRUCTOR, Access, Owner, owner_hash
 from core.results.csvio import csv_text
-from core.results.machine import read_machine
+from core.results.kinds import Result
+from core.results.machine import Machine, read_machine
 from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun, machine_label,
                                 SUMMARY_VERSION, software_versions, summary_facts)
 
@@ -393,35 +395,36 @@ class Store:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def save(self, kind: str, payload: dict[str, Any], settings: dict[str, Any] | None = None,
-             machine: dict[str, Any] | None = None, *, label: str = "", owner_token: str | None = None,
-             source: str = MEASURED) -> int:
-        """Save one finished run; returns its id. `machine` defaults to the payload's own (matmul
-        JSON carries one), else this machine's description. The payload goes through the same
-        schema as an import, written by the one JSON writer (NaN becomes null). `owner_token`: the
-        browser session that may delete it later (None: the command line; only the instructor
-        deletes it); `source`: measured here, or by the notebook."""
+    def save(self, result: Result, *, label: str = "", owner: Owner = COMMAND_LINE,
+             machine: Machine | None = None) -> int:
+        """Save one finished run, as every page, the CLI and the notebook do; returns its id.
+
+        The run's settings are its own (`result.settings`); its machine is `machine` when given (an import
+        that knows better), else its own where the kind carries one (a sweep, a roofline), else this machine's. The result goes through the same schema
+        as an import, written by the one JSON writer (NaN becomes null), so what is saved reads back the
+        same. `owner`: the browser session that may delete it later (the command line: only the instructor
+        deletes it) and where it was measured (here, or by the notebook)."""
+        payload = result.to_json()
         jsonio.check_tree(payload, "payload")  # before anything that recurses over it
         plain = jsonio.loads(jsonio.dumps(payload), what="the run")
         jsonio.check_size(plain, "payload", files.MAX_RUN_CHARS)
-        result = read_result(kind, plain)
-        if machine is None:
-            machine = plain.get("machine") if isinstance(plain.get("machine"), dict) else None
-        if machine is None:
+        result = read_result(result.kind, plain)
+        own = machine if machine is not None else getattr(result, "machine", None)
+        if own is None:
             from core.platform.hardware import inspect_machine
 
-            machine = inspect_machine().to_dict()
-        extras: dict[str, Any] = {"machine": machine, "settings": settings or {}}
+            own = inspect_machine().record()
+        extras: dict[str, Any] = {"machine": own, "settings": result.settings}
         jsonio.check_tree(extras, "run")
         extras = jsonio.loads(jsonio.dumps(extras), what="the run")
         record = RunRecord(uid=uuid.uuid4().hex, kind=result.kind, created_at=files.utc_now(), label=files.check_label(label),
                            machine=read_machine(extras["machine"], "machine"), settings=extras["settings"],
-                           versions=software_versions(), result=result, provenance=Provenance(source=source))
+                           versions=software_versions(), result=result, provenance=Provenance(source=owner.source))
         with self._transaction() as tx:
             _one_adder_at_a_time(tx)
             _check_room(tx, 1)
-            _check_quota(tx, owner_hash(owner_token) if owner_token else None, 1)
-            run_id = _insert(tx, record, owner_token)
+            _check_quota(tx, owner_hash(owner.token) if owner.token else None, 1)
+            run_id = _insert(tx, record, owner.token)
         assert run_id is not None, "a fresh uuid cannot collide"
         return run_id
 
@@ -443,7 +446,7 @@ class Store:
         """Import a CLI JSON file or an export, all or nothing (see core.results.files); runs
         already here are skipped before inserting, so they use up no run number. Every run is
         stored as imported from `file` by `session`; `owner_token`'s session may delete them."""
-        records = files.read_import(data, label=label, file=file, session=session)
+        records = rederive_imported(files.read_import(data, label=label, file=file, session=session))
         new: list[int] = []
         with self._transaction() as tx:
             _one_adder_at_a_time(tx)

@@ -14,7 +14,7 @@ import pandas as pd
 
 from core.results import MatmulPoint, MatmulSweep, TrainEpoch, TrainRun
 from core.results.cluster import ClusterRun
-from core.results.matmul import POINT_COLUMNS
+from core.results import table
 from core.results.train import preset_title
 from core.results.schema import field_names
 from core.store.records import BUSY_MARK, QUIET_MARK, UNKNOWN_MARK, RunSummary, StoredRun, device_title
@@ -24,9 +24,10 @@ __all__ = ["BUSY_MARK", "QUIET_MARK", "UNKNOWN_MARK", "listing_frame", "load_mar
            "tidy_frame", "train_frame"]
 
 RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine", "source"]
-# Every column of the saved row except its raw samples (a list) and its own series name (the frame's
-# `series` names the run too); a field added to MatmulPoint appears here by itself.
-MATMUL_FIELDS = [c for c in POINT_COLUMNS if c not in ("series", "times_s")]
+# Every scalar column of the saved row (core.results.table: not its raw samples, its clock's fields in its
+# place) but its own series name (the frame's `series` names the run too); a field added to MatmulPoint
+# appears here by itself. The race page's CSV and the Results export are both this table.
+MATMUL_FIELDS = [c.key for c in table.columns(MatmulPoint) if c.key != "series"]
 # Every column of a saved epoch but a partial report's batch counts; `elapsed_s` is the frame's own
 # (training seconds summed, for a race by wall time), not the report's (evaluation included).
 EPOCH_FIELDS = [c for c in field_names(TrainEpoch) if c not in ("batches_done", "n_batches", "elapsed_s")]
@@ -71,7 +72,7 @@ def matmul_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
         for point in run.result.results:
             title = device_title(run.machine, point.device)
             row = {**_run_columns(run), "series": _series(run, title, _variant(point)), "device_title": title}
-            row.update({name: getattr(point, name) for name in MATMUL_FIELDS})
+            row.update({name: value for name, value in table.flat_row(point).items() if name != "series"})
             rows.append(row)
     frame = pd.DataFrame(rows, columns=MATMUL_COLUMNS)
     return frame.sort_values(["run_id", "series", "n"], kind="stable").reset_index(drop=True)
@@ -114,11 +115,12 @@ def rank_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
 
 
 def tidy_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """Every kind in one table (the CSV export): the columns of each, empty where they do not apply."""
+    """Every kind in one table (the CSV export): the columns of the kinds present, empty where they do not
+    apply; runs of one kind give that kind's table alone (one sweep's is the race page's CSV, byte for byte)."""
     parts = [f for f in (matmul_frame(runs), train_frame(runs), rank_frame(runs)) if not f.empty]
-    columns = list(dict.fromkeys([*MATMUL_COLUMNS, *TRAIN_COLUMNS, *RANK_COLUMNS]))
     if not parts:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=list(dict.fromkeys([*MATMUL_COLUMNS, *TRAIN_COLUMNS, *RANK_COLUMNS])))
+    columns = list(dict.fromkeys(c for part in parts for c in part.columns))
     return pd.concat(parts, ignore_index=True).reindex(columns=columns)
 
 

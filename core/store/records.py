@@ -9,6 +9,7 @@ from importlib import metadata
 from typing import Any
 
 from core.results import Result, RunRecord
+from core.results.machine import Machine
 from core.results.runs import IMPORTED, Provenance, provenance_of
 
 UNKNOWN_MACHINE = "unknown machine"
@@ -54,7 +55,7 @@ class StoredRun:
         return self.record.label
 
     @property
-    def machine(self) -> dict[str, Any]:
+    def machine(self) -> Machine:
         return self.record.machine
 
     @property
@@ -214,27 +215,27 @@ def pick_runs(runs: Sequence[StoredRun], *, machines: Collection[str] = (), devi
             and (not sources or r.provenance.source in sources)]
 
 
-def machine_label(machine: dict[str, Any]) -> str:
+def machine_label(machine: Machine) -> str:
     """CPU name plus GPU names: what a teacher recognises in a filter ('Xeon ... + NVIDIA H200')."""
-    cpu = (machine.get("cpu") or {}).get("name") if isinstance(machine.get("cpu"), dict) else None
-    gpus = [g.get("name") or "GPU" for g in machine.get("gpus") or [] if isinstance(g, dict)]
+    cpu = machine.cpu.name if machine.cpu is not None else None
+    gpus = [g.name or "GPU" for g in machine.gpus]
     parts = [cpu] if cpu else []
     if gpus:
         parts.append(" + ".join(dict.fromkeys(gpus)))
-    elif machine.get("mps_available"):
+    elif machine.mps_available:
         parts.append("Apple GPU (MPS)")
     return " + ".join(parts) if parts else UNKNOWN_MACHINE
 
 
-def device_title(machine: dict[str, Any], device: str) -> str:
+def device_title(machine: Machine, device: str) -> str:
     """'cuda:0 (NVIDIA H200)', 'cpu (AMD EPYC ...)': a device key named by its hardware."""
     name = None
     if device.startswith("cuda"):
         index = int(device.split(":")[1]) if ":" in device and device.split(":")[1].isdecimal() else 0
-        gpus = [g for g in machine.get("gpus") or [] if isinstance(g, dict)]
-        name = next((g.get("name") for g in gpus if g.get("index") == index), None)
-    elif device == "cpu" and isinstance(machine.get("cpu"), dict):
-        name = machine["cpu"].get("name")
+        gpu = machine.gpu(index)
+        name = gpu.name if gpu is not None else None
+    elif device == "cpu" and machine.cpu is not None:
+        name = machine.cpu.name
     elif device == "mps":
         name = "Apple GPU"
     return f"{device} ({name})" if name else device

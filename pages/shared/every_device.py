@@ -42,7 +42,7 @@ def every_device_section() -> None:
                                             settings={"ranks": ranks, "sizes": list(PAGE_SIZES[sizes])}), ranks, turn.hooks)
             state.mm_ranks_run = run
             bar.empty()
-            save_run("cluster", run.to_json(), run.settings, label=str(state.get("mm_label", "")).strip())
+            save_run(run, label=str(state.get("mm_label", "")).strip())
         except DashboardError as exc:
             st.error(str(exc))
     run = state.mm_ranks_run

@@ -9,13 +9,14 @@ once after a run finishes. Who may delete what is core.store.access.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from core.errors import DashboardError
 from core.store import DATABASE_URL_ENV, board, key_guard, open_store
-from core.store.access import INSTRUCTOR_KEY_ENV, Access, configured_key, new_owner_token
+from core.results.kinds import Result
+from core.store.access import INSTRUCTOR_KEY_ENV, Access, Owner, configured_key, new_owner_token
 from core.store.records import RunFilter, RunListing, StoredRun
 
 if TYPE_CHECKING:
@@ -73,14 +74,14 @@ def enter_key(entered: str) -> bool | None:
     return outcome
 
 
-def save_run(kind: str, payload: dict[str, Any], settings: dict[str, Any], *, label: str = "") -> int | None:
+def save_run(result: Result, *, label: str = "") -> int | None:
     """Save a finished run for the Results page; a store that fails is a warning, never a lost run.
 
     Call it after the run's results are already in st.session_state, so nothing depends on it.
     """
     try:
         store = open_store(store_url())
-        run_id = store.save(kind, payload, settings, label=label, owner_token=owner_token())
+        run_id = store.save(result, label=label, owner=Owner(owner_token()))
     except DashboardError as exc:
         st.warning(f"The run was not saved to the Results page: {exc}", icon=":material/save:")
         return None

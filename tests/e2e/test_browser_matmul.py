@@ -40,7 +40,8 @@ def test_a_tiny_sweep_draws_the_race(page, streamlit_url):
     assert_no_exception(page)
     assert page.locator(".js-plotly-plot .scatterlayer .trace").count() >= 1  # lines drawn, not an empty frame
     assert page.get_by_text("Download CSV").count() == 1
-    page.locator("[data-testid=\"stDataFrame\"]:visible").first.wait_for()  # the results table (the verdicts one is in a closed expander)
+    # the results table (the verdicts one is in a closed expander)
+    page.locator("[data-testid=\"stDataFrame\"]:visible").first.wait_for()
     page.locator('[data-testid="stPlotlyChart"]').first.scroll_into_view_if_needed()
     screenshot(page, "matmul_race")
     for tab, name in (("GFLOP/s", "matmul_race_gflops"), ("Speed-up", "matmul_race_speedup")):

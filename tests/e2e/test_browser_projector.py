@@ -55,7 +55,7 @@ def _seen_after_click(page, button, timeout_s: float = 120) -> str:
             try:
                 if element.is_visible() and _in_view(element.bounding_box()):
                     return element.get_attribute("data-testid") or "?"
-            except Exception:  # the element went away between the listing and the look (a finished progress bar)
+            except Exception:  # noqa: BLE001 - the element went away between the listing and the look (a finished bar)
                 continue
         page.wait_for_timeout(100)
     raise AssertionError("no progress or result came into view after the click")
