@@ -9,7 +9,7 @@ from dataclasses import replace
 from core.cli.output import format_table, print_json
 from core.results.table import human_rows
 from core.cli.results import add_save_options, check_save_options, save_if_requested
-from core.cli.waiting import cli_hooks
+from core.cli.waiting import cli_hooks, ctrl_c_stops
 from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     plan = plan_series(config)
     check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
-    result = run_sweep(config, cli_hooks(on_progress=None if args.quiet else _progress))
+    with ctrl_c_stops() as pressed:  # the first Ctrl+C keeps the sizes measured, as the page's Stop does
+        result = run_sweep(config, replace(cli_hooks(on_progress=None if args.quiet else _progress), should_stop=pressed))
     if guess is not None:
         result = replace(result, guess=guess)
     if result.stopped:

@@ -124,6 +124,10 @@ def _print_list_json(store: Store, args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if args.output is not None:  # before reading the board: a folder, /proc, a read-only place is one line
+        from core.platform.paths import output_file
+
+        output_file(args.output, "--output")
     store = open_store(args.db)
     runs = _matching(store, args)
     ids = [r.run_id for r in runs]
