@@ -34,6 +34,7 @@ from core.results.load import MachineLoad
 from core.results.machine import Machine
 from core.results.result_kind import Frame, ResultKind
 from core.results.schema import Declared, Kind, columns
+from core.results.shared_race import SharedRace
 
 KIND = "matmul"
 VERSION = SWEEP_VERSION  # 3
@@ -223,6 +224,7 @@ class MatmulSweep(Kind):
     verdicts: tuple[Verdict, ...] | None = LATE  # per size and comparison: faster, same or unclear (compute time)
     cache: Annotated[str | None, PlainValidator(f.one_of(CACHE_CHOICES))] = LATE  # "warm" or "cold"; None: older, warm
     guess: Guess | None = LATE  # the crossover the student predicted before the run (core.matmul.guess compares)
+    shared: SharedRace | None = LATE  # one race several sessions watched: each copy names it (not new evidence)
 
     @property
     def devices(self) -> list[str]:

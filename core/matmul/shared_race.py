@@ -1,0 +1,48 @@
+"""The Matmul race, joined rather than queued: one run for every session asking for the same race at once.
+
+A classroom's students press Run on the default race within a second of each other. Served one after
+another, the sixtieth would wait sixty races for a sixtieth copy of one measurement; joined, every one
+of them watches the same race live and gets it at the end (issue 31). `join_race` is what the page
+calls instead of `run_sweep`: a race with the same settings and devices already waiting or running in
+this server is joined (core.platform.shared_jobs), else one is started; `own=True` ("Run my own")
+starts one of the caller's own that waits its turn in the device line.
+
+Every caller's result is the same measurement, marked with a `SharedRace` record (core.results.shared_race):
+the race's id, how many sessions got it, and whether this one joined it, so that each copy saved under its
+own name and guess is credited on the board without counting as independent evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from core.matmul.sweep import SweepConfig, run_sweep
+from core.platform.jobs import JobHooks
+from core.platform.shared_jobs import SHARED_JOBS, SharedJobs
+from core.results.matmul import MatmulSweep
+from core.results.shared_race import SharedRace
+
+
+def race_key(settings: Mapping[str, Any]) -> str:
+    """The canonical text of a race's settings (its config's `to_dict()`): equal settings, equal key, whatever
+    order or container (tuple or list) they came in. Devices are among the settings, so a race on another
+    GPU is another race."""
+    return json.dumps(settings, sort_keys=True, separators=(",", ":"), default=list)
+
+
+def join_race(config: SweepConfig, hooks: JobHooks | None = None, *, own: bool = False,
+              registry: SharedJobs = SHARED_JOBS) -> MatmulSweep:
+    """Run the race, joining one with the same settings already waiting or running here (own=False).
+
+    The caller's hooks see the race as its own: the waiting line (with an estimate of the wait), every step
+    (a late joiner gets the steps so far at once), the start; leaving stops only this caller's watching.
+    Returns the race's sweep, marked as shared when more than this caller watched it or it joined one."""
+    watched = registry.run(race_key(config.to_dict()), lambda job_hooks: run_sweep(config, job_hooks), hooks,
+                           join=not own)
+    sweep = watched.result
+    if watched.watchers <= 1 and not watched.joined:
+        return sweep
+    return replace(sweep, shared=SharedRace(race=watched.run_id, watchers=watched.watchers, joined=watched.joined))
