@@ -5,7 +5,8 @@ import streamlit as st
 from core.errors import DashboardError
 from core.matmul.collector import SweepCollector
 from core.matmul.guess import compare_guess
-from core.matmul.sweep import clock_summary, results_frame, run_sweep, sweep_json_text
+from core.matmul.shared_race import join_race
+from core.matmul.sweep import clock_summary, results_frame, sweep_json_text
 from core.platform.devices import has_gpu
 from core.platform.units import readable
 from core.results.guess import parse_matmul_guess
@@ -37,7 +38,9 @@ if not (gpu_here := has_gpu()):
               "size, the *forgot to synchronize* figure and the cost of copies")
 
 form = sweep_form(gpu_here)
-if form.run:
+own = st.button("Run my own", key="mm_run_own", help="Run joins a race with the same settings already running here; "
+                "this one waits its turn for a race of your own")
+if form.run or own:
     try:
         sweep = SweepCollector.start(form.config(), parse_matmul_guess(state.mm_guess))  # refused here, before waiting
         progress = st.empty()
@@ -48,9 +51,10 @@ if form.run:
             progress.progress(step.fraction, text=step.message)
 
         with page_job("mm", on_progress=on_progress) as turn:
-            final = sweep.finish(run_sweep(sweep.config, turn.hooks))
+            final = sweep.finish(join_race(sweep.config, turn.hooks, own=own))
         state.mm_sweep = sweep
-        progress.progress(1.0, text=f"done in {final.wall_s:.1f} s{turn.waited_note}")
+        shared = final.shared.note if final.shared else ""
+        progress.progress(1.0, text=f"done in {final.wall_s:.1f} s{turn.waited_note}{shared}")
         if final.results and not final.stopped:  # a finished sweep goes to the Results page; a stopped one on request
             save(sweep)
     except DashboardError as exc:

@@ -2,6 +2,8 @@
 
 import json
 import os
+import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +13,7 @@ from core.store.database import open_store
 from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/matmul_race.py"
+ROOT_APP = Path(__file__).resolve().parents[1] / "app.py"
 
 
 def _text(at: AppTest) -> str:
@@ -289,3 +292,53 @@ def test_the_cache_switch_times_cold_and_the_charts_say_so(app, no_gpu):
     assert final.cache == "cold" and all(r.calls_per_block == 1 for r in final.results)  # one call per flushed sample
     time_chart = app.get("plotly_chart")[0]
     assert "cold cache: evicted before each call" in time_chart.proto.spec
+
+
+def _tiny_settings(app: AppTest, label: str, guess: str) -> AppTest:
+    app.switch_page(PAGE).run()
+    app.select_slider(key="mm_sizes").set_value((16, 32))
+    app.select_slider(key="mm_budget").set_value(0.25)
+    app.multiselect(key="mm_threads").set_value([1])
+    app.text_input(key="mm_label").input(label)
+    app.text_input(key="mm_guess").input(guess)
+    return app
+
+
+def _two_sessions(button: str) -> tuple[AppTest, AppTest]:
+    """Session A presses Run while the CPU is busy (its race waits in line); session B then presses `button`."""
+    from core.platform.shared_jobs import SHARED_JOBS
+    from tests.lock_helpers import wait_until
+
+    first = _tiny_settings(AppTest.from_file(str(ROOT_APP), default_timeout=120), "Ana", "32")
+    second = _tiny_settings(AppTest.from_file(str(ROOT_APP), default_timeout=120), "Ben", "no crossover")
+    holder = hold_cpu_for(1.5)
+    runner = threading.Thread(target=lambda: first.button(key="mm_run").click().run())
+    runner.start()
+    wait_until(lambda: SHARED_JOBS.active())
+    second.button(key=button).click().run()
+    runner.join(60)
+    holder.join(10)
+    assert not first.exception and not second.exception and not first.error and not second.error
+    return first, second
+
+
+def test_a_second_session_joins_the_race_and_both_save_the_same_measurement(no_gpu):
+    first, second = _two_sessions("mm_run")
+    a, b = first.session_state["mm_sweep"].final, second.session_state["mm_sweep"].final
+    assert [p.times_s for p in a.results] == [p.times_s for p in b.results], "one measurement, not two"
+    assert a.shared.race == b.shared.race and a.shared.watchers == b.shared.watchers == 2
+    assert (a.shared.joined, b.shared.joined) == (False, True)
+    assert "you joined it" in _progress_text(second) and "you started it" in _progress_text(first)
+    runs = {r.label: r for r in open_store().list_runs()}
+    assert set(runs) == {"Ana", "Ben"}, "credited to each session under its own name"
+    assert runs["Ana"].result.guess.value == 32 and runs["Ben"].result.guess.what == "no_crossover"
+    assert runs["Ana"].payload["shared"]["race"] == runs["Ben"].payload["shared"]["race"]
+
+
+def test_run_my_own_waits_its_turn_for_a_race_of_its_own(no_gpu):
+    first, second = _two_sessions("mm_run_own")
+    a, b = first.session_state["mm_sweep"].final, second.session_state["mm_sweep"].final
+    assert a.shared is None and b.shared is None, "two races, each watched alone"
+    assert [p.times_s for p in a.results] != [p.times_s for p in b.results]
+    assert "after waiting" in _progress_text(second)
+    assert len(open_store().list_runs()) == 2

@@ -107,6 +107,21 @@ def test_spreads_put_guesses_beside_what_was_measured():
     assert sorted(epoch_spread(board).measured) == [0.5, 4.0]
 
 
+def test_copies_of_one_shared_race_count_as_one_measurement_and_every_guess():
+    store = open_store()
+    found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
+    for name, guess, joined in (("Ana", "1000", False), ("Ben", "500", True), ("Cy", "800", True)):
+        payload = _matmul(guess={"what": "crossover_n", "value": float(guess), "text": guess}, crossover=found)
+        payload["shared"] = {"race": "r1", "watchers": 3, "joined": joined}
+        save_payload(store, "matmul", payload, label=name)
+    save_payload(store, "matmul", _matmul(crossover=found), label="Dee")  # a race of its own
+    board = refresh(store)
+    spread = crossover_spread(board)
+    assert sorted(spread.guessed) == [500.0, 800.0, 1000.0], "each joiner's guess counts"
+    assert spread.measured == [300.0, 300.0], "the shared race once, the race of its own once"
+    assert {r.who for r in grouped_rows(board)} == {"Ana", "Ben", "Cy", "Dee"}, "each credited under its name"
+
+
 def test_room_hardware_counts_each_machine_once():
     store = open_store()
     for machine in (LAB, LAB, LAPTOP):

@@ -159,8 +159,10 @@ class Spread:
 
 def crossover_spread(board: ClassBoard) -> Spread:
     """Crossover guesses (n) against the crossovers the class's sweeps measured: each sweep's
-    `headline_crossover`, the one the race page shows first and Results lists."""
+    `headline_crossover`, the one the race page shows first and Results lists. A race several sessions
+    joined (`MatmulSweep.shared`) is one measurement: every copy's guess counts, its crossover once."""
     guessed, measured, intervals, none_g, none_m = [], [], [], 0, 0
+    races: set[str] = set()
     for run in board.full:
         sweep = run.result
         if not isinstance(sweep, MatmulSweep):
@@ -169,6 +171,10 @@ def crossover_spread(board: ClassBoard) -> Spread:
         if g is not None and g.what == CROSSOVER_N and g.value:
             guessed.append(g.value)
         none_g += g is not None and g.what == NO_CROSSOVER
+        if sweep.shared is not None:
+            if sweep.shared.race in races:
+                continue  # another copy of a race already counted
+            races.add(sweep.shared.race)
         c = sweep.headline_crossover
         if c is None or c.call == "none":
             none_m += 1
