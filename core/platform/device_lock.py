@@ -412,6 +412,20 @@ def current_holder(device: str) -> Holder | None:
     return holder if _pid_alive(holder.pid) and not holder.expired else None
 
 
+def timed_jobs_present() -> bool:
+    """Whether any job, of any process, holds a device or waits in line for one (what quiet work yields to)."""
+    try:
+        entries = list(lock_dir().iterdir())
+    except OSError:
+        return False
+    for entry in entries:
+        if entry.name.endswith(".holder.json") and current_holder(entry.name.removesuffix(".holder.json")):
+            return True
+        if entry.name.endswith(".queue") and _jobs_ahead(entry, entry / "~") > 0:  # '~' sorts after every ticket
+            return True
+    return False
+
+
 def _transaction(device: str) -> filelock.BaseFileLock:
     """The short lock that makes one read-decide-write of the holder file atomic across processes
     (lock_dir() creates the folder again if it was removed)."""

@@ -25,6 +25,7 @@ from core.platform.devices import has_cuda_context, synchronize
 from core.platform.machine_load import probe_load
 from core.platform.memory import release_device_memory, release_pending_cache
 from core.platform.precision import job_precision
+from core.platform.quiet_work import timed_job
 from core.results.load import MachineLoad
 
 T = TypeVar("T")
@@ -176,6 +177,7 @@ def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str
     devices = list(devices)
     status = WaitStatus(on_change=hooks.on_wait, should_cancel=hooks.should_stop)
     with ExitStack() as stack:
+        stack.enter_context(timed_job())  # the server's quiet work (exports, imports) stops while a job waits or runs
         try:  # only a stop while waiting means "left the line"; one raised inside the block is the job's own
             lock = stack.enter_context(hold_devices(devices, on_wait=status.on_wait, should_cancel=status.should_cancel,
                                                     max_job_s=hooks.max_job_s, label=label))

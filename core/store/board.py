@@ -14,19 +14,24 @@ from typing import Literal, Protocol
 
 from core.errors import DashboardError
 from core.plain_text import for_markdown, message_markdown
+from core.platform.quiet_work import run_quietly
 from core.results.csvio import csv_text
 from core.results.files import utc_now
 from core.results.machine import unknown_machine
 from core.results.matmul import MatmulSweep
 from core.results.runs import MEASURED, SOURCES, Provenance, RunRecord
 from core.store.access import Access
-from core.store.database import Store, open_store
+from core.store.database import ImportResult, Store, open_store
 from core.store.frames import tidy_frame
 from core.store.records import RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun
 
 DEFAULT_COMPARE = 6  # newest runs drawn by default; more make an unreadable legend
 PAGE_RUNS = 500  # runs the Results page reads at first, and adds per "show more": a board of 10,000 stays fast
 ExportFormat = Literal["json", "csv"]  # re-importable, or one row per point
+# From these sizes on, an export or import runs as quiet work (core.platform.quiet_work): a child process at idle
+# priority that yields to timed jobs. Below them the work takes well under a second and a process would cost more.
+QUIET_EXPORT_RUNS = 200
+QUIET_IMPORT_BYTES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -105,10 +110,11 @@ def import_upload(url: str | None, upload: Upload | None, label: str = "", *, ac
     from the file by `session`, and `access`'s session may delete them."""
     if upload is None:
         return Notice("warning", "Choose a JSON file first.")
-    name = upload.name
-    try:
-        result = open_store(url).import_json(upload.getvalue(), label=label, file=name, session=session,
-                                             owner_token=access.owner_token if access else None)
+    name, data = upload.name, upload.getvalue()
+    args = (url, data, label, name, session, access.owner_token if access else None)
+    try:  # a large file is parsed and checked in a process of its own, at a quiet moment (core.platform.quiet_work)
+        result = (run_quietly(import_data, *args, what=f"the import of {name}", pause=False)
+                  if len(data) >= QUIET_IMPORT_BYTES else import_data(*args))
     except DashboardError as exc:
         # the file's name and values are the uploader's: escaped; the message's own `code` still shows as code
         return Notice("error", message_markdown(f"{name}: {exc}"))
@@ -155,15 +161,28 @@ def exports(url: str | None, run_ids: Sequence[int]) -> list[Export]:
 
     def build(fmt: ExportFormat) -> Callable[[], bytes]:
         def data() -> bytes:
-            try:
-                store = open_store(url)
-                return store.export_json(ids) if fmt == "json" else store.export_csv(ids)
+            try:  # a large one in a process of its own, stopped while a timed job runs (core.platform.quiet_work)
+                if len(ids) >= QUIET_EXPORT_RUNS:
+                    return run_quietly(export_data, url, ids, fmt, what=f"the {fmt.upper()} export")
+                return export_data(url, ids, fmt)
             except DashboardError as exc:
                 return f"The export failed: {exc}\n".encode()
         return data
 
     return [Export("json", build("json"), "gpu-vs-cpu-results.json", "application/json"),
             Export("csv", build("csv"), "gpu-vs-cpu-results.csv", "text/csv")]
+
+
+def export_data(url: str | None, run_ids: Sequence[int] | None, fmt: ExportFormat) -> bytes:
+    """An export file of the runs (all when None): what a quiet child process builds for `exports`."""
+    store = open_store(url)
+    return store.export_json(run_ids) if fmt == "json" else store.export_csv(run_ids)
+
+
+def import_data(url: str | None, data: bytes, label: str, file: str, session: str,
+                owner_token: str | None) -> ImportResult:
+    """Import a file's runs, all or nothing: what a quiet child process does for `import_upload`."""
+    return open_store(url).import_json(data, label=label, file=file, session=session, owner_token=owner_token)
 
 
 def sweep_csv(url: str | None, sweep: MatmulSweep, run_id: int | None, label: str = "") -> Callable[[], bytes]:

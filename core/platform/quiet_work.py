@@ -1,0 +1,193 @@
+"""Untimed heavy work the server does for a user, kept out of the way of timed jobs (issue 31).
+
+An export of 10,000 runs held a core for over a minute beside the class's races, and a race beside it
+read "cannot tell on a machine this busy". Work nothing times (exports, imports, large file checks)
+therefore runs through `run_quietly`:
+
+- in a **process of its own** (spawned: no fork of a threaded server), at the **lowest CPU priority** the
+  OS offers (`SCHED_IDLE` on Linux, else nice 19; idle I/O priority where psutil can set it). Not a
+  low-priority thread of the server: a thread starved of CPU while it holds Python's GIL stalls the
+  server's timed loop between calls, which is worse than no priority at all.
+- **paused while a timed job holds or waits for a device** (`pause=True`, for work that only reads):
+  the child is stopped with SIGSTOP and continued after. A race's per-size CPU counters count every
+  other process's busy time, idle priority or not (a core its 1-thread series leaves idle is a core
+  the export would take), so only a stopped child leaves the race the machine a quiet race gets. Jobs
+  of this process pause it at once (`timed_job`, which core.platform.jobs.run_job enters); other
+  processes' jobs are seen in the device lock's folder within POLL_S.
+- work that **writes** (an import: a child stopped inside its write transaction would hold the store's
+  lock for the length of a race) is not paused midway: it waits for a quiet moment (no job holding or
+  waiting for a device, at most QUIET_WAIT_S), then runs at idle priority to its end.
+
+The timeout counts only the time the child was let run; a child that fails, crashes or runs past it is
+a DashboardError naming `what`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from multiprocessing.connection import Connection
+from typing import Any, TypeVar
+
+from core.errors import DashboardError
+from core.platform.device_lock import timed_jobs_present
+
+T = TypeVar("T")
+POLL_S = 0.05  # how often a supervisor looks for timed jobs of other processes
+DEFAULT_TIMEOUT_S = 600.0  # running time (pauses not counted) before the work is given up
+QUIET_WAIT_S = 120.0  # the longest a writing job waits for a quiet moment before running at idle priority anyway
+LONGEST_WALL_S = 3 * 3600.0  # pauses included: a class that never stops racing still gets its export
+
+_here = 0  # timed jobs of this process waiting or running (core.platform.jobs.run_job counts them)
+_children: set[int] = set()  # pids of this process's pausable quiet children
+_state = threading.Lock()
+
+
+@contextmanager
+def timed_job() -> Iterator[None]:
+    """Around a job that waits for or holds a device: this process's quiet children stop at once, not at
+    their supervisor's next look."""
+    global _here
+    with _state:
+        _here += 1
+        for pid in _children:
+            _signal(pid, "SIGSTOP")
+    try:
+        yield
+    finally:
+        with _state:
+            _here -= 1
+
+
+def timed_job_now() -> bool:
+    """A job of this process or of another waits for or holds a device."""
+    with _state:
+        if _here:
+            return True
+    return timed_jobs_present()
+
+
+def lowest_priority() -> str:
+    """Put the calling process at the lowest CPU (and I/O) priority the OS offers; says which it got."""
+    got = "normal priority"
+    try:
+        os.nice(19)
+        got = "nice 19"
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined,unused-ignore]
+        got = "SCHED_IDLE"
+    except (AttributeError, OSError):
+        pass
+    try:
+        import psutil
+
+        psutil.Process().ionice(psutil.IOPRIO_CLASS_IDLE)  # type: ignore[attr-defined,unused-ignore]
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass
+    return got
+
+
+def run_quietly(fn: Callable[..., T], *args: Any, what: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+                pause: bool = True) -> T:
+    """`fn(*args)` in a child process at the lowest priority, paused while timed jobs run (`pause`), or
+    started only at a quiet moment (`pause=False`: work that writes). `fn` and `args` must pickle (a
+    module-level function); what it returns comes back the same way. DashboardError when it fails."""
+    if not pause:
+        _wait_for_quiet(QUIET_WAIT_S)
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(send, fn, args), name=f"quiet {what}", daemon=True)
+    child.start()
+    send.close()
+    try:
+        return _supervise(child, receive, what, timeout_s, pause)
+    finally:
+        _end(child)
+        receive.close()
+
+
+def _supervise(child: Any, receive: Connection, what: str, timeout_s: float, pause: bool) -> Any:
+    pid = int(child.pid)
+    if pause:
+        with _state:
+            _children.add(pid)
+            if _here:
+                _signal(pid, "SIGSTOP")
+    ran_s, paused, started = 0.0, False, time.monotonic()
+    try:
+        while True:
+            tick = time.monotonic()
+            if receive.poll(POLL_S):
+                return _outcome(receive, what)
+            if not child.is_alive() and not receive.poll(0):
+                raise DashboardError(f"{what} stopped without an answer (its process ended with code "
+                                     f"{child.exitcode}); try again, or with fewer runs")
+            if pause:  # said every time: a job of this process may have stopped it meanwhile (timed_job)
+                paused = timed_job_now()
+                with _state:
+                    _signal(pid, "SIGSTOP" if paused or _here else "SIGCONT")
+            ran_s += 0.0 if paused else time.monotonic() - tick
+            if ran_s > timeout_s or time.monotonic() - started > LONGEST_WALL_S:
+                raise DashboardError(f"{what} took longer than {timeout_s:.0f} s and was stopped; "
+                                     "try again with fewer runs")
+    finally:
+        with _state:
+            _children.discard(pid)
+
+
+def _outcome(receive: Connection, what: str) -> Any:
+    try:
+        status, value = receive.recv()
+    except (EOFError, OSError) as exc:
+        raise DashboardError(f"{what} ended without an answer ({type(exc).__name__}); try again") from None
+    if status == "ok":
+        return value
+    kind, message = value
+    if kind == "DashboardError":
+        raise DashboardError(message)
+    raise DashboardError(f"{what} failed: {kind}: {message}")
+
+
+def _child(send: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """The child's whole life: lowest priority first, then the work, then one answer."""
+    lowest_priority()
+    try:
+        answer: tuple[str, Any] = ("ok", fn(*args))
+    except DashboardError as exc:
+        answer = ("error", ("DashboardError", str(exc)))
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it as a DashboardError
+        answer = ("error", (type(exc).__name__, str(exc)[:2000]))
+    send.send(answer)
+    send.close()
+
+
+def _wait_for_quiet(longest_s: float) -> None:
+    """Until no job holds or waits for a device, or `longest_s` passed (then the work runs at idle priority)."""
+    end = time.monotonic() + longest_s
+    while timed_job_now() and time.monotonic() < end:
+        time.sleep(POLL_S * 2)
+
+
+def _signal(pid: int, name: str) -> None:
+    sig = getattr(signal, name, None)
+    if sig is None:  # Windows: no stopping a process; idle priority alone
+        return
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _end(child: Any) -> None:
+    """A child that is still there (a timeout, the caller interrupted) is continued and killed."""
+    if child.is_alive():
+        _signal(int(child.pid), "SIGCONT")
+        child.kill()
+    child.join(5)

@@ -1,0 +1,143 @@
+"""Quiet work (issue 31): untimed heavy work in a child process at the lowest priority, stopped while timed jobs run."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from core.errors import DashboardError
+from core.platform.jobs import JobHooks, run_job
+from core.platform.quiet_work import run_quietly, timed_job_now
+from tests.lock_helpers import hold_cpu_for, wait_until
+
+pytestmark = pytest.mark.slow  # each test spawns a Python process (about a second here)
+
+
+def priority() -> tuple[int, int, int]:
+    return os.getpid(), os.sched_getscheduler(0), os.nice(0)
+
+
+def fails(kind: str) -> None:
+    if kind == "dashboard":
+        raise DashboardError("the file is not an export; choose another")
+    raise ValueError("a bug")
+
+
+def spins(seconds: float) -> float:
+    """Busy for `seconds` of this process's CPU time; returns the wall time it took."""
+    start, cpu = time.monotonic(), time.process_time()
+    while time.process_time() - cpu < seconds:
+        pass
+    return time.monotonic() - start
+
+
+def test_the_work_runs_in_another_process_at_idle_priority():
+    pid, policy, nice = run_quietly(priority, what="a check")
+    assert pid != os.getpid()
+    if hasattr(os, "SCHED_IDLE"):
+        assert policy == os.SCHED_IDLE
+    assert nice == 19
+
+
+@pytest.mark.parametrize("kind, message", [("dashboard", "the file is not an export; choose another"),
+                                           ("bug", "the export failed: ValueError: a bug")])
+def test_a_failure_is_a_dashboard_error(kind, message):
+    with pytest.raises(DashboardError) as raised:
+        run_quietly(fails, kind, what="the export")
+    assert str(raised.value) == message
+
+
+def test_work_past_its_timeout_is_stopped():
+    with pytest.raises(DashboardError, match="took longer than 0 s"):
+        run_quietly(spins, 30.0, what="the export", timeout_s=0.3)
+
+
+def _paused_while(hold) -> float:
+    """Start 0.3 s of quiet CPU work while `hold()` holds the CPU for 2 s; the work's wall time."""
+    holder = hold()
+    out: dict = {}
+    worker = threading.Thread(target=lambda: out.update(wall=run_quietly(spins, 0.3, what="spin")))
+    worker.start()
+    worker.join(60)
+    holder.join(10)
+    return out["wall"]
+
+
+def test_the_child_is_stopped_while_another_process_or_thread_holds_a_device():
+    wall = _paused_while(lambda: hold_cpu_for(2.0))  # seen through the device lock's folder
+    assert wall > 1.0, "the child did not wait for the job holding the CPU"
+
+
+def test_a_job_of_this_process_stops_the_child_at_once():
+    started = threading.Event()
+
+    def job() -> None:
+        with run_job(["cpu"], JobHooks(), label="a race"):
+            started.set()
+            time.sleep(2.0)
+
+    def hold() -> threading.Thread:
+        thread = threading.Thread(target=job)
+        thread.start()
+        started.wait(10)
+        return thread
+
+    assert _paused_while(hold) > 1.0
+
+
+def test_work_alone_is_not_held_back():
+    assert not timed_job_now()
+    def nothing() -> threading.Thread:
+        thread = threading.Thread(target=lambda: None)
+        thread.start()
+        return thread
+
+    assert _paused_while(nothing) < 1.5
+
+
+def test_writing_work_waits_for_a_quiet_moment_before_it_starts():
+    holder = hold_cpu_for(1.5)
+    assert timed_job_now()
+    start = time.monotonic()
+    run_quietly(priority, what="the import", pause=False)
+    assert time.monotonic() - start > 1.0
+    holder.join(10)
+    wait_until(lambda: not timed_job_now())
+
+
+def test_a_large_export_and_import_of_the_board_run_as_quiet_work(monkeypatch, tmp_path):
+    from core.store import board
+    from core.store.database import open_store
+    from tests.result_samples import LAPTOP, matmul_payload, save_payload
+
+    url = f"sqlite:///{tmp_path / 'board.sqlite3'}"
+    store = open_store(url)
+    ids = [save_payload(store, "matmul", matmul_payload(LAPTOP), {"sizes": "256"}) for _ in range(3)]
+    quiet: list[str] = []
+    real = board.run_quietly
+
+    def counted(fn, *args, what, **kwargs):
+        quiet.append(what)
+        return real(fn, *args, what=what, **kwargs)
+
+    monkeypatch.setattr(board, "run_quietly", counted)
+    monkeypatch.setattr(board, "QUIET_EXPORT_RUNS", 2)
+    monkeypatch.setattr(board, "QUIET_IMPORT_BYTES", 10)
+    exported = board.exports(url, ids)[0].data()
+    assert exported == store.export_json(ids), "the same file, built in the child"
+
+    class Upload:
+        name = "class.json"
+
+        def getvalue(self) -> bytes:
+            return exported
+
+    other = f"sqlite:///{tmp_path / 'other.sqlite3'}"
+    notice = board.import_upload(other, Upload())
+    assert notice.level == "success" and "imported 3 run(s)" in notice.text
+    assert len(open_store(other).list_runs()) == 3
+    assert quiet == ["the JSON export", "the import of class.json"]
+    assert board.exports(url, ids[:1])[1].data() == store.export_csv(ids[:1]) and len(quiet) == 2, "small: in-process"
