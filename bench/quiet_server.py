@@ -1,0 +1,163 @@
+"""A timed race beside the server's own heavy work: does the export of a large board still spoil it?
+
+Issue 31: an export of 10,000 runs held a core for over a minute beside the class's races, whose verdicts
+then read "cannot tell on a machine this busy". Exports and imports of the server now run as quiet work
+(core.platform.quiet_work: a child process at SCHED_IDLE, stopped while a timed job holds a device). This
+bench fills a SQLite board with `--board` runs, then runs the CLI's default race (1 thread against all
+cores without a GPU) in alternated pairs: alone, then beside the board's JSON export started from another
+thread just before it (as another session's Download would), through the product's own path
+(`core.store.board.exports`). With `--control`, each pair also gets a race beside the old path: the
+same export in a thread of the server process (no child, no pause).
+
+    python bench/quiet_server.py [--pairs 3] [--board 10000] [--control] [--sizes 64,...] [--budget S]
+
+Prints the calls per size and run (`unclear (busy)` marks a size the machine's load left uncalled), the
+busy calls per run, and per size the ratio of each series' median beside the export to the same
+series alone in its pair; writes bench/results/quiet_server.json. Target: no `unclear (busy)` call beside
+the export that the alone run of its pair does not also make.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.verdicts import cell  # noqa: E402
+from core.cli import build_parser  # noqa: E402
+from core.cli.matmul import config_from_args  # noqa: E402
+from core.cli.output import format_table  # noqa: E402
+from core.matmul.sweep import run_sweep  # noqa: E402
+from core.platform.machine_load import load_average, usable_cores  # noqa: E402
+from core.results.matmul import MatmulSweep  # noqa: E402
+from core.store import board  # noqa: E402
+from core.store.database import open_store  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+CHUNK = 2_000  # runs per import: the store's default cap per import
+HEAD_START_S = 1.0  # the export is under way (its child spawned and reading) when the race starts
+
+
+def fill(url: str, count: int) -> list[int]:
+    """A board of `count` minimal sweeps, through the store's own import (bench/board_scale.py's runs)."""
+    from bench.board_scale import _runs
+
+    store = open_store(url)
+    for start in range(0, count, CHUNK):
+        store.import_json(_runs(min(CHUNK, count - start), start), file="bench", session="bench")
+    return [r.run_id for r in store.read_summaries().runs]
+
+
+def race(args: argparse.Namespace, url: str | None, ids: list[int], beside: str) -> dict[str, Any]:
+    """One default race; beside 'quiet' or 'thread' an export of the board runs, started just before it."""
+    argv = (["matmul"] + ([f"--sizes={args.sizes}"] if args.sizes else [])
+            + ([f"--budget={args.budget}"] if args.budget else []))
+    config = config_from_args(build_parser().parse_args(argv))
+    export: dict[str, Any] = {}
+
+    def work() -> None:
+        start = time.monotonic()
+        if beside == "quiet":
+            data = board.exports(url, ids)[0].data()  # the product's path: quiet work from QUIET_EXPORT_RUNS up
+        else:
+            data = board.export_data(url, ids, "json")  # the old path: in a thread of the server
+        export.update(seconds=time.monotonic() - start, bytes=len(data))
+
+    thread = threading.Thread(target=work) if beside != "alone" else None
+    if thread is not None:
+        thread.start()
+        time.sleep(HEAD_START_S)
+    before = load_average()
+    sweep = run_sweep(config)
+    race_done = time.monotonic()
+    if thread is not None:
+        thread.join()
+    return {"beside": beside, "load_average_before": before, "sweep": sweep,
+            "export_s": export.get("seconds"), "export_bytes": export.get("bytes"),
+            "export_after_race_s": time.monotonic() - race_done if thread is not None else None}
+
+
+def busy_sizes(sweep: MatmulSweep) -> list[int]:
+    return sorted({v.n for v in sweep.verdicts or () if v.call == "unclear" and v.busy})
+
+
+def ratios(beside: MatmulSweep, alone: MatmulSweep) -> dict[str, dict[int, float]]:
+    """Per series and size: median beside the export / median alone."""
+    alone_at = {(p.label, p.n): p.median_s for p in alone.results}
+    out: dict[str, dict[int, float]] = {}
+    for p in beside.results:
+        base = alone_at.get((p.label, p.n))
+        if base and p.median_s:
+            out.setdefault(p.label, {})[p.n] = round(p.median_s / base, 3)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--board", type=int, default=10_000, help="runs on the exported board (default 10,000)")
+    parser.add_argument("--control", action="store_true", help="also race beside the export in a server thread")
+    parser.add_argument("--sizes", help="as the CLI's --sizes (default: the CLI's default)")
+    parser.add_argument("--budget", help="as the CLI's --budget (default: the CLI's default)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{Path(tmp) / 'board.sqlite3'}"
+        start = time.monotonic()
+        ids = fill(url, args.board)
+        print(f"board of {len(ids)} runs filled in {time.monotonic() - start:.0f} s", flush=True)
+        runs = []
+        for pair in range(args.pairs):
+            kinds = ["alone", "quiet"] + (["thread"] if args.control else [])
+            for beside in kinds if pair % 2 == 0 else list(reversed(kinds)):
+                run = race(args, url, ids, beside)
+                run["pair"] = pair + 1
+                runs.append(run)
+                export = (f", export {run['export_s']:.0f} s ({run['export_bytes'] / 1e6:.0f} MB), "
+                          f"{run['export_after_race_s']:.0f} s after the race" if run["export_s"] else "")
+                print(f"pair {pair + 1}, {beside}: race {run['sweep'].wall_s or 0:.1f} s, busy calls at "
+                      f"{busy_sizes(run['sweep']) or 'none'}{export}", flush=True)
+    sizes = sorted({n for r in runs for n in r["sweep"].settings["sizes"]})
+    headers = ["n"] + [f"{r['pair']} {r['beside']}" for r in runs]
+    rows: list[list[object]] = [[n] + [cell(r["sweep"], n) for r in runs] for n in sizes]
+    rows.append(["others' cores (max)"] + [f"{max((p.others_cores or 0) for p in r['sweep'].results):.2f}"
+                                           for r in runs])
+    rows.append(["load avg before"] + [f"{r['load_average_before'] or 0:.2f}" for r in runs])
+    print(format_table(headers, rows))
+    pairs = []
+    for pair in range(1, args.pairs + 1):
+        alone = next(r for r in runs if r["pair"] == pair and r["beside"] == "alone")
+        for other in (r for r in runs if r["pair"] == pair and r["beside"] != "alone"):
+            extra = sorted(set(busy_sizes(other["sweep"])) - set(busy_sizes(alone["sweep"])))
+            pairs.append({"pair": pair, "beside": other["beside"], "busy_alone": busy_sizes(alone["sweep"]),
+                          "busy_beside": busy_sizes(other["sweep"]), "extra_busy": extra,
+                          "ratios": ratios(other["sweep"], alone["sweep"])})
+    for p in pairs:
+        flat = [v for series in p["ratios"].values() for v in series.values()]
+        spread = f"{min(flat):.2f}-{max(flat):.2f} (median {statistics.median(flat):.2f})" if flat else "-"
+        print(f"pair {p['pair']} {p['beside']}: busy calls alone {p['busy_alone'] or 'none'}, beside "
+              f"{p['busy_beside'] or 'none'}; extra {p['extra_busy'] or 'none'}; median ratios beside/alone {spread}")
+        for series, by_n in p["ratios"].items():
+            print(f"    {series}: " + ", ".join(f"{n}: {v:.2f}" for n, v in by_n.items()))
+    met = all(not p["extra_busy"] for p in pairs if p["beside"] == "quiet")
+    print("target met: no busy call beside the quiet export that its alone run does not make" if met
+          else "target missed: busy calls beside the quiet export that the alone run did not make")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = {"cores": usable_cores(), "board_runs": args.board, "table": {"headers": headers, "rows": rows},
+           "pairs": pairs, "target_met": met,
+           "runs": [{k: v for k, v in r.items() if k != "sweep"} | {"sweep": r["sweep"].to_json()} for r in runs]}
+    (RESULTS / "quiet_server.json").write_text(json.dumps(out, indent=1, default=str))
+    print(f"wrote {RESULTS / 'quiet_server.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
