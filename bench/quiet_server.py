@@ -14,7 +14,8 @@ same export in a thread of the server process (no child, no pause).
 Prints the calls per size and run (`unclear (busy)` marks a size the machine's load left uncalled), the
 busy calls per run, and per size the ratio of each series' median beside the export to the same
 series alone in its pair; writes bench/results/quiet_server.json. Target: no `unclear (busy)` call beside
-the export that the alone run of its pair does not also make.
+the export that the alone run of its pair does not also make, at the sizes both runs timed (the time guard
+may skip n = 2048 in one and not the other).
 """
 
 from __future__ import annotations
@@ -90,6 +91,11 @@ def busy_sizes(sweep: MatmulSweep) -> list[int]:
     return sorted({v.n for v in sweep.verdicts or () if v.call == "unclear" and v.busy})
 
 
+def called_sizes(sweep: MatmulSweep) -> set[int]:
+    """The sizes the run has a verdict for (timed in both series; not skipped by the time guard)."""
+    return {v.n for v in sweep.verdicts or ()}
+
+
 def ratios(beside: MatmulSweep, alone: MatmulSweep) -> dict[str, dict[int, float]]:
     """Per series and size: median beside the export / median alone."""
     alone_at = {(p.label, p.n): p.median_s for p in alone.results}
@@ -136,7 +142,8 @@ def main() -> int:
     for pair in range(1, args.pairs + 1):
         alone = next(r for r in runs if r["pair"] == pair and r["beside"] == "alone")
         for other in (r for r in runs if r["pair"] == pair and r["beside"] != "alone"):
-            extra = sorted(set(busy_sizes(other["sweep"])) - set(busy_sizes(alone["sweep"])))
+            both = called_sizes(alone["sweep"]) & called_sizes(other["sweep"])  # a size skipped in one is no evidence
+            extra = sorted(set(busy_sizes(other["sweep"])) & both - set(busy_sizes(alone["sweep"])))
             pairs.append({"pair": pair, "beside": other["beside"], "busy_alone": busy_sizes(alone["sweep"]),
                           "busy_beside": busy_sizes(other["sweep"]), "extra_busy": extra,
                           "ratios": ratios(other["sweep"], alone["sweep"])})
