@@ -119,7 +119,10 @@ def test_copies_of_one_shared_race_count_as_one_measurement_and_every_guess():
     spread = crossover_spread(board)
     assert sorted(spread.guessed) == [500.0, 800.0, 1000.0], "each joiner's guess counts"
     assert spread.measured == [300.0, 300.0], "the shared race once, the race of its own once"
-    assert {r.who for r in grouped_rows(board)} == {"Ana", "Ben", "Cy", "Dee"}, "each credited under its name"
+    rows = {r.who: r.result for r in grouped_rows(board)}
+    assert set(rows) == {"Ana", "Ben", "Cy", "Dee"}, "each credited under its name"
+    assert all(rows[name].endswith(" · one race shared by 3") for name in ("Ana", "Ben", "Cy"))
+    assert "shared" not in rows["Dee"]
 
 
 def test_room_hardware_counts_each_machine_once():

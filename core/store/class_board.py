@@ -132,9 +132,15 @@ def grouped_rows(board: ClassBoard) -> list[BoardRow]:
     for run in board.runs:  # newest first, so groups come out ordered by their newest run
         groups[who(run)].append(run)
     return [BoardRow(who=name, machine=run.machine_label, run_id=run.run_id, when=run.created_at[11:16],
-                     kind=run.kind, result=run.headline, guess=guess_text(run_guess(full[run.run_id]) if run.run_id in full else None))
+                     kind=run.kind, result=run.headline + _shared(full.get(run.run_id)), guess=guess_text(run_guess(full[run.run_id]) if run.run_id in full else None))
             for name, runs in groups.items() for run in runs]
 
+
+
+def _shared(run: StoredRun | None) -> str:
+    """' · one race shared by 3' for a copy of a race several sessions joined (counted once among the measured)."""
+    shared = getattr(run.result, "shared", None) if run is not None else None
+    return f" · one race shared by {shared.watchers}" if shared is not None else ""
 
 
 @dataclass(frozen=True)
