@@ -95,15 +95,16 @@ def lowest_priority() -> str:
 
 
 def run_quietly(fn: Callable[..., T], *args: Any, what: str, timeout_s: float = DEFAULT_TIMEOUT_S,
-                pause: bool = True) -> T:
+                pause: bool = True, idle: bool = True) -> T:
     """`fn(*args)` in a child process at the lowest priority, paused while timed jobs run (`pause`), or
     started only at a quiet moment (`pause=False`: work that writes). `fn` and `args` must pickle (a
-    module-level function); what it returns comes back the same way. DashboardError when it fails."""
+    module-level function); what it returns comes back the same way. DashboardError when it fails.
+    `idle=False` leaves the child at normal priority: a test sees the pause alone on a loaded machine."""
     if not pause:
         _wait_for_quiet(QUIET_WAIT_S)
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, fn, args), name=f"quiet {what}", daemon=True)
+    child = context.Process(target=_child, args=(send, fn, args, idle), name=f"quiet {what}", daemon=True)
     child.start()
     send.close()
     try:
@@ -155,9 +156,10 @@ def _outcome(receive: Connection, what: str) -> Any:
     raise DashboardError(f"{what} failed: {kind}: {message}")
 
 
-def _child(send: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def _child(send: Connection, fn: Callable[..., Any], args: tuple[Any, ...], idle: bool) -> None:
     """The child's whole life: lowest priority first, then the work, then one answer."""
-    lowest_priority()
+    if idle:
+        lowest_priority()
     try:
         answer: tuple[str, Any] = ("ok", fn(*args))
     except DashboardError as exc:
