@@ -189,3 +189,19 @@ def test_different_keys_never_join(own):
     t2.join(10)
     assert a.runs == b.runs == 1
     assert out1["value"].run_id != out2["value"].run_id
+
+
+def test_no_estimate_when_the_device_is_held_by_a_job_that_is_not_a_shared_run():
+    from tests.lock_helpers import hold_cpu_for
+
+    registry, gate = SharedJobs(), Gate()
+    holder = hold_cpu_for(1.0)
+    waits: list[str] = []
+    thread, out = _in_thread(registry.run, "race", gate.work, JobHooks(on_wait=lambda s: waits.append(s.message)))
+    _until(lambda: len(waits) >= 2)
+    assert "1 ahead" in waits[-1] and "s to wait" not in waits[-1]
+    holder.join(10)
+    for _ in range(STEPS):
+        gate.go.release()
+    thread.join(10)
+    assert out["value"].result == "done 1"

@@ -130,7 +130,7 @@ class SharedJobs:
                 run.cond.notify_all()
 
         def waiting(status: WaitStatus) -> None:
-            text = status.message + self._estimate_note(status.ahead, run)
+            text = status.message + self._estimate_note(status.device, status.ahead, run)
             with run.cond:
                 run.wait = _RelayedWait(text, status.device, status.ahead)
                 run.cond.notify_all()
@@ -208,10 +208,11 @@ class SharedJobs:
         with run.cond:
             run.cond.wait_for(lambda: run.done)
 
-    def _estimate_note(self, ahead: int, waiting: SharedRun) -> str:
-        """'; about 12 s to wait (...)' from the running shared run's progress, when one of this process runs."""
+    def _estimate_note(self, device: str | None, ahead: int, waiting: SharedRun) -> str:
+        """'; about 12 s to wait (...)' from the progress of the shared run of this process holding `device`;
+        '' when the device's holder is another kind of job or another process's."""
         with self._lock:
-            running = [r for r in self._runs if r.job is not None and r is not waiting]
+            running = [r for r in self._runs if r.job is not None and r is not waiting and device in r.job.devices]
         timed = [t for t in (r.remaining_s() for r in running) if t is not None]
         if not timed:
             return ""
