@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.verdicts import cell  # noqa: E402
+import psutil  # noqa: E402
+
 from core.cli import build_parser  # noqa: E402
 from core.cli.matmul import config_from_args  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
@@ -78,13 +80,29 @@ def race(args: argparse.Namespace, url: str | None, ids: list[int], beside: str)
         thread.start()
         time.sleep(HEAD_START_S)
     before = load_average()
+    children_before = children_cpu_s()
     sweep = run_sweep(config)
     race_done = time.monotonic()
+    children_during = sum(children_cpu_s().get(pid, 0.0) - cpu for pid, cpu in children_before.items())
     if thread is not None:
         thread.join()
     return {"beside": beside, "load_average_before": before, "sweep": sweep,
             "export_s": export.get("seconds"), "export_bytes": export.get("bytes"),
+            "export_process_cpu_s_during_race": children_during if beside == "quiet" else None,
+            "child_processes_at_race_start": len(children_before),
             "export_after_race_s": time.monotonic() - race_done if thread is not None else None}
+
+
+def children_cpu_s() -> dict[int, float]:
+    """CPU seconds each child process of this one has used so far (the quiet export's process)."""
+    out = {}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:
+            continue
+        out[child.pid] = times.user + times.system
+    return out
 
 
 def busy_sizes(sweep: MatmulSweep) -> list[int]:
@@ -129,6 +147,9 @@ def main() -> int:
                 runs.append(run)
                 export = (f", export {run['export_s']:.0f} s ({run['export_bytes'] / 1e6:.0f} MB), "
                           f"{run['export_after_race_s']:.0f} s after the race" if run["export_s"] else "")
+                if (during := run["export_process_cpu_s_during_race"]) is not None:
+                    export += (f", its process ({run['child_processes_at_race_start']} child) used {during:.2f} s of "
+                               "CPU during the race")
                 print(f"pair {pair + 1}, {beside}: race {run['sweep'].wall_s or 0:.1f} s, busy calls at "
                       f"{busy_sizes(run['sweep']) or 'none'}{export}", flush=True)
     sizes = sorted({n for r in runs for n in r["sweep"].settings["sizes"]})
