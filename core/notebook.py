@@ -30,7 +30,9 @@ from core.classifier.model import ClassifierConfig
 from core.classifier.reports import TrainResult
 from core.classifier.training import prepare, train
 from core.errors import DashboardError
-from core.matmul.sweep import SweepConfig, log_sizes, run_sweep
+from core.matmul.choices import log_sizes
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.sweep import run_sweep
 from core.results.matmul import MatmulSweep
 from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, Progress
@@ -138,14 +140,14 @@ def plan_for(has_gpu: bool, quick: bool = False) -> Plan:
     """
     devices = ("cpu", "cuda") if has_gpu else ("cpu",)
     if quick:
-        sweep = SweepConfig(sizes=(64, 128, 256), devices=devices, threads=(1,), budget_s=0.2)
+        sweep = SweepConfig(sizes=(64, 128, 256), devices=devices, threads=(1,), options=MatmulOptions(budget_s=0.2))
         checks = tuple(c.name for c in CHECKS if c.needs_cuda or c.name == "devices")
         return Plan(devices, sweep, checks, epochs=2, quick=True)
     if has_gpu:
         sweep = SweepConfig(sizes=GPU_SIZES, devices=devices, dtypes=("float32", "bfloat16"), tf32=(False, True),
-                            budget_s=2.0)
+                            options=MatmulOptions(budget_s=2.0))
         return Plan(devices, sweep, tuple(c.name for c in CHECKS), epochs=10)
-    sweep = SweepConfig(sizes=log_sizes(64, 1024), devices=devices, budget_s=0.5)
+    sweep = SweepConfig(sizes=log_sizes(64, 1024), devices=devices, options=MatmulOptions(budget_s=0.5))
     return Plan(devices, sweep, tuple(c.name for c in CHECKS), epochs=3)
 
 

@@ -12,8 +12,10 @@ from core.cli import build_parser
 from core.cli.matmul import config_from_args
 from core.errors import DashboardError
 from core.matmul import engine, paired
-from core.matmul.engine import MatmulOptions, Series
-from core.matmul.sweep import SweepConfig, results_frame, sweep_of
+from core.matmul.config import MatmulOptions
+from core.matmul.series import Series
+from core.matmul.config import SweepConfig
+from core.matmul.report import results_frame, sweep_of
 from core.platform import cache, clock, timing
 from core.results.kinds import read_result
 
@@ -144,8 +146,8 @@ def test_the_engine_passes_the_flush_to_the_measurement(monkeypatch):
 
 def test_the_switch_reaches_the_config_the_cli_the_json_and_the_chart():
     with pytest.raises(DashboardError, match="cache must be one of"):
-        SweepConfig(cache="hot")
-    config = SweepConfig(sizes=(8,), threads=(1,), cache="cold")
+        SweepConfig(options=MatmulOptions(cache="hot"))
+    config = SweepConfig(sizes=(8,), threads=(1,), options=MatmulOptions(cache="cold"))
     assert config.options.cache == "cold" and config.to_dict()["cache"] == "cold"
     args = build_parser("matmul").parse_args(["matmul", "--sizes", "8", "--devices", "cpu", "--threads", "1",
                                               "--cache", "cold"])
@@ -174,7 +176,7 @@ def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(f
     """Cold caches allocate a flush buffer beside the operands: a size that fits warm but not with the buffer is
     refused by the guard (not killed by the kernel, not an out-of-memory error halfway)."""
     from core.matmul import sweep
-    from core.matmul.engine import DoesNotFit, check_memory, memory_need
+    from core.matmul.guards import DoesNotFit, check_memory, memory_need
 
     gpu = torch.device("cuda:0")
     fake_cuda.props.L2_cache_size = 50 * 2**20
@@ -195,13 +197,13 @@ def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(f
     monkeypatch.setattr(cache, "cache_flush", lambda *a, **k: pytest.fail("flush allocated before the memory check"))
     series = Series("cuda:0", "float32", tf32=False)
     guard = sweep.TimeGuard(1.0, lambda s, n: 1e-3)
-    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), cache="cold", check_error=False)
+    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), options=MatmulOptions(cache="cold", check_error=False))
     skipped = sweep._refusal(config, guard, series, 4096)
     assert skipped is not None and skipped.reason == "memory" and "flush buffer" in skipped.message
     # the page's size slider offers n = 4096 warm but not cold
     assert sweep.size_choices(["cuda:0"], ["float32"], ceiling=4096)[-1] == 4096
     assert sweep.size_choices(["cuda:0"], ["float32"], ceiling=4096, cache="cold")[-1] == 2048
-    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), check_error=False)
+    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), options=MatmulOptions(check_error=False))
     assert sweep._refusal(config, guard, series, 4096) is None
     with pytest.raises(DoesNotFit, match="flush buffer"):
         engine.time_matmul(series, 4096, MatmulOptions(cache="cold", check_error=False))

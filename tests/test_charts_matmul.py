@@ -6,8 +6,10 @@ from core.matmul import sweep
 from core.charts.matmul import gflops_figure, speedup_figure, speedup_table, time_figure
 from core.lecture import LECTURE_N
 from tests.chart_checks import assert_annotations_inside, assert_legend_right, assert_log_axis, assert_points_inside
-from core.matmul.engine import Series, measured_point
-from core.matmul.sweep import SweepConfig, run_sweep
+from core.matmul.engine import measured_point
+from core.matmul.series import Series
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.sweep import run_sweep
 from core.platform.timing import Measurement
 from tests.test_sweep import per_series
 
@@ -24,7 +26,7 @@ def result(monkeypatch, fake_cuda):
         return measured_point(series, n, m, unsynced, copy, copy, 1e-7, series.threads, series.tf32)
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
-    config = SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), end_to_end=True)
+    config = SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), options=MatmulOptions(end_to_end=True))
     return run_sweep(config)
 
 

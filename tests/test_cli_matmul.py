@@ -140,7 +140,7 @@ def test_the_per_job_cap_stops_the_sweep_and_says_why(monkeypatch, capsys):
 
 def test_save_when_every_size_was_skipped_saves_nothing_and_says_so(monkeypatch, capsys):
     from core.matmul import sweep
-    from core.matmul.engine import DoesNotFit
+    from core.matmul.guards import DoesNotFit
     def no_memory(need):
         raise DoesNotFit(f"n={need.n} needs more than is free; choose a smaller size")
 

@@ -16,7 +16,7 @@ from core.classifier import workers
 from core.classifier.model import ClassifierConfig
 from core.matmul import engine, rank_launch
 from core.matmul.rank_worker import RanksConfig
-from core.matmul.sweep import size_choices
+from core.matmul.choices import size_choices
 from core.parallel.first_call import FirstCallConfig, run_first_call
 from core.platform import torchrun
 from core.platform.hardware import inspect_machine

@@ -7,7 +7,8 @@ import torch
 
 from core import notebook
 from core.matmul import engine
-from core.matmul.sweep import SweepConfig, plan_series
+from core.matmul.config import SweepConfig
+from core.matmul.plan import plan_series
 from core.platform import device_lock, jobs
 from tests.conftest import GPU_MODELS
 

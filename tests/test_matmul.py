@@ -11,10 +11,11 @@ from core.platform import clock, precision
 
 from core.matmul import engine as matmul
 from core.errors import DashboardError
-from core.matmul.engine import (
-    DoesNotFit, MatmulOptions, Operands, RanOutOfMemory, Series, check_memory, memory_need, measure_product,
-    relative_error, supported_dtypes, tf32_matmul, time_matmul,
-)
+from core.matmul.config import MatmulOptions
+from core.matmul.engine import Operands, measure_product, relative_error, tf32_matmul, time_matmul
+from core.matmul.guards import DoesNotFit, check_memory, memory_need
+from core.matmul.out_of_memory import RanOutOfMemory
+from core.matmul.series import Series, supported_dtypes
 from core.platform.units import GIB
 
 CUDA = torch.device("cuda", 0)

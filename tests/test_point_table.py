@@ -8,8 +8,10 @@ import statistics
 import pytest
 
 from core.cli.matmul import render
-from core.matmul.engine import Series, measured_point
-from core.matmul.sweep import SweepConfig, sweep_of
+from core.matmul.engine import measured_point
+from core.matmul.series import Series
+from core.matmul.config import SweepConfig
+from core.matmul.report import sweep_of
 from core.platform.timing import Measurement
 from core.results.kinds import read_result
 from core.results.matmul import MatmulPoint, PointClock

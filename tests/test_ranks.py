@@ -297,9 +297,9 @@ def test_the_json_matmul_ranks_prints_imports_as_a_cluster_run():
 
 
 def test_sizes_that_do_not_fit_are_refused_before_anything_starts(monkeypatch):
-    from core.matmul import engine
+    from core.matmul import guards
 
-    monkeypatch.setattr(engine, "free_device_bytes", lambda device: 3 * 2**30)
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: 3 * 2**30)
     rank_launch.check_fits(RanksConfig(sizes=(4096,)), 2, ["cpu"])  # 2 x ~0.26 GiB
     with pytest.raises(DashboardError, match=r"n=16384 on 4 CPU ranks needs .* GiB at once"):
         rank_launch.check_fits(RanksConfig(sizes=(1024, 16384)), 4, ["cpu"])

@@ -262,7 +262,7 @@ class FakeCopies:
 def test_gpu_copy_rates_are_repeated_in_the_rounds_with_their_spread(fake_cuda, monkeypatch):
     """The copy rates are probed REPEATS times like every other constant (best repeat, spread, noisy flag),
     buffers made once per series; the CPU series takes its turns between them."""
-    from core.matmul.engine import Series
+    from core.matmul.series import Series
     from core.roofline import run as roofline_run
 
     fake_cuda.props.clock_rate = 1_000_000

@@ -7,7 +7,7 @@ import pytest
 from core.errors import DashboardError
 from core.cli.roofline import render
 from core.matmul import verdict
-from core.matmul.engine import Series
+from core.matmul.series import Series
 from core.platform.machine_load import CpuReading
 from core.results.kinds import read_result
 from core.results.matmul import MatmulPoint

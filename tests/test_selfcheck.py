@@ -10,12 +10,15 @@ import torch
 
 from core import selfcheck
 from core.errors import DashboardError
-from core.matmul.engine import Series, measured_point
+from core.matmul.engine import measured_point
+from core.matmul.series import Series
 from core.cli import main
 from core.selfcheck import (
     FAIL, PASS, SKIP, Check, CheckResult, Context, alternate, judge_gpu_sweep, run_checks, select,
 )
-from core.matmul.sweep import SweepConfig, plan_series, sweep_of
+from core.matmul.config import SweepConfig
+from core.matmul.plan import plan_series
+from core.matmul.report import sweep_of
 from core.platform.timing import Measurement
 
 CPU = Series("cpu", "float32", threads=2)

@@ -16,8 +16,11 @@ import torch
 from core.platform.units import readable
 from core.results.table import human_table
 from core.matmul import engine, paired
-from core.matmul.engine import MatmulOptions, Series, measured_point
-from core.matmul.sweep import SweepConfig, clock_summary, sweep_of, throttle_notes
+from core.matmul.config import MatmulOptions
+from core.matmul.engine import measured_point
+from core.matmul.series import Series
+from core.matmul.config import SweepConfig
+from core.matmul.report import clock_summary, sweep_of, throttle_notes
 from core.platform import sensors
 from core.platform.sensors import ClockReading, over
 from core.platform.timing import Measurement

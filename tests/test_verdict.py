@@ -8,7 +8,8 @@ import json
 import pytest
 
 from core.matmul import verdict
-from core.matmul.engine import Series, measured_point
+from core.matmul.engine import measured_point
+from core.matmul.series import Series
 from core.platform.timing import Measurement
 from core.matmul.crossover import crossover_interval, crossover_of
 from core.matmul.verdict import judge

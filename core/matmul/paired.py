@@ -35,7 +35,6 @@ its device's flush outside the clock; the flushes' cost counts against the size'
 from __future__ import annotations
 
 import dataclasses
-import gc
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -43,7 +42,10 @@ from collections.abc import Callable, Sequence
 import torch
 
 from core.matmul import engine
-from core.matmul.engine import DTYPES, COPY_BUDGET_FRACTION, MatmulOptions, RanOutOfMemory, Series
+from core.matmul.config import MatmulOptions
+from core.matmul.engine import COPY_BUDGET_FRACTION
+from core.matmul.out_of_memory import releasing_on_oom
+from core.matmul.series import DTYPES, Series, check_dtype
 from core.matmul.verdict import MIN_SAMPLES, cores_needed, is_busy, samples_settled
 from core.platform import timing
 from core.platform.cache import CacheFlush, cache_flush
@@ -136,7 +138,7 @@ def _contenders(series: Sequence[Series], n: int, options: MatmulOptions) -> lis
     out = []
     for s in series:
         device = resolve_device(s.device)
-        engine.check_dtype(device, s.dtype)
+        check_dtype(device, s.dtype)
         key = (s.device, s.dtype, s.tf32 if device.type == "cuda" else None)
         if key not in shared:
             shared[key] = engine.make_operands(device, DTYPES[s.dtype], n, seed=options.seed,
@@ -185,7 +187,8 @@ def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = 
     raises RanOutOfMemory for the whole size, after releasing every device involved.
     """
     devices = list(dict.fromkeys(resolve_device(s.device) for s in series))
-    try:
+
+    def rounds() -> list[MatmulPoint]:
         contenders = _contenders(series, n, options)
         clocks_before = {d: read_clocks(d) for d in devices}
         before = cpu_reading()
@@ -197,13 +200,5 @@ def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = 
         others = others_between(before, cpu_reading())
         clocks = {d: over(r, read_clocks(d)).record() for d, r in clocks_before.items()}
         return [_point(c, n, m, options, others, clocks[c.device]) for c, m in zip(contenders, measured)]
-    except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
-        if not engine.is_out_of_memory(exc):
-            raise
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    gc.collect()  # leaving the except block dropped the frames holding the tensors
-    for device in devices:
-        engine.release_device_memory(device)
-    where = ", ".join(str(d) for d in devices)
-    raise RanOutOfMemory(f"n={n} on {where} ran out of memory ({reason}); the memory was released; "
-                         "choose a smaller size")
+
+    return releasing_on_oom(rounds, devices, f"n={n}")

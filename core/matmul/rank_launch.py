@@ -60,15 +60,15 @@ def check_fits(config: RanksConfig, ranks: int, devices: list[str]) -> None:
     has its own GPU."""
     import torch
 
-    from core.matmul import engine
+    from core.matmul import guards
 
     n = max(config.sizes)
-    need = engine.memory_need(torch.device(devices[0]), config.dtype, n, check_error=False)
+    need = guards.memory_need(torch.device(devices[0]), config.dtype, n, check_error=False)
     if devices != ["cpu"]:
         for device in devices:
-            engine.check_memory(engine.memory_need(torch.device(device), config.dtype, n, check_error=False))
+            guards.check_memory(guards.memory_need(torch.device(device), config.dtype, n, check_error=False))
         return
-    free = engine.free_device_bytes(torch.device("cpu"))
+    free = guards.free_device_bytes(torch.device("cpu"))
     if need.device_bytes * ranks > free:
         raise DashboardError(f"n={n} on {ranks} CPU ranks needs {need.device_bytes * ranks / 2**30:.2f} GiB at once, "
                              f"but only {free / 2**30:.2f} GiB is free; choose smaller sizes or fewer ranks")

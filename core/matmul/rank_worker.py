@@ -39,7 +39,8 @@ import torch
 
 from core.errors import DashboardError
 from core.matmul import engine
-from core.matmul.engine import DTYPES
+from core.matmul.guards import check_memory, memory_need
+from core.matmul.series import DTYPES
 from core.matmul.ranks import contention, judge_stragglers, rank_point, spread
 from core.matmul.verdict import MIN_SAMPLES
 from core.platform import gpu_ids, timing
@@ -166,7 +167,7 @@ class _Rank:
         """One size timed on this rank's device, with how busy the machine was meanwhile; a size that does not
         fit is one line naming this rank (a CPU allocation past the RAM would not raise: the kernel kills)."""
         try:
-            engine.check_memory(engine.memory_need(self.device, config.dtype, n, check_error=False))
+            check_memory(memory_need(self.device, config.dtype, n, check_error=False))
         except DashboardError as exc:
             raise DashboardError(f"rank {self.env.rank} on {self.host}: {exc}") from None
         ops = engine.make_operands(self.device, DTYPES[config.dtype], n, seed=config.seed, end_to_end=False)

@@ -23,10 +23,12 @@ import torch
 
 from core.errors import DashboardError
 from core.matmul.crossover import comparisons, crossover_of, sweep_verdicts
-from core.matmul.engine import (DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_memory,
-                                memory_need)
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.guards import DoesNotFit, check_memory, memory_need
+from core.matmul.out_of_memory import RanOutOfMemory
 from core.matmul.paired import time_interleaved
-from core.matmul.sweep import SweepConfig, plan_series
+from core.matmul.plan import plan_series
+from core.matmul.series import DTYPES, Series
 from core.platform import timing
 from core.platform.hardware import inspect_machine
 from core.results.machine import Machine, unknown_machine
