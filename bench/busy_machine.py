@@ -63,7 +63,8 @@ def time_training(features: Features, config: ClassifierConfig) -> dict[str, obj
 
 
 def time_sweep(sizes: tuple[int, ...], budget_s: float, threads: int | None) -> dict[str, object]:
-    result = run_sweep(SweepConfig(sizes=sizes, threads=(threads,), options=MatmulOptions(budget_s=budget_s, check_error=False)))
+    options = MatmulOptions(budget_s=budget_s, check_error=False)
+    result = run_sweep(SweepConfig(sizes=sizes, threads=(threads,), options=options))
     return {"medians_s": {r.n: r.median_s for r in result.results},
             "threads": sorted({r.threads for r in result.results if r.threads is not None}),
             "load": None if result.load is None else result.load.to_json()}

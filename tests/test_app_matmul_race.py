@@ -196,7 +196,7 @@ def test_sizes_beyond_memory_are_skipped_with_a_message_and_nothing_is_saved(app
     app.switch_page(PAGE).run()
     app.select_slider(key="mm_sizes").set_value((16, 32))
     app.multiselect(key="mm_threads").set_value([1])
-    monkeypatch.setattr("core.matmul.engine.free_device_bytes", lambda device: 1024)  # memory gone since the page drew
+    monkeypatch.setattr("core.matmul.guards.free_device_bytes", lambda device: 1024)  # memory gone since the page drew
     app.button(key="mm_run").click().run()
     assert not app.exception and not app.error
     text = _text(app)

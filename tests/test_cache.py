@@ -151,8 +151,8 @@ def test_the_switch_reaches_the_config_the_cli_the_json_and_the_chart():
     assert config.options.cache == "cold" and config.to_dict()["cache"] == "cold"
     args = build_parser("matmul").parse_args(["matmul", "--sizes", "8", "--devices", "cpu", "--threads", "1",
                                               "--cache", "cold"])
-    assert config_from_args(args).cache == "cold"
-    assert config_from_args(build_parser("matmul").parse_args(["matmul"])).cache == "warm"
+    assert config_from_args(args).options.cache == "cold"
+    assert config_from_args(build_parser("matmul").parse_args(["matmul"])).options.cache == "warm"
     with pytest.raises(DashboardError, match="invalid choice: 'hot'"):
         build_parser("matmul").parse_args(["matmul", "--cache", "hot"])
     point = engine.measured_point(Series("cpu", "float32", threads=1), 8, timing.Measurement((1e-5,) * 3, 1, 1e-5),
@@ -175,8 +175,9 @@ def test_the_switch_reaches_the_config_the_cli_the_json_and_the_chart():
 def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(fake_cuda, monkeypatch):
     """Cold caches allocate a flush buffer beside the operands: a size that fits warm but not with the buffer is
     refused by the guard (not killed by the kernel, not an out-of-memory error halfway)."""
-    from core.matmul import sweep
-    from core.matmul.guards import DoesNotFit, check_memory, memory_need
+    from core.matmul import guards
+    from core.matmul.choices import size_choices
+    from core.matmul.guards import DoesNotFit, TimeGuard, check_memory, memory_need, refusal
 
     gpu = torch.device("cuda:0")
     fake_cuda.props.L2_cache_size = 50 * 2**20
@@ -188,7 +189,7 @@ def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(f
     assert memory_need(CPU, "float32", 64, cache="cold").flush_bytes == 2 * 32 * 2**20  # RAM, twice the LLC
 
     free = warm.device_bytes + 10 * 2**20  # room for the operands, not for the buffer
-    monkeypatch.setattr(engine, "free_device_bytes", lambda device: free if device.type == "cuda" else 64 * 2**30)
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: free if device.type == "cuda" else 64 * 2**30)
     check_memory(warm)
     with pytest.raises(DoesNotFit, match=r"cold-cache flush buffer 0\.05 GiB\) but only"):
         check_memory(cold)
@@ -196,14 +197,12 @@ def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(f
     monkeypatch.setattr(engine, "make_operands", lambda *a, **k: pytest.fail("allocated before the memory check"))
     monkeypatch.setattr(cache, "cache_flush", lambda *a, **k: pytest.fail("flush allocated before the memory check"))
     series = Series("cuda:0", "float32", tf32=False)
-    guard = sweep.TimeGuard(1.0, lambda s, n: 1e-3)
-    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), options=MatmulOptions(cache="cold", check_error=False))
-    skipped = sweep._refusal(config, guard, series, 4096)
+    guard = TimeGuard(1.0, lambda s, n: 1e-3)
+    skipped = refusal(MatmulOptions(cache="cold", check_error=False), guard, series, 4096)
     assert skipped is not None and skipped.reason == "memory" and "flush buffer" in skipped.message
     # the page's size slider offers n = 4096 warm but not cold
-    assert sweep.size_choices(["cuda:0"], ["float32"], ceiling=4096)[-1] == 4096
-    assert sweep.size_choices(["cuda:0"], ["float32"], ceiling=4096, cache="cold")[-1] == 2048
-    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), options=MatmulOptions(check_error=False))
-    assert sweep._refusal(config, guard, series, 4096) is None
+    assert size_choices(["cuda:0"], ["float32"], ceiling=4096)[-1] == 4096
+    assert size_choices(["cuda:0"], ["float32"], ceiling=4096, cache="cold")[-1] == 2048
+    assert refusal(MatmulOptions(check_error=False), guard, series, 4096) is None
     with pytest.raises(DoesNotFit, match="flush buffer"):
         engine.time_matmul(series, 4096, MatmulOptions(cache="cold", check_error=False))

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from core import notebook
-from core.matmul import engine
+from core.matmul import out_of_memory
 from core.matmul.config import SweepConfig
 from core.matmul.plan import plan_series
 from core.platform import device_lock, jobs
@@ -44,20 +44,20 @@ def test_the_notebook_plan_on_each_gpu(any_gpu):
 def test_cublas_allocation_failures_are_out_of_memory():
     for text in ("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
                  "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"):
-        assert engine.is_out_of_memory(RuntimeError(text))
-    assert not engine.is_out_of_memory(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED"))
+        assert out_of_memory.is_out_of_memory(RuntimeError(text))
+    assert not out_of_memory.is_out_of_memory(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED"))
 
 
 def test_a_cublas_allocation_failure_skips_the_size(gpu_model, monkeypatch):
     gpu_model("T4")
     released = []
-    monkeypatch.setattr(engine, "release_device_memory", released.append)
+    monkeypatch.setattr(out_of_memory, "release_device_memory", released.append)
 
     def fails() -> None:
         raise RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
 
-    with pytest.raises(engine.RanOutOfMemory, match="ran out of memory"):
-        engine._releasing_on_oom(fails, CUDA, "n=8192 float32")
+    with pytest.raises(out_of_memory.RanOutOfMemory, match="n=8192 float32 on cuda:0 ran out of memory"):
+        out_of_memory.releasing_on_oom(fails, [CUDA], "n=8192 float32")
     assert released == [CUDA]
 
 

@@ -141,7 +141,7 @@ def test_a_real_probe_is_sane():
 
 def test_a_sweep_defaults_to_the_free_cores_and_keeps_the_load(monkeypatch):
     monkeypatch.setattr(jobs, "probe_load", lambda **k: BUSY)
-    result = run_sweep(SweepConfig(sizes=(16,), options=MatmulOptions(budget_s=0.05)))  # threads (None,): left to the probe
+    result = run_sweep(SweepConfig(sizes=(16,), options=MatmulOptions(budget_s=0.05)))  # threads (None,): the probe
     assert {r.threads for r in result.results} == {1} and result.load == BUSY
     assert any("Free cores: other programs left 1 of 2 cores idle" in n and "used 1 thread." in n for n in result.notes)
     assert result.to_json()["load"] == BUSY.to_json()

@@ -188,7 +188,7 @@ def test_quick_sizes_shrink_the_gpu_checks(any_gpu, monkeypatch):
                         lambda config, hooks=None: seen.append(config) or _consistent_sweep(config))
     report = run_checks(select(["gpu-sweep"]), sizes=selfcheck.QUICK)
     assert report.passed, report.outcomes
-    assert max(seen[0].sizes) == 1024 and seen[0].budget_s < selfcheck.GPU_BUDGET_S
+    assert max(seen[0].sizes) == 1024 and seen[0].options.budget_s < selfcheck.GPU_BUDGET_S
 
 
 def test_clock_and_events_take_turns():
