@@ -442,3 +442,28 @@ def test_free_cores_equal_to_a_chosen_count_is_said_not_raced(monkeypatch):
     assert [s.label for s in plan.series] == ["cpu float32 1 thread"]
     assert any("same as the 1 thread series" in n and "not a race against itself" in n for n in plan.notes)
     assert any(n.startswith("Only one series") for n in plan.notes)
+
+
+def test_the_plan_is_made_once_and_the_load_only_fills_in_free_cores(monkeypatch, fake_timer):
+    """The page's collector and the CLI plan once and pass the Plan on: run_sweep plans nothing again, and
+    the load probed once the devices are held fills in "free cores" without asking any device again."""
+    from core.results.load import MachineLoad
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    plan = plan_series(SweepConfig(sizes=(16, 32), threads=(1, None)))
+    monkeypatch.setattr(sweep, "plan_series", lambda *a, **k: pytest.fail("planned again"))
+    monkeypatch.setattr("core.matmul.plan.resolve_device", lambda name: pytest.fail("asked a device again"))
+    busy = MachineLoad(cores=2, others_cores=0.0, free_cores=2, busy=False)
+    under = plan.under(busy)
+    assert [s.label for s in under.series] == ["cpu float32 1 thread", "cpu float32 2 threads"]
+    assert under.config is plan.config and under.asked == plan.asked
+    assert under.notes[0].startswith("Free cores: other programs left 2 of 2 cores idle")
+    result = run_sweep(plan)
+    assert {r.n for r in result.results} == {16, 32}
+
+
+def test_the_settings_keep_their_flat_form():
+    """One config with its timing options inside, saved as the flat object every older sweep has."""
+    settings = SweepConfig(sizes=(64,), options=MatmulOptions(budget_s=2.0, cache="cold")).to_dict()
+    assert list(settings) == ["sizes", "devices", "dtypes", "threads", "tf32", "budget_s", "unsynced", "end_to_end",
+                              "check_error", "seed", "cache"]
+    assert settings["sizes"] == [64] and settings["budget_s"] == 2.0 and settings["cache"] == "cold"
