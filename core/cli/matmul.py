@@ -35,13 +35,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "without a GPU; with one, the cores other programs leave free when it starts)")
     p.add_argument("--tf32", nargs="?", const="on", default="off", choices=list(TF32_CHOICES),
                    help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
-    p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1); a size whose "
-                   "series cannot yet be told apart samples on, up to twice this")
+    p.add_argument("--budget", default="1",
+                   help="seconds per size and series, warm-up included (default: 1); a size whose "
+                        "series cannot yet be told apart samples on, up to twice this")
     p.add_argument("--end-to-end", action="store_true", help="also time copying inputs to the GPU and the result back")
     p.add_argument("--cache", default="warm", choices=list(CACHE_CHOICES),
                    help="warm (default): matrices stay in cache between repetitions; cold: caches evicted before "
                         "each timed call, outside the clock")
-    p.add_argument("--guess", metavar="GUESS", help=f"your crossover prediction before the run, saved with it: {MATMUL_EXAMPLE}")
+    p.add_argument("--guess", metavar="GUESS",
+                   help=f"your crossover prediction before the run, saved with it: {MATMUL_EXAMPLE}")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_save_options(p)
@@ -103,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_series(config)
     check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
     with ctrl_c_stops() as pressed:  # the first Ctrl+C keeps the sizes measured, as the page's Stop does
-        result = run_sweep(config, replace(cli_hooks(on_progress=None if args.quiet else _progress), should_stop=pressed))
+        result = run_sweep(config, replace(cli_hooks(on_progress=None if args.quiet else _progress),
+                                           should_stop=pressed))
     if guess is not None:
         result = replace(result, guess=guess)
     if result.stopped:
@@ -137,7 +140,8 @@ def render(result: MatmulSweep) -> str:
         lines.append(clocks)
     if result.cache is not None:
         lines.append(f"cache: {result.cache}" + (" (evicted before each timed call, outside the clock)"
-                                                 if result.cache == "cold" else " (matrices stay in cache between calls)"))
+                                                 if result.cache == "cold"
+                                                 else " (matrices stay in cache between calls)"))
     if result.load is not None and result.load.notice:
         lines.append(result.load.notice)
     return "\n".join(lines)

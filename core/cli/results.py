@@ -27,11 +27,13 @@ ELIDED = ("label", "machine", "devices", "result")  # cut in this order to fit: 
 
 def _add_store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="URL", default=None,
-                        help="postgresql://... or sqlite:///path (default: $DATABASE_URL, else this user's SQLite file)")
+                        help="postgresql://... or sqlite:///path "
+                             "(default: $DATABASE_URL, else this user's SQLite file)")
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", choices=kinds.KINDS, help="only runs of one kind: " + ", ".join(f"{k} ({t})" for k, t in kinds.KIND_TITLES.items()))
+    parser.add_argument("--kind", choices=kinds.KINDS,
+                        help="only runs of one kind: " + ", ".join(f"{k} ({t})" for k, t in kinds.KIND_TITLES.items()))
     parser.add_argument("--device", help="only runs that used this device, e.g. cpu or cuda:0")
     parser.add_argument("--machine", help="only runs from this machine (as `results list` names it)")
 

@@ -63,7 +63,8 @@ def crossover_ratio(run: RooflineRun) -> float | None:
 
 
 def measured_text(run: RooflineRun) -> str:
-    """What the sweep says about the crossover, by the Matmul race's verdicts; older files (no verdicts) by their size."""
+    """What the sweep says about the crossover, by the Matmul race's verdicts; older files (no verdicts) by their
+    size."""
     c, n = run.measured_crossover, run.measured_crossover_n
     if c is None or run.verdicts is None:
         return "the sweep found none in its range" if n is None else f"the sweep measured it at n ≈ {n:,}"
@@ -91,7 +92,8 @@ def predicted_range(run: RooflineRun) -> str:
 def crossover_sentence(run: RooflineRun) -> str:
     """One paragraph: where the model puts the crossover, where the sweep found it, and why it is there."""
     if run.challenger is None or run.baseline is None:
-        return "Only one series was measured, so there is no crossover to predict (choose a GPU, or a machine with 2+ cores)."
+        return ("Only one series was measured, so there is no crossover to predict "
+                "(choose a GPU, or a machine with 2+ cores).")
     roofs = {d.series: d for d in run.devices_roofs}
     fast, slow = roofs.get(run.challenger), roofs.get(run.baseline)
     gpu = fast is not None and fast.device != "cpu"

@@ -67,7 +67,8 @@ class RooflineConfig:
         object.__setattr__(self, "sizes", tuple(sorted(set(self.sizes))))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"devices": list(self.devices), "dtype": self.dtype, "budget_s": self.budget_s, "sizes": list(self.sizes)}
+        return {"devices": list(self.devices), "dtype": self.dtype, "budget_s": self.budget_s,
+                "sizes": list(self.sizes)}
 
 
 def plan(config: RooflineConfig) -> tuple[list[Series], tuple[Series, Series] | None]:
@@ -167,7 +168,8 @@ def roofs_of(s: Series, repeats: dict[str, _Repeats]) -> DeviceRoofs:
     else:
         peak = theory.TheoreticalPeak(None, f"unknown on {device.type}")
     noisy, notes = flags(spreads, spare_cores(usable_cores(), threads if device.type == "cpu" else None))
-    return DeviceRoofs(device=s.device, dtype=s.dtype, series=s.label, threads=threads if device.type == "cpu" else None,
+    return DeviceRoofs(device=s.device, dtype=s.dtype, series=s.label,
+                       threads=threads if device.type == "cpu" else None,
                        peak_gflops=None, theoretical_gflops=peak.gflops, theoretical_note=peak.note,
                        bandwidth_gbs=values.get("bandwidth_gbs"), launch_s=values.get("launch_s"),
                        wake_s=values.get("wake_s"), spreads=spreads, noisy=noisy, notes=notes, **copies)
@@ -192,7 +194,8 @@ def _ready(s: Series, n: int, best: dict[Series, float], budget_s: float) -> str
     guess = 2 * n**3 / best[s] if s in best else 0.0
     if GUARD_CALLS * guess > budget_s:
         return (f"n={n:,} on {s.label} skipped: at least {guess:.3g} s per product (2n^3 at the best rate so far), "
-                f"so warm-up plus one timed product would overrun the {budget_s:g} s budget; raise the budget to time it")
+                f"so warm-up plus one timed product would overrun the {budget_s:g} s budget; "
+                "raise the budget to time it")
     try:
         check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=s.is_gpu, check_error=False))
     except DoesNotFit as exc:
@@ -205,7 +208,8 @@ def _sweep(job: RunningJob, series: Sequence[Series], config: RooflineConfig, no
     """Every size, smallest first, its series timed in alternation (the Matmul race's paired rounds);
     a size that would overrun the budget or not fit is skipped for that series."""
     results: list[MatmulPoint] = []
-    best: dict[Series, float] = {}  # the best rate so far: one stalled size (a descheduled thread) must not skip the rest
+    # the best rate so far: one stalled size (a descheduled thread) must not skip the rest
+    best: dict[Series, float] = {}
     for n in config.sizes:
         if job.stop_requested():
             return results, True

@@ -33,8 +33,8 @@ from core.store.access import COMMAND_LINE, INSTRUCTOR, Access, Owner, owner_has
 from core.results.csvio import csv_text
 from core.results.kinds import Result
 from core.results.machine import Machine, read_machine
-from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun, machine_label,
-                                SUMMARY_VERSION, software_versions, summary_facts)
+from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun,
+                                machine_label, SUMMARY_VERSION, software_versions, summary_facts)
 
 DATABASE_URL_ENV = "DATABASE_URL"  # postgresql://user:password@host:5432/db shares one board
 SQLITE_FILE = "results.sqlite3"  # in core.platform.paths.data_dir()
@@ -124,8 +124,9 @@ def _check_quota(tx: _Tx, owner: str | None, adding: int) -> None:
                       (owner, since))[0][0])
     if done + adding > cap:
         raise DashboardError(f"this browser session has saved or imported {done} runs in the last hour and its limit "
-                             f"is {cap} per hour, so {adding} more cannot be saved; wait, import the file on the server "
-                             f"(`python -m core results import FILE`), or raise {SESSION_HOURLY_ENV} on the server")
+                             f"is {cap} per hour, so {adding} more cannot be saved; wait, import the file "
+                             "on the server (`python -m core results import FILE`), "
+                             f"or raise {SESSION_HOURLY_ENV} on the server")
     tx.run("INSERT INTO gvc_session_saves (owner, saved_at, runs) VALUES (?, ?, ?)", (owner, files.utc_now(), adding))
 
 
@@ -336,13 +337,15 @@ class Store:
         import psycopg
 
         if url_redaction.read_url(self._target) is None:  # never to the driver: it may print or look up its pieces
-            raise DashboardError(f"cannot use the {self.describe()}: {url_redaction.malformed_message(DATABASE_URL_ENV)}")
+            raise DashboardError(f"cannot use the {self.describe()}: "
+                                 f"{url_redaction.malformed_message(DATABASE_URL_ENV)}")
         try:
             conn = psycopg.connect(self._target, connect_timeout=PG_CONNECT_TIMEOUT_S, application_name="gpu-vs-cpu")
         except psycopg.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DashboardError(f"cannot reach the {self.describe()}: {self._redact(first)}; check "
-                                 f"{DATABASE_URL_ENV}, or unset it to keep results in this machine's SQLite file") from None
+                                 f"{DATABASE_URL_ENV}, "
+                                 "or unset it to keep results in this machine's SQLite file") from None
         with conn:  # commits when the block ends, rolls back on an exception, then closes
             try:
                 limit = str(int(db_timeout_s() * 1000))  # milliseconds, for this connection only
@@ -402,10 +405,11 @@ class Store:
         """Save one finished run, as every page, the CLI and the notebook do; returns its id.
 
         The run's settings are its own (`result.settings`); its machine is `machine` when given (an import
-        that knows better), else its own where the kind carries one (a sweep, a roofline), else this machine's. The result goes through the same schema
-        as an import, written by the one JSON writer (NaN becomes null), so what is saved reads back the
-        same. `owner`: the browser session that may delete it later (the command line: only the instructor
-        deletes it) and where it was measured (here, or by the notebook)."""
+        that knows better), else its own where the kind carries one (a sweep, a roofline), else this machine's.
+        The result goes through the same schema as an import, written by the one JSON writer (NaN becomes
+        null), so what is saved reads back the same. `owner`: the browser session that may delete it later
+        (the command line: only the instructor deletes it) and where it was measured (here, or by the
+        notebook)."""
         payload = result.to_json()
         jsonio.check_tree(payload, "payload")  # before anything that recurses over it
         plain = jsonio.loads(jsonio.dumps(payload), what="the run")
@@ -419,7 +423,8 @@ class Store:
         extras: dict[str, Any] = {"machine": own, "settings": result.settings}
         jsonio.check_tree(extras, "run")
         extras = jsonio.loads(jsonio.dumps(extras), what="the run")
-        record = RunRecord(uid=uuid.uuid4().hex, kind=result.kind, created_at=files.utc_now(), label=files.check_label(label),
+        record = RunRecord(uid=uuid.uuid4().hex, kind=result.kind, created_at=files.utc_now(),
+                           label=files.check_label(label),
                            machine=read_machine(extras["machine"], "machine"), settings=extras["settings"],
                            versions=software_versions(), result=result, provenance=Provenance(source=owner.source))
         with self._transaction() as tx:
@@ -544,7 +549,8 @@ class Store:
         return int(rows), int(top)
 
     def count_runs(self, runs: RunFilter = RunFilter()) -> int:
-        """How many runs the store holds that `runs` matches, readable or not (the page says how many it does not show)."""
+        """How many runs the store holds that `runs` matches, readable or not (the page says how many it does
+        not show)."""
         where, params = _where(runs, None) or ("1 = 0", [])
         with self._transaction(write=False) as tx:
             return int(tx.run(f"SELECT COUNT(*) FROM gvc_runs r WHERE {where}", params)[0][0])
@@ -573,7 +579,8 @@ class Store:
             runs = self.list_runs()
         else:  # in chunks: a page shows thousands of runs after a few "show more", past SQLite's parameter limit
             ids = list(run_ids)
-            runs = [r for start in range(0, len(ids), UID_CHUNK) for r in self.list_runs(run_ids=ids[start:start + UID_CHUNK])]
+            runs = [r for start in range(0, len(ids), UID_CHUNK)
+                    for r in self.list_runs(run_ids=ids[start:start + UID_CHUNK])]
         return sorted(runs, key=lambda r: (r.created_at, r.run_id))
 
 

@@ -37,7 +37,8 @@ def confirm_text(title: str) -> str:
 
 
 def unreadable_text(run: UnreadableRun) -> str:
-    return f"Stored run {for_markdown(run.title)}. It cannot be drawn; delete it, or update the dashboard if it is newer."
+    return (f"Stored run {for_markdown(run.title)}. It cannot be drawn; "
+            "delete it, or update the dashboard if it is newer.")
 
 
 def compare_key(run_ids: Sequence[int]) -> str:
