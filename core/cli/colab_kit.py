@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from core.cli import HELP
 from core.cli.output import print_json
 from core.colab_kit import write_kit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("colab-kit", help="write colab.ipynb and this project's wheel (built offline) to a folder")
+    p = sub.add_parser("colab-kit", help=HELP["colab-kit"])
     p.add_argument("--out", required=True, help="the folder to write them to (made if missing)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.cli import HELP
 from core.cli.output import format_table, print_json
 from core.classifier.datasets import BUILTIN_DATASETS, DOWNLOAD_TIMEOUT_S, archive_path, fetch, is_cached
 from core.classifier.loaders import load_archive
@@ -14,7 +15,7 @@ PROGRESS_STEP_BYTES = 2**20  # print a progress line every MiB
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="download the built-in review data sets, or add a local copy")
+    p = sub.add_parser("data", help=HELP["data"])
     actions = p.add_subparsers(dest="action", required=True, parser_class=type(p))
     f = actions.add_parser("fetch", help="download and verify one data set into the per-user cache")
     f.add_argument("name", choices=list(BUILTIN_DATASETS), help="which data set")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from core.results.jsonio import dumps
@@ -17,6 +18,17 @@ def print_json(obj: Any) -> None:
 TABLE_WIDTH = 100  # columns a table keeps to by default: a terminal's usual 80-120, and the issue's 100
 ELLIPSIS = "…"
 MIN_ELIDED = 8  # an elided column keeps at least this many characters (or its header's)
+
+
+def wrap(lines: str | Iterable[str], width: int = TABLE_WIDTH) -> str:
+    """Prose for a terminal: every line longer than `width` broken at spaces, continuation lines indented by two;
+    shorter lines (and blank ones) kept as they are. For sentences only: a table is fitted by format_table."""
+    text = [lines] if isinstance(lines, str) else list(lines)
+    out: list[str] = []
+    for line in (part for block in text for part in block.split("\n")):
+        out += textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) if len(line) > width \
+            else [line]
+    return "\n".join(out)
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_width: int | None = None,

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from core.cli import HELP
 from core.cli.output import TABLE_WIDTH, format_table, print_json
 from core.errors import DashboardError
 from core.results.files import check_label
@@ -35,7 +36,7 @@ def _add_filters(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("results", help="list, export, import or delete saved runs")
+    p = sub.add_parser("results", help=HELP["results"])
     actions = p.add_subparsers(dest="results_command", required=True, parser_class=type(p))
 
     ls = actions.add_parser("list", help="saved runs, newest first")

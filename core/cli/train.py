@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from core.cli import HELP
 from core.classifier.model import PRESETS, ClassifierConfig, preset_config
 from core.cli.output import format_table, print_json
 from core.cli.results import add_save_options, check_save_options, save_if_requested
@@ -33,7 +34,7 @@ DEFAULT_DATA = "rt-polarity"  # the lecture's data set: small (0.5 MB), so a fir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train the review classifier and report loss, accuracy and seconds per epoch")
+    p = sub.add_parser("train", help=HELP["train"])
     p.add_argument("--data", default=DEFAULT_DATA, metavar="PATH_OR_NAME",
                    help=f"{' or '.join(BUILTIN_DATASETS)} (downloaded on first use, or put there by `data add`), "
                         f"a folder, a .tar.gz or a CSV/TSV (default: {DEFAULT_DATA})")

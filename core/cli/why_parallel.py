@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from core.cli import HELP
 from core.cli.output import print_json
 from core.plain_text import message_plain
 from core.cli.waiting import cli_hooks
@@ -34,8 +35,7 @@ def _budget(value: str) -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("why-parallel", help="marbles (threads, then processes), a chain of tiny steps, "
-                                            "the timing bug, the first call, location")
+    p = sub.add_parser("why-parallel", help=HELP["why-parallel"])
     p.add_argument("--section", choices=["all", *(s.name for s in registry.SECTIONS)], default="all",
                    help="one section, or all in page order")
     p.add_argument("--budget", type=_budget, default=SECTION_BUDGET_S, metavar="S",
