@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 
 from core.cli import HELP
-from core.cli.output import print_json
+from core.cli.output import print_json, wrap
 from core.plain_text import message_plain
 from core.cli.waiting import cli_hooks
 from core.parallel import registry
@@ -19,6 +19,7 @@ from core.parallel.machine import pick_gpu
 from core.errors import DashboardError
 from core.parallel.section import BUDGET, SECTION_BUDGET_S, Knob, check_budget
 from core.platform.jobs import Progress
+from core.platform.units import seconds
 
 
 def _budget(value: str) -> float:
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             notice = f"\n{done['notice']}" if done["notice"] else ""
             verbatim = f"\n{done['verbatim']}" if done["verbatim"] else ""  # torch's own message, as raised
-            print(f"{section.title}  ({done['wall_s']:.1f} s)\n{message_plain(done['summary'])}{verbatim}{notice}\n")
+            print(wrap(f"{section.title}  ({seconds(done['wall_s'])})\n{message_plain(done['summary'])}{verbatim}"
+                       f"{notice}") + "\n")
     if args.json:  # `load`: the first timed section's probe (each section carries its own)
         load = next((s["load"] for s in sections.values() if s["load"] is not None), None)
         print_json({"gpu": pick_gpu(), "budget_s": args.budget, "load": load, "sections": sections})
