@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from core.cli import HELP
-from core.cli.output import print_json
+from core.cli.output import print_json, wrap
 from core.colab_kit import write_kit
 
 
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"notebook": str(kit.notebook), "wheel": str(kit.wheel)})
     else:
-        print(f"notebook: {kit.notebook}\nwheel:    {kit.wheel}\n"
-              "On Colab: File > Upload notebook (the .ipynb), then drop the .whl into the Files panel (left) "
-              "and run the cells: the install cell finds the wheel there.")
+        print(wrap([f"notebook: {kit.notebook}", f"wheel:    {kit.wheel}",
+                    "On Colab: File > Upload notebook (the .ipynb), then drop the .whl into the Files panel (left) "
+                    "and run the cells: the install cell finds the wheel there."]))
     return 0

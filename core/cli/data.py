@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from core.cli import HELP
-from core.cli.output import format_table, print_json
+from core.cli.output import format_table, print_json, wrap
 from core.classifier.datasets import BUILTIN_DATASETS, DOWNLOAD_TIMEOUT_S, archive_path, fetch, is_cached
 from core.classifier.loaders import load_archive
 from core.classifier.local_copy import add_local_copy
@@ -62,7 +62,8 @@ def run_fetch(args: argparse.Namespace) -> int:
         print_json(info)
     else:
         state = "already in the cache" if was_cached else "downloaded and verified"
-        print(f"{args.name}: {state}: {path} ({reviews.n_positive} positive, {reviews.n_negative} negative reviews)")
+        print(wrap(f"{args.name}: {state}: {path} ({reviews.n_positive:,} positive, {reviews.n_negative:,} negative "
+                   "reviews)"))
     return 0
 
 
@@ -77,8 +78,8 @@ def run_add(args: argparse.Namespace) -> int:
     else:
         state = ("already in the cache (nothing copied)" if added.already_cached
                  else "added from the folder and verified" if added.packed else "added and verified")
-        print(f"{args.name}: {state}: {added.path} "
-              f"({reviews.n_positive} positive, {reviews.n_negative} negative reviews)")
+        print(wrap(f"{args.name}: {state}: {added.path} "
+                   f"({reviews.n_positive:,} positive, {reviews.n_negative:,} negative reviews)"))
     return 0
 
 

@@ -34,8 +34,8 @@ def render(info: MachineInfo) -> str:
         f"RAM   {gib(cpu.ram_available_bytes)} available of {gib(cpu.ram_total_bytes)}",
         f"torch {info.torch_version}, CUDA {info.cuda_version or 'none (CPU build)'}, "
         f"MPS {'available' if info.mps_available else 'not available'}",
-        "",
     ]
+    lines = [wrap(lines), ""]  # a long CPU name (and its SIMD) wraps rather than running past 100 columns
     if info.gpus:
         rows = [
             [g.index, g.name, gib(g.used_memory_bytes), gib(g.free_memory_bytes), gib(g.total_memory_bytes),

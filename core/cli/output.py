@@ -40,9 +40,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_w
     an ellipsis. Other columns are never cut.
     """
     cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    if max_width is not None:
-        widths = _fit(headers, widths, max_width, elide)
+    widths = fitted_widths(headers, rows, max_width=max_width, elide=elide)
     numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) for i in range(len(headers))]
 
     def line(values: Sequence[str]) -> str:
@@ -50,6 +48,23 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_w
                          for v, w, num in zip(values, widths, numeric)).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def fitted_widths(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_width: int | None = None,
+                  elide: Sequence[str] = ()) -> list[int]:
+    """Each column's width in format_table's output: a caller can tell which cells were cut and show them whole."""
+    widths = [max([len(h)] + [len(_cell(r[i])) for r in rows]) for i, h in enumerate(headers)]
+    return widths if max_width is None else _fit(headers, widths, max_width, elide)
+
+
+def cut_cells(headers: Sequence[str], rows: Sequence[Sequence[Any]], column: str, *, max_width: int | None = None,
+              elide: Sequence[str] = ()) -> list[int]:
+    """Indexes of the rows whose `column` format_table cuts (ends in an ellipsis) at these settings."""
+    if column not in headers:
+        return []
+    i = list(headers).index(column)
+    width = fitted_widths(headers, rows, max_width=max_width, elide=elide)[i]
+    return [k for k, row in enumerate(rows) if len(_cell(row[i])) > width]
 
 
 def _fit(headers: Sequence[str], widths: list[int], max_width: int, elide: Sequence[str]) -> list[int]:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from core.cli import HELP
-from core.cli.output import TABLE_WIDTH, format_table, print_json, wrap
+from core.cli.output import TABLE_WIDTH, cut_cells, format_table, print_json, wrap
 from core.results.jsonio import dumps
 from core.cli.waiting import cli_hooks
 from core.errors import DashboardError
@@ -71,9 +71,10 @@ def report_path(given: str | None) -> Path:
 def render(report: Report) -> str:
     """Each check on one line (its detail cut to fit 100 columns), the full details below, then the verdict."""
     rows = [[o.name, o.status.upper(), round(o.seconds, 1), o.detail] for o in report.outcomes]
-    table = format_table(["check", "result", "s", "detail"], rows, max_width=TABLE_WIDTH, elide=["detail"])
-    kept = _detail_width(table)
-    prose = [f"{o.name}: {o.detail}" for o in report.outcomes if len(o.detail) > kept]
+    headers = ["check", "result", "s", "detail"]
+    table = format_table(headers, rows, max_width=TABLE_WIDTH, elide=["detail"])
+    cut = cut_cells(headers, rows, "detail", max_width=TABLE_WIDTH, elide=["detail"])
+    prose = [f"{report.outcomes[i].name}: {report.outcomes[i].detail}" for i in cut]
     if report.skipped:
         prose.append(f"skipped (they need a CUDA GPU): {', '.join(report.skipped)}")
     if not report.passed:
@@ -84,7 +85,3 @@ def render(report: Report) -> str:
             prose.append(report.busy.notice)
     return table + "\n\n" + wrap(prose)
 
-
-def _detail_width(table: str) -> int:
-    """How many characters the detail column kept: its header line's last column (the dashes)."""
-    return len(table.splitlines()[1].rsplit("  ", 1)[-1])
