@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from core.cli import HELP
 from core.cli.output import TABLE_WIDTH, format_table, print_json, wrap
@@ -71,7 +72,7 @@ def milli(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1e3
 
 
-def _known(headers: list[str], rows: list[list[object]], keep: int) -> tuple[list[str], list[list[object]]]:
+def _known(headers: Sequence[str], rows: Sequence[Sequence[object]], keep: int) -> tuple[list[str], list[list[object]]]:
     """The table without the columns after the first `keep` that no row has a value in (a CPU has no copies)."""
     used = [i for i in range(len(headers)) if i < keep or any(r[i] is not None for r in rows)]
     return [headers[i] for i in used], [[r[i] for i in used] for r in rows]
