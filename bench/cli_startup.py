@@ -2,11 +2,12 @@
 
 Every CLI run pays torch's import; the target is that `devices` costs at most 1.3x that, i.e. the
 CLI imports only the chosen subcommand's module. `--help` (which imports no subcommand module and no
-torch: bench/cli_help.py) is shown for scale. The commands take turns (round-robin, the first one rotating), so a change of load
-hits all alike; each is run in a fresh process with its output thrown away, and the table shows the
-median wall time of --runs runs. `python -m core` leaves with os._exit (core/cli/entry.py), skipping the
-0.3-0.5 s interpreter teardown a bare `import torch` pays, so `import torch` without teardown is shown
-too: the CLI's own cost is the difference to that. Writes everything to bench/results/ as JSON.
+torch: bench/cli_help.py) is shown for scale. The commands take turns (round-robin, the first one
+rotating), so a change of load hits all alike; each is run in a fresh process with its output thrown
+away, and the table shows the median wall time of --runs runs. `python -m core` leaves with os._exit
+(core/cli/entry.py), skipping the 0.3-0.5 s interpreter teardown a bare `import torch` pays, so
+`import torch` without teardown is shown too: the CLI's own cost is the difference to that. Writes
+everything to bench/results/ as JSON.
 
     python bench/cli_startup.py [--runs N] [--python PATH] [--root CHECKOUT]
 """

@@ -283,10 +283,11 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
             epoch.loss_sum += _sgd_step(net, optimizer, batch, target) * target.shape[0]
             epoch.seen += target.shape[0]
             last = b + 1 == plan.n_batches
-            if number == 1 and not last and (b + 1) % every == 0:  # no loss yet: no device read, just the count
+            partial = bool(config.report_every) and (b + 1) % config.report_every == 0
+            if number == 1 and not (last or partial) and (b + 1) % every == 0:  # no device read, just the count
                 job.report(Progress(b + 1, config.epochs * plan.n_batches,
                                     f"{word} 1 of {config.epochs}: {b + 1:,} of {plan.n_batches:,} batches done"))
-            if last or (config.report_every and (b + 1) % config.report_every == 0):
+            if last or partial:
                 epoch.train_s += clock.now(device) - t0
                 if last:
                     average.add(model, number)
