@@ -170,7 +170,7 @@ class Report:
         if self.busy is not None:
             return "the checks that ran passed, but the machine was busy: timings here may be noisy"
         if not self.timings_checked:
-            return "no timing was checked (nothing that times ran), so nothing here vouches for the timings"
+            return "no timing was checked, so nothing here vouches for the timings yet"
         return "timings here can be trusted"
 
     def to_json(self) -> dict[str, Any]:
