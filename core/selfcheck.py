@@ -38,7 +38,7 @@ from core.results.load import MachineLoad
 from core.results.matmul import MatmulSweep
 from core.classifier.features import synthetic_features
 from core.classifier.training import LOSS_TOLERANCE, compare_devices_same_seed
-from core.platform.units import gib
+from core.platform.units import gib, number, seconds
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 GPU_SIZES = log_sizes(256, 8192)  # the sweep "to 8192"
@@ -209,8 +209,9 @@ def check_cpu_sweep(ctx: Context) -> CheckResult:
         if r.rel_error is None or r.rel_error > FLOAT32_MAX_ERROR:
             problems.append(f"n={r.n}: relative error {r.rel_error} above {FLOAT32_MAX_ERROR:g}")
     top = result.results[-1] if result.results else None
-    detail = (f"{len(result.results)} sizes timed; n={top.n}: {(top.median_s or 0) * 1e3:.3g} ms, "
-              f"{top.gflops or 0:.0f} GFLOP/s, relative error {top.rel_error or 0:.1e}" if top else "nothing was timed")
+    detail = (f"{len(result.results)} sizes timed; n={top.n}: {seconds(top.median_s or 0)}, "
+              f"{number(top.gflops or 0)} GFLOP/s, relative error {top.rel_error or 0:.1e}"
+              if top else "nothing was timed")
     data = {"rows": [{k: v for k, v in r.to_json().items() if k != "times_s"} for r in result.results],
             "wall_s": result.wall_s, "timed_s": result.timed_s}
     return CheckResult(not problems and top is not None, "; ".join(problems) or detail, data, result.load)
@@ -391,8 +392,8 @@ def check_unsynced_far_below(ctx: Context) -> CheckResult:
         data.append({"series": r.label, "n": top, "median_s": median, "unsynced_s": unsynced,
                      "ratio": ratio})
         if ratio > UNSYNCED_FAR_BELOW:
-            problems.append(f"{r.label}: unsynced {unsynced * 1e3:.3g} ms is {ratio:.0%} of {median * 1e3:.3g} ms")
-    text = ", ".join(f"{d['series']}: {d['unsynced_s'] * 1e3:.3g} ms vs {d['median_s'] * 1e3:.3g} ms" for d in data)
+            problems.append(f"{r.label}: unsynced {seconds(unsynced)} is {ratio:.0%} of {seconds(median)}")
+    text = ", ".join(f"{d['series']}: {seconds(d['unsynced_s'])} vs {seconds(d['median_s'])}" for d in data)
     return CheckResult(not problems, "; ".join(problems) or f"n={top}: {text}", {"rows": data})
 
 
@@ -408,7 +409,7 @@ def check_train_same_seed(ctx: Context) -> CheckResult:
             "test_losses": [list(t) for t in cmp.test_losses], "seconds": list(cmp.seconds),
             "max_loss_difference": cmp.max_loss_difference, "tolerance": LOSS_TOLERANCE}
     detail = (f"largest loss difference {cmp.max_loss_difference:.2e} (tolerance {LOSS_TOLERANCE:g}); "
-              f"{cmp.seconds[0]:.2f} s on {cmp.devices[0]}, {cmp.seconds[1]:.2f} s on {cmp.devices[1]}")
+              f"{seconds(cmp.seconds[0])} on {cmp.devices[0]}, {seconds(cmp.seconds[1])} on {cmp.devices[1]}")
     return CheckResult(cmp.close(LOSS_TOLERANCE), detail, data)
 
 
