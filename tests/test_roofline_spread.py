@@ -212,7 +212,7 @@ def test_the_model_error_leaves_noisy_series_out_instead_of_printing_them():
     text = model_error_text(run)
     assert "Not scored" in text and "cpu float32 2 threads (noisy: thread wake-up cost)" in text and "+70" not in text
     table = roofs_table(run)
-    assert list(table["noisy"]) == ["", "wake_s"] and table["wake range"].iloc[1] == "50–1.27e+05"
+    assert list(table["noisy"]) == ["", "thread wake-up cost"] and table["wake range"].iloc[1] == "50–127,000"
 
 
 def test_bounds_keep_the_constant_where_a_file_has_no_spread():
