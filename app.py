@@ -3,15 +3,9 @@
 import streamlit as st
 
 import pages.shared.server_memory  # noqa: F401  (Arrow on the system allocator: memory given back)
-# The two core packages whose __init__ imports their own modules, imported whole before any page: a page thread
-# importing core.results.matmul while another thread is inside core.results' __init__ can meet a partly
-# initialized module (pages/shared/warmup.py); every session entering by the same door cannot. ~1.4 s once a process.
-import core.results  # noqa: F401,E402
-import core.store  # noqa: F401,E402
 from pages.shared.entry import mark_entered
 from pages.shared.layout import projector_layout
 from pages.shared.warmup import start as warm_results
-from pages.shared.warmup import wait as warm_up_finished
 
 
 st.set_page_config(page_title="GPU vs CPU, measured", page_icon=":material/speed:", layout="wide")
@@ -19,8 +13,10 @@ PAGES = [
     st.Page("pages/home.py", title="Start here", icon=":material/home:", default=True),
     st.Page("pages/hardware.py", title="Hardware check", icon=":material/memory:"),
     st.Page("pages/matmul_race.py", title="Matmul race", icon=":material/sprint:"),
+    st.Page("pages/every_device.py", title="Every device at once", icon=":material/lan:"),
     st.Page("pages/roofline.py", title="Roofline", icon=":material/roofing:"),
     st.Page("pages/review_classifier.py", title="Review classifier", icon=":material/reviews:"),
+    st.Page("pages/classifier_scaling.py", title="Data-parallel scaling", icon=":material/stacked_bar_chart:"),
     st.Page("pages/why_parallel.py", title="Why parallel", icon=":material/call_split:"),
     st.Page("pages/results.py", title="Results", icon=":material/leaderboard:"),
     st.Page("pages/class_board.py", title="Class board", icon=":material/co_present:"),
@@ -28,6 +24,5 @@ PAGES = [
 
 mark_entered()
 projector_layout()
-warm_up_finished()  # a page never imports while the warm-up does (two threads in one package: see warmup.py)
 st.navigation(PAGES).run()
 warm_results()  # once per server process, after the first page has rendered: Results' imports in the background

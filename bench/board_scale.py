@@ -60,7 +60,7 @@ def _runs(count: int, start: int) -> bytes:
 
 
 def _fill(count: int, start: int = 0) -> None:
-    from core.store import open_store
+    from core.store.database import open_store
 
     store = open_store()
     for first in range(start, start + count, CHUNK):

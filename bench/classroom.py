@@ -43,7 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from core.charts.matmul import gflops_figure, results_table, speedup_figure, time_figure  # noqa: E402
+from core.charts.matmul import gflops_figure, speedup_figure, time_figure  # noqa: E402
 from core.cli.matmul import render  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
 from core.platform.device_lock import Job  # noqa: E402
@@ -51,6 +51,8 @@ from core.platform.jobs import JobHooks  # noqa: E402
 from core.platform.devices import available_devices, has_gpu  # noqa: E402
 from core.platform.paths import LOCK_ENV  # noqa: E402
 from core.matmul.sweep import SweepConfig, results_frame, run_sweep  # noqa: E402
+from core.platform.units import readable  # noqa: E402
+from core.results.table import human_table  # noqa: E402
 
 TARGET = 0.10  # each job's medians within 10 % of the same sweep alone
 MODES = ("threads", "processes", "processes-teardown", "unlocked")
@@ -69,7 +71,7 @@ def render_like_the_page(result) -> None:
     frame = results_frame(result.results)
     for figure in (time_figure(frame), gflops_figure(frame), speedup_figure(frame, result.crossovers)):
         figure.to_json()
-    results_table(frame).to_json()
+    readable(human_table(result.results)).to_json()
     json.dumps(result.to_json(), default=str)
 
 

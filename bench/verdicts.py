@@ -123,7 +123,7 @@ def main() -> int:
     for i in range(2 * args.runs):
         run = run_once(busy=i % 2 == 1, args=args)
         runs.append(run)
-        call = run.sweep.crossover.call if run.sweep.crossover else "-"
+        call = run.sweep.headline_crossover.call if run.sweep.headline_crossover else "-"
         print(f"run {i + 1} ({'busy' if run.busy else 'quiet'}): {run.sweep.wall_s or 0:.1f} s, crossover {call}",
               flush=True)
     sizes = sorted({n for r in runs for n in r.sweep.settings["sizes"]})
@@ -132,7 +132,7 @@ def main() -> int:
     rows.append(["others' cores (max)"] + [r.most_others for r in runs])
     rows.append(["load avg before"] + [f"{r.load_average_before:.2f}" if r.load_average_before is not None else "-"
                                        for r in runs])
-    rows.append(["crossover"] + [r.sweep.crossover.call if r.sweep.crossover else "-" for r in runs])
+    rows.append(["crossover"] + [r.sweep.headline_crossover.call if r.sweep.headline_crossover else "-" for r in runs])
     print(format_table(headers, rows))
     problems = check(runs, sizes)
     print("targets met" if not problems else "targets missed:\n  " + "\n  ".join(problems))

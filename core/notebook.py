@@ -36,10 +36,13 @@ from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, Progress
 from core.platform.units import gib, percent, readable
 from core.results import jsonio
+from core.results.kinds import read_result
+from core.results.machine import Cpu, Machine, read_machine
 from core.results.runs import NOTEBOOK
+from core.store.access import Owner
 from core.results.train import preset_title
 from core.selfcheck import CHECKS, FAIL, FULL, PASS, QUICK, SKIP, Report, run_checks, select
-from core.store import ImportResult, Store, open_store
+from core.store.database import ImportResult, Store, open_store
 
 COLAB_GPU_STEPS = (
     "No GPU is visible to PyTorch. In Colab: Runtime > Change runtime type > Hardware accelerator: "
@@ -78,24 +81,24 @@ def offer_download(path: Path) -> str:
 class DeviceCheck:
     """`python -m core devices --json`, as a table a notebook shows."""
 
-    info: dict[str, Any]
+    info: Machine
     table: pd.DataFrame
 
     @property
     def has_gpu(self) -> bool:
-        return bool(self.info.get("gpus"))
+        return bool(self.info.gpus)
 
 
-def device_table(info: dict[str, Any]) -> pd.DataFrame:
+def device_table(info: Machine) -> pd.DataFrame:
     """One row per device: the CPU, then each GPU with its memory (the 'GPU RAM' Colab shows)."""
-    cpu = info.get("cpu") or {}
-    rows = [{"device": "cpu", "name": cpu.get("name"),
-             "memory": f"{gib(cpu.get('ram_available_bytes'))} free of {gib(cpu.get('ram_total_bytes'))}",
-             "details": f"{cpu.get('logical_cores')} cores, torch uses {cpu.get('torch_threads')} threads"}]
-    for gpu in info.get("gpus") or []:
-        rows.append({"device": f"cuda:{gpu.get('index')}", "name": gpu.get("name"),
-                     "memory": f"{gib(gpu.get('free_memory_bytes'))} free of {gib(gpu.get('total_memory_bytes'))}",
-                     "details": f"compute capability {gpu.get('compute_capability')}"})
+    cpu = info.cpu or Cpu()
+    rows = [{"device": "cpu", "name": cpu.name,
+             "memory": f"{gib(cpu.ram_available_bytes)} free of {gib(cpu.ram_total_bytes)}",
+             "details": f"{cpu.logical_cores} cores, torch uses {cpu.torch_threads} threads"}]
+    for gpu in info.gpus:
+        rows.append({"device": f"cuda:{gpu.index}", "name": gpu.name,
+                     "memory": f"{gib(gpu.free_memory_bytes)} free of {gib(gpu.total_memory_bytes)}",
+                     "details": f"compute capability {gpu.compute_capability}"})
     return readable(rows)  # a field the check could not read is blank, never None
 
 
@@ -105,7 +108,7 @@ def check_devices(python: str = sys.executable) -> DeviceCheck:
     if done.returncode != 0:
         raise DashboardError(f"`python -m core devices --json` failed ({done.returncode}): "
                              f"{done.stderr.strip()[-300:]}; run the install cell again")
-    info = json.loads(done.stdout)
+    info = read_machine(json.loads(done.stdout), "devices")
     return DeviceCheck(info, device_table(info))
 
 
@@ -236,8 +239,9 @@ class NotebookRuns:
         for run in self.store.list_runs():
             if run.settings.get(STEP_KEY) == step:
                 self.store.delete(run.run_id)
-        return [self.store.save(kind, payload, {STEP_KEY: step}, label=self.label, source=NOTEBOOK)
-                for payload in payloads]
+        results = [read_result(kind, payload) for payload in payloads]
+        return [self.store.save(replace(r, settings={**r.settings, STEP_KEY: step}), label=self.label, owner=Owner(source=NOTEBOOK))
+                for r in results]
 
     def keep_report(self, report: Report, name: str = "selfcheck.json") -> Path:
         """The self-check's whole JSON report beside the export (the verdict is one line of it)."""

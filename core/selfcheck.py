@@ -29,11 +29,13 @@ from core.classifier.model import ClassifierConfig
 from core.platform.devices import available_devices, cuda_count, device_key
 from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
+from core.results.machine import Machine
 from core.platform.jobs import JobHooks, run_job
 from core.matmul.engine import (
     DTYPES, cuda_event_seconds, has_tf32, make_operands, product, supported_dtypes, tf32_matmul,
 )
 from core.matmul.sweep import SweepConfig, log_sizes, run_sweep
+from core.results.crossover import sentence
 from core.results.load import MachineLoad
 from core.results.matmul import MatmulSweep
 from core.classifier.features import synthetic_features
@@ -138,7 +140,7 @@ class Outcome:
 @dataclass(frozen=True)
 class Report:
     outcomes: tuple[Outcome, ...]
-    machine: dict[str, Any]
+    machine: Machine
     wall_s: float
     finished_at: str
 
@@ -183,7 +185,7 @@ class Report:
             "busy": self.busy is not None,
             "wall_s": self.wall_s,
             "finished_at": self.finished_at,
-            "machine": self.machine,
+            "machine": self.machine.to_json(),
         }
 
 
@@ -325,7 +327,7 @@ def judge_gpu_sweep(result: MatmulSweep, capability_major: int, top_size: int = 
         problems.append(f"a series is recorded with TF32 on, but compute capability {capability_major}.x has none")
     lead = next(iter(result.shown_crossovers), None)  # the sentence the race page shows first
     speeds = ", ".join(f"{label} {r.gflops or 0:,.0f} GFLOP/s" for label, r in at_top.items())
-    detail = (f"n={top}: {speeds}; {lead.text if lead else 'no crossover computed'}")
+    detail = (f"n={top}: {speeds}; {sentence(lead, result.verdicts) if lead else 'no crossover computed'}")
     data = {"sweep": result.to_json()}
     return CheckResult(not problems, "; ".join(problems) or detail, data, result.load)
 
@@ -464,5 +466,5 @@ def run_checks(checks: Sequence[Check] = CHECKS, *, on_outcome: Callable[[Outcom
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
-    return Report(tuple(outcomes), inspect_machine().to_dict(), time.perf_counter() - start,
+    return Report(tuple(outcomes), inspect_machine().record(), time.perf_counter() - start,
                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

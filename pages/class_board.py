@@ -10,7 +10,7 @@ from core.charts.class_board import hardware_figure, spread_figure
 from core.errors import DashboardError
 from core.plain_text import for_markdown
 from core.platform.units import readable
-from core.store import open_store
+from core.store.database import open_store
 from core.store.class_board import (
     DEFAULT_REFRESH_S, MAX_BOARD_RUNS, MAX_REFRESH_S, MIN_REFRESH_S, changed, crossover_spread, epoch_spread,
     grouped_rows, refresh, room_hardware, speedup_spread, who,

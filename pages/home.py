@@ -17,12 +17,13 @@ In class, go through the pages in this order:
    Without a GPU every other page still works on the CPU and says what a GPU would add.
 2. **Matmul race**: time `A @ B` on the CPU and the GPU for growing matrix sizes, correctly
    (warm-up, synchronize before reading the clock, median of many runs), and find the size
-   from which the GPU wins.
+   from which the GPU wins. **Every device at once** runs the same sweep on every device together.
 3. **Roofline**: why the crossover is where it is. Each device's compute peak, memory bandwidth
    and cost of starting one operation, measured; every product drawn on the roofline; the
    crossover predicted from those constants beside the measured one.
 4. **Review classifier**: train the same small neural network on real movie reviews on the
-   CPU and then the GPU, and watch the two loss curves race.
+   CPU and then the GPU, and watch the two loss curves race. **Data-parallel scaling** splits
+   its training over 1 and 2 worker processes.
 5. **Why parallel**: the idea behind it, measured: one worker counting marbles against many,
    why a chain of tiny steps gains nothing, and why timing without synchronizing lies.
 6. **Results**: every run saved, so a laptop CPU and the lab GPU can share one chart.

@@ -1,18 +1,14 @@
 """Review classifier: the lecture's network on real movie reviews, trained on the CPU or the GPU, loss live."""
 
-from dataclasses import asdict, replace
-
 import streamlit as st
 
 from core.charts.classifier import accuracy_curve, loss_curves
 from core.classifier.runs import DONE
-from core.classifier.training import predict
 from core.errors import DashboardError
 from core.plain_text import message_markdown
 from core.results.guess import parse_train_guess
-from core.results.jsonio import to_jsonable
 from pages.shared.classifier_widgets import (
-    data_choice, preset_race_view, run_history, run_metrics, scaling_section, settings_form, workbench,
+    data_choice, preset_race_view, run_history, run_metrics, settings_form, try_your_review, workbench,
 )
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
@@ -31,7 +27,8 @@ with st.sidebar:  # the settings; the main column keeps the buttons and what the
 settings = settings_form(waiting_for=choice.waiting_for)
 status, guess_slot, metrics_slot, loss_slot, acc_slot = st.empty(), st.empty(), st.empty(), st.empty(), st.empty()
 
-if settings.train or settings.race or settings.both:
+download = st.session_state.get("clf_download", False)  # Download pressed: read the reviews (downloaded first), no run
+if settings.train or settings.race or settings.both or download:
     def on_progress(step) -> None:
         status.info(step.message)
         if step.item is not None:
@@ -44,8 +41,8 @@ if settings.train or settings.race or settings.both:
         if batches % TICK_BATCHES == 0:
             status.info(f"{bench.status} · {batches} batches")
 
-    def save(result, baseline) -> None:  # a run that finished all its epochs goes to the Results page
-        save_run("train", to_jsonable(replace(result.run, baseline_accuracy=baseline.accuracy)), asdict(result.config), label=st.session_state.clf_label.strip())
+    def save(run) -> None:  # a run that finished all its epochs goes to the Results page
+        save_run(run, label=st.session_state.clf_label.strip())
 
     try:
         config = settings.config()
@@ -55,12 +52,15 @@ if settings.train or settings.race or settings.both:
                 bar = st.progress(0.0)
                 bench.load(choice, progress=lambda d, t: bar.progress(min(1.0, d / t) if t else 0.0))
                 bar.empty()
-        with page_job("clf", on_progress=on_progress, between_steps=tick) as turn:
-            if bench.needs_prepare(config):
-                with st.spinner("building the document-term matrix and the LogisticRegression baseline"):
-                    bench.prepared(config, turn.hooks)
-            bench.train(config, turn.hooks, race=settings.race, both=settings.both, on_done=save, guess=guess)
-        status.empty()
+        if download:
+            status.success(f"{choice.source} downloaded, verified and read.")
+        else:
+            with page_job("clf", on_progress=on_progress, between_steps=tick) as turn:
+                if bench.needs_prepare(config):
+                    with st.spinner("building the document-term matrix and the LogisticRegression baseline"):
+                        bench.prepared(config, turn.hooks)
+                bench.train(config, turn.hooks, race=settings.race, both=settings.both, on_done=save, guess=guess)
+            status.empty()
     except DashboardError as exc:
         status.error(message_markdown(exc))  # it may name an uploaded file (escaped); its `code` shows as code
 
@@ -77,15 +77,8 @@ if bench.runs:  # ---- the latest run (from the session, so it survives reruns a
                                          best_epoch=last.best_epoch, run=last.label), key="clf_acc")
 if bench.preset_race is not None:  # ---- the latest "both presets" comparison
     preset_race_view(bench.preset_race)
-scaling_section(choice, settings)  # ---- K data-parallel worker processes against one
+st.page_link("pages/classifier_scaling.py", label="More workers: data-parallel scaling", icon=":material/lan:")
 
-st.subheader("Try your own review")  # ---- with the latest run's kept epoch
-if bench.model is None:
-    st.caption("Train a run first; its kept epoch then scores your text.")
-else:
-    text = st.text_area("Your review", key="clf_review", placeholder="a moving, beautifully acted film")
-    if st.button("How positive is it?", key="clf_predict") and text.strip():
-        st.metric(f"p(positive), {bench.model[0]}", f"{predict(bench.model[1], [text])[0]:.1%}")
-
+try_your_review(bench)  # ---- with the latest run's kept epoch
 if bench.runs:  # ---- run history: every run of this session, overlaid
     run_history(bench)

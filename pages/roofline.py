@@ -44,7 +44,7 @@ if run:
             state.rl_result = run_roofline(config, turn.hooks)
         bar.progress(1.0, text=f"done in {state.rl_result.wall_s:.1f} s{turn.waited_note}")
         if state.rl_result.points and not state.rl_result.stopped:
-            save_run("roofline", state.rl_result.to_json(), config.to_dict(), label=state.rl_label.strip())
+            save_run(state.rl_result, label=state.rl_label.strip())
     except DashboardError as exc:
         st.error(str(exc))
 

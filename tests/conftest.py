@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import pytest
 import torch
@@ -58,8 +58,11 @@ class FakeCuda:
     and every query, as on a real GPU whose context is lost until the process restarts.
     """
 
-    def __init__(self, count: int = 1, model: GpuModel | None = None) -> None:
+    def __init__(self, count: int = 1, model: GpuModel | None = None, *, uuids: list[str] | None = None,
+                 exclusive_process: bool = False) -> None:
         self.count = count
+        self.uuids = uuids  # per visible index, as torch's props.uuid prints: a permuted list plays CUDA_VISIBLE_DEVICES
+        self.exclusive_process = exclusive_process  # compute mode EXCLUSIVE_PROCESS: one process's context per GPU
         self.model = model
         self.events: list[str] = []  # e.g. ["sync", "clock", ...] when a test also fakes the clock
         if model is None:  # the default fake: an 80 GB Hopper-like GPU without a clock in its properties
@@ -74,7 +77,9 @@ class FakeCuda:
         self.fail: set[str] = set()  # names of queries that should raise
         self.pending_error: str | None = None  # queued by a kernel, raised at the next synchronize
         self.sticky_error: str | None = None  # raised since, by everything
-        self.contexts: set[int] = set()  # devices on which a query created a CUDA context (mem_get_info does)
+        self.contexts: set[int] = set()  # devices on which this process created a CUDA context (mem_get_info,
+        # synchronize do)
+        self.child_contexts: set[int] = set()  # contexts another process (a rank, a worker) opened
 
     def _maybe_fail(self, what: str) -> None:
         if self.sticky_error is not None:
@@ -93,9 +98,22 @@ class FakeCuda:
     def device_count(self) -> int:
         return self.count
 
-    def get_device_properties(self, index: int):
+    def get_device_properties(self, index=None):
         self._maybe_fail("get_device_properties")
-        return self.props
+        if self.uuids is None:
+            return self.props
+        index = int(getattr(index, "index", index) or 0)
+        return SimpleNamespace(**vars(self.props), uuid=self.uuids[index])
+
+    def has_primary_context(self, index: int) -> bool:
+        return int(index) in self.contexts
+
+    def open_child_context(self, index: int) -> None:
+        """Another process (a torchrun rank, a training worker, the cold-start child) creates its context
+        on GPU `index`; in EXCLUSIVE_PROCESS mode CUDA refuses it while this process holds one there."""
+        if self.exclusive_process and index in self.contexts:
+            raise RuntimeError("CUDA error: all CUDA-capable devices are busy or unavailable")
+        self.child_contexts.add(index)
 
     def mem_get_info(self, index=None):
         self._maybe_fail("mem_get_info")
@@ -104,15 +122,64 @@ class FakeCuda:
 
     def synchronize(self, device=None) -> None:
         self.events.append("sync")
+        self.contexts.add(0 if device is None else int(getattr(device, "index", device) or 0))  # as CUDA's does
         if self.pending_error is not None:
             self.sticky_error, self.pending_error = self.pending_error, None
         self._maybe_fail("synchronize")
 
 
-def install_fake_cuda(monkeypatch, fake: FakeCuda) -> FakeCuda:
+def install_fake_cuda(monkeypatch, fake: FakeCuda, *, nvml: bool = True) -> FakeCuda:
+    """Stand `fake` in for torch.cuda; with NVML for it (as a machine with NVIDIA's driver has) unless `nvml` is False."""
     for name in ("is_available", "device_count", "get_device_properties", "mem_get_info", "synchronize"):
         monkeypatch.setattr(torch.cuda, name, getattr(fake, name))
+    monkeypatch.setattr(torch._C, "_cuda_hasPrimaryContext", fake.has_primary_context, raising=False)
+    nvml_ids = fake.uuids or [f"fake-{i}" for i in range(fake.count)]
+    install_fake_nvml(monkeypatch, FakeGpuNvml(fake, list(nvml_ids)) if nvml else None)
     return fake
+
+
+class FakeGpuNvml(ModuleType):
+    """pynvml for a FakeCuda: its GPUs by NVML's own numbering (PCI order) and UUID, their free memory.
+
+    NVML creates no CUDA context; the handles a test's code looked up are in `handles`."""
+
+    def __init__(self, cuda: FakeCuda, nvml_uuids: list[str]) -> None:
+        super().__init__("pynvml")
+        self.cuda, self.nvml_uuids = cuda, nvml_uuids
+        self.handles: list[tuple[str, object]] = []
+        self.free: dict[str, int] = {}  # by UUID, where a test sets it; else the FakeCuda's `free` as it is now
+        self.sm_mhz: dict[str, int] = {u: 1410 for u in nvml_uuids}  # the SM clock, by UUID
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlDeviceGetHandleByUUID(self, name: str):
+        self.handles.append(("uuid", name))
+        if not name.startswith("GPU-") or name[4:] not in self.nvml_uuids:
+            raise RuntimeError("NVMLError_NotFound")
+        return name[4:]
+
+    def nvmlDeviceGetHandleByIndex(self, index: int):
+        self.handles.append(("index", index))
+        return self.nvml_uuids[index]
+
+    def nvmlDeviceGetClockInfo(self, handle, kind):
+        return self.sm_mhz[handle]
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        if "nvml_memory" in self.cuda.fail:
+            raise RuntimeError("NVMLError_NotSupported: fake driver failure in nvml_memory")
+        total, free = self.cuda.props.total_memory, self.free.get(handle, self.cuda.free)
+        return SimpleNamespace(free=free, total=total, used=total - free)
+
+
+def install_fake_nvml(monkeypatch, lib: ModuleType | None) -> ModuleType | None:
+    """Make core.platform.sensors.nvml() return `lib` (None: no NVML) for this test."""
+    from core.platform import sensors
+
+    monkeypatch.setattr(sensors, "_nvml", lib)
+    monkeypatch.setattr(sensors, "_nvml_tried", True)
+    return lib
 
 
 @pytest.fixture
@@ -130,9 +197,11 @@ def any_gpu(request, monkeypatch) -> FakeCuda:
 
 @pytest.fixture
 def gpu_model(monkeypatch):
-    """A factory: `gpu_model("T4", count=2)` fakes that GPU (or several of it) and returns the FakeCuda."""
-    def make(name: str, count: int = 1) -> FakeCuda:
-        return install_fake_cuda(monkeypatch, FakeCuda(count, GPU_MODELS[name]))
+    """A factory: `gpu_model("T4", count=2)` fakes that GPU (or several of it, each with its UUID) and returns
+    the FakeCuda; keywords go to FakeCuda (`exclusive_process=True`, `uuids=[...]`)."""
+    def make(name: str, count: int = 1, **kwargs) -> FakeCuda:
+        uuids = [f"{name.lower()}-{i:04d}" for i in range(count)]  # torch reports each GPU's UUID
+        return install_fake_cuda(monkeypatch, FakeCuda(count, GPU_MODELS[name], **{"uuids": uuids, **kwargs}))
     return make
 
 
@@ -145,6 +214,9 @@ def isolated_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GPU_VS_CPU_LOCK_DIR", str(root / "locks"))
     monkeypatch.delenv("DATABASE_URL", raising=False)  # never write test runs to a real class board
     monkeypatch.setenv("GPU_VS_CPU_LOAD_PROBE_S", "0.02")  # the real probe, short: it counts toward a job's time cap
+    from core.store import key_guard
+
+    monkeypatch.setattr(key_guard, "SERVER_GUARD", key_guard.KeyGuard())  # wrong keys counted per server: per test here
     return root
 
 

@@ -42,6 +42,28 @@ def train_payload(device: str = "cpu", epochs: int = 3, seconds: float = 4.0) ->
 
 def as_saved(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The payload as the store hands it back: read through the schema, written in its current version."""
-    from core.results import read_result
+    from core.results.kinds import read_result
 
     return read_result(kind, copy.deepcopy(payload)).to_json()
+
+
+def save_payload(store, kind: str, payload: dict[str, Any], settings: dict[str, Any] | None = None,
+                 machine: dict[str, Any] | None = None, *, label: str = "", owner_token: str | None = None,
+                 source: str = "measured") -> int:
+    """Save a hand-made payload: read as its kind (numpy numbers and NaN written as JSON first, as a page's
+    would be), `settings` as the run's own, then `Store.save(result, label=..., owner=...)` like every caller."""
+    from dataclasses import replace
+
+    from core.results import files, jsonio
+    from core.results.kinds import read_result
+    from core.results.machine import read_machine
+    from core.store.access import Owner
+
+    jsonio.check_tree(payload, "payload")
+    plain = jsonio.loads(jsonio.dumps(payload), what="the run")
+    jsonio.check_size(plain, "payload", files.MAX_RUN_CHARS)
+    result = read_result(kind, plain)
+    if settings is not None:
+        result = replace(result, settings=jsonio.loads(jsonio.dumps(settings)))
+    return store.save(result, label=label, owner=Owner(owner_token, source),
+                      machine=None if machine is None else read_machine(machine, "machine"))

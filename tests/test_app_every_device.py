@@ -1,19 +1,20 @@
-"""AppTests of the Matmul race's "Every device at once" section, and of a saved run on every rank on Results
+"""AppTests of the "Every device at once" page, and of a saved run on every rank on Results
 and the Class board. The launch itself is faked here (the real one: tests/test_ranks_launch.py); one slow
 test clicks Run with two real CPU ranks."""
 
 from __future__ import annotations
 
 import pytest
+
+from tests.result_samples import save_payload
 import torch
 from streamlit.testing.v1 import AppTest
 
-import pages.shared.every_device as every_device
 from core.matmul.ranks import contention, judge_stragglers, rank_point, spread
 from core.results.cluster import ClusterRun, RankRecord
-from core.store import open_store
+from core.store.database import open_store
 
-PAGE = "pages/matmul_race.py"
+PAGE = "pages/every_device.py"
 FAST = [0.010, 0.0101, 0.0099, 0.0100, 0.0102, 0.0098]
 
 
@@ -41,12 +42,13 @@ def test_every_device_runs_shows_the_straggler_and_saves(app: AppTest, no_gpu, m
         calls.append((config.sizes, ranks))
         return _run()
 
-    monkeypatch.setattr(every_device, "run_ranks", fake_run_ranks)
+    monkeypatch.setattr("core.matmul.rank_launch.run_ranks", fake_run_ranks)
     app.switch_page(PAGE).run()
     assert not app.exception
     assert app.number_input(key="mm_ranks_k").value == 2 and not app.get("plotly_chart")
     app.number_input(key="mm_ranks_k").set_value(3)
     app.selectbox(key="mm_ranks_sizes").set_value("small (64, 128, 256)")
+    app.text_input(key="mm_ranks_label").set_value("lab node")
     app.button(key="mm_ranks_go").click().run()
     assert not app.exception, app.exception
     assert calls == [((64, 128, 256), 3)]
@@ -56,7 +58,7 @@ def test_every_device_runs_shows_the_straggler_and_saves(app: AppTest, no_gpu, m
     tables = [d.value for d in app.dataframe if list(d.value.columns)[:2] == ["n", "min GFLOP/s"]]
     assert len(tables) == 1 and tables[0]["n"].tolist() == [64, 128]
     (saved,) = open_store().list_runs(kind="cluster")
-    assert saved.result.straggler_call == "named"
+    assert saved.result.straggler_call == "named" and saved.label == "lab node"
 
 
 def test_the_ranks_control_is_bounded_by_twice_the_cores(app: AppTest, no_gpu, monkeypatch):
@@ -66,7 +68,7 @@ def test_the_ranks_control_is_bounded_by_twice_the_cores(app: AppTest, no_gpu, m
 
 
 def test_results_and_the_class_board_show_a_run_on_every_rank(app: AppTest):
-    open_store().save("cluster", _run().to_json(), {}, label="lab node")
+    save_payload(open_store(), "cluster", _run().to_json(), {}, label="lab node")
     app.switch_page("pages/results.py").run()
     assert not app.exception, app.exception
     listing = app.dataframe[0].value

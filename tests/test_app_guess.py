@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from core.store import open_store
+from core.store.database import open_store
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 from core.parallel import section
 from core.platform import jobs
 from core.results.load import MachineLoad
-from core.store import open_store
-from tests.result_samples import LAB, matmul_payload, train_payload
+from core.store.database import open_store
+from tests.result_samples import LAB, matmul_payload, train_payload, save_payload
 from tests.review_fixtures import csv_bytes, toy_reviews
 
 BUSY = MachineLoad(cores=2, others_cores=1.0, load_average=2.5, free_cores=1, busy=True, probe_s=0.2)
@@ -74,9 +74,9 @@ def test_why_parallel_shows_the_notice_under_a_sections_chart(app, no_gpu, monke
 
 def test_results_table_flags_noisy_runs(app):
     store = open_store()
-    noisy = store.save("matmul", {**matmul_payload(LAB), "load": BUSY.to_json()}, {}, label="busy lab")
-    calm = store.save("train", {**train_payload("cuda:0"), "load": QUIET.to_json()}, {}, machine=LAB)
-    old = store.save("matmul", matmul_payload(LAB), {})  # saved before runs carried a load
+    noisy = save_payload(store, "matmul", {**matmul_payload(LAB), "load": BUSY.to_json()}, {}, label="busy lab")
+    calm = save_payload(store, "train", {**train_payload("cuda:0"), "load": QUIET.to_json()}, {}, machine=LAB)
+    old = save_payload(store, "matmul", matmul_payload(LAB), {})  # saved before runs carried a load
     app.switch_page("pages/results.py").run()
     assert not app.exception, app.exception
     table = app.dataframe[0].value.set_index("run")

@@ -7,7 +7,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.store import open_store
+from core.store.database import open_store
 from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/matmul_race.py"

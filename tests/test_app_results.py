@@ -8,8 +8,8 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.store import open_store
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from core.store.database import open_store
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 
 def _shown(markdown: object) -> str:
@@ -37,9 +37,9 @@ def _charts(at: AppTest) -> list:
 def saved():
     store = open_store()
     return {
-        "laptop": store.save("matmul", matmul_payload(LAPTOP), {"sizes": "256,1024,4096"}, label="Ana"),
-        "lab": store.save("matmul", matmul_payload(LAB), {"sizes": "256,1024,4096"}),
-        "train": store.save("train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB),
+        "laptop": save_payload(store, "matmul", matmul_payload(LAPTOP), {"sizes": "256,1024,4096"}, label="Ana"),
+        "lab": save_payload(store, "matmul", matmul_payload(LAB), {"sizes": "256,1024,4096"}),
+        "train": save_payload(store, "train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB),
     }
 
 
@@ -202,8 +202,8 @@ def test_runs_with_unmeasured_values_still_render(app):
     trained["epochs"][0].update(test_loss=None, test_accuracy=None)
     trained.update(test_accuracy=None, train_seconds=None, baseline_accuracy=None)
     store = open_store()
-    store.save("matmul", sweep)
-    store.save("train", trained, machine={})
+    save_payload(store, "matmul", sweep)
+    save_payload(store, "train", trained, machine={})
     at = _open(app)
     assert len(_charts(at)) == 2
     assert "no accuracy" in " ".join(at.dataframe[0].value["result"])
@@ -252,7 +252,7 @@ def test_delete_can_be_cancelled(app, saved):
 
 def test_only_unreadable_rows(app):
     store = open_store()
-    run_id = store.save("train", train_payload(), machine=LAPTOP)
+    run_id = save_payload(store, "train", train_payload(), machine=LAPTOP)
     with store._transaction() as tx:
         tx.run("UPDATE gvc_runs SET created_at = ?, summary_json = NULL WHERE id = ?",
                ("0001-01-01T00:00:00+01:00", run_id))
@@ -302,10 +302,10 @@ def test_a_student_deletes_only_their_own_runs_and_the_key_allows_any(app, monke
 def test_a_session_deletes_a_run_it_saved_without_the_key(app, monkeypatch):
     monkeypatch.setenv("GPU_VS_CPU_INSTRUCTOR_KEY", KEY)
     store = open_store()
-    other = store.save("matmul", matmul_payload(LAB), {})  # the command line: no owner
+    other = save_payload(store, "matmul", matmul_payload(LAB), {})  # the command line: no owner
     at = AppTest.from_file(app._script_path, default_timeout=120)
     at.session_state["board_owner_token"] = "ana's token"  # what result_store.save_run saves with
-    mine = store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana's token")
+    mine = save_payload(store, "matmul", matmul_payload(LAPTOP), {}, owner_token="ana's token")
     at = _open(at)
     assert at.selectbox(key="results_delete_pick").options[0].startswith(f"#{mine} ")
     assert len(at.selectbox(key="results_delete_pick").options) == 1, f"run #{other} is not hers"
@@ -316,7 +316,7 @@ def test_a_session_deletes_a_run_it_saved_without_the_key(app, monkeypatch):
 
 def test_wrong_keys_lock_the_field_for_the_session(app, monkeypatch):
     monkeypatch.setenv("GPU_VS_CPU_INSTRUCTOR_KEY", KEY)
-    open_store().save("matmul", matmul_payload(LAB), {})
+    save_payload(open_store(), "matmul", matmul_payload(LAB), {})
     at = _open(app)
     for attempt in range(5):
         at.text_input(key="results_key").input(f"guess {attempt}").run()
@@ -350,3 +350,16 @@ def test_imported_runs_are_marked_in_the_table_the_legend_and_the_filter(app, sa
     assert any(n and n.endswith("(imported) · Ben's laptop") for n in names), names
     at.multiselect(key="results_sources").set_value(["imported"]).run()
     assert list(at.dataframe[0].value["source"]) == ["imported"]
+
+
+def test_a_new_session_gets_no_more_key_tries(app, monkeypatch):
+    """Issue 30: the lock was per session and said "Open a new session": every reload gave five more guesses."""
+    monkeypatch.setenv("GPU_VS_CPU_INSTRUCTOR_KEY", KEY)
+    save_payload(open_store(), "matmul", matmul_payload(LAB), {})
+    at = _open(app)
+    for attempt in range(5):
+        at.text_input(key="results_key").input(f"guess {attempt}").run()
+    fresh = _open(AppTest.from_file(app._script_path, default_timeout=120))  # a reload: a new session
+    fresh.text_input(key="results_key").input(KEY).run()
+    shown = fresh.error[0].value
+    assert "Too many wrong keys" in shown and "session" not in shown.lower() and not fresh.selectbox

@@ -3,10 +3,12 @@
 from dataclasses import replace
 
 import pytest
+
+from tests.result_samples import save_payload
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core.store import open_store
+from core.store.database import open_store
 
 PAGE = "pages/roofline.py"
 
@@ -62,8 +64,8 @@ def test_saved_rooflines_appear_on_results_beside_each_other(app: AppTest, no_gp
     from tests.test_roofline import _synthetic_run
 
     store = open_store()
-    store.save("roofline", _synthetic_run().to_json(), {}, label="lab GPU")
-    store.save("roofline", _synthetic_run().to_json() | {"wall_s": 1.0}, {}, label="Ana's laptop")
+    save_payload(store, "roofline", _synthetic_run().to_json(), {}, label="lab GPU")
+    save_payload(store, "roofline", _synthetic_run().to_json() | {"wall_s": 1.0}, {}, label="Ana's laptop")
     app.switch_page("pages/results.py").run()
     assert not app.exception
     assert "roofline" in app.multiselect(key="results_kinds").options

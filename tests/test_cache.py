@@ -15,7 +15,7 @@ from core.matmul import engine, paired
 from core.matmul.engine import MatmulOptions, Series
 from core.matmul.sweep import SweepConfig, results_frame, sweep_of
 from core.platform import cache, clock, timing
-from core.results import read_result
+from core.results.kinds import read_result
 
 CPU = torch.device("cpu")
 

@@ -5,23 +5,24 @@ from __future__ import annotations
 import pytest
 
 from core.charts.results import matmul_overlay, train_overlay
-from core.store import matmul_frame, open_store, train_frame
+from core.store.frames import kind_frame
+from core.store.database import open_store
 from tests.chart_checks import assert_annotations_inside, assert_legend_right, assert_log_axis, assert_points_inside
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 
 @pytest.fixture
 def runs():
     store = open_store()
-    store.save("matmul", matmul_payload(LAPTOP, sizes=(256, 512)))
-    store.save("matmul", matmul_payload(LAB, sizes=(256, 512, 1024)))
-    store.save("train", train_payload("cpu", epochs=2, seconds=5.0), machine=LAPTOP)
-    store.save("train", train_payload("cuda:0", epochs=2, seconds=0.2), machine=LAB)
+    save_payload(store, "matmul", matmul_payload(LAPTOP, sizes=(256, 512)))
+    save_payload(store, "matmul", matmul_payload(LAB, sizes=(256, 512, 1024)))
+    save_payload(store, "train", train_payload("cpu", epochs=2, seconds=5.0), machine=LAPTOP)
+    save_payload(store, "train", train_payload("cuda:0", epochs=2, seconds=0.2), machine=LAB)
     return store.list_runs()
 
 
 def test_matmul_overlay_draws_each_series_and_the_lecture(runs):
-    fig = matmul_overlay(matmul_frame(runs))
+    fig = matmul_overlay(kind_frame("matmul", runs))
     traces = {t.name: t for t in fig.data}
     assert len(traces) == 3 + 1
     gpu = traces["#2 cuda:0 (NVIDIA H200) float32"]
@@ -42,9 +43,9 @@ def test_matmul_overlay_draws_each_series_and_the_lecture(runs):
 
 
 def test_matmul_overlay_in_gflops_without_reference(runs):
-    fig = matmul_overlay(matmul_frame(runs), "gflops", reference=False)
+    fig = matmul_overlay(kind_frame("matmul", runs), "gflops", reference=False)
     assert len(fig.data) == 3 and fig.layout.yaxis.title.text == "GFLOP/s"
-    with_ref = matmul_overlay(matmul_frame(runs), "gflops")
+    with_ref = matmul_overlay(kind_frame("matmul", runs), "gflops")
     assert list(with_ref.data[-1].y) == pytest.approx([2e12 / 23 / 1e9, 2e12 / 3 / 1e9])
     assert list(with_ref.data[-1].text) == ["lecture: CPU ≈ 87 GFLOP/s", "lecture: Colab GPU ≈ 667 GFLOP/s"]
     assert_log_axis(with_ref.layout.yaxis)
@@ -65,7 +66,7 @@ def test_matmul_overlay_error_bars_stop_above_the_axis_floor():
 
 
 def test_train_overlay_by_epoch_and_by_time(runs):
-    frame = train_frame(runs)
+    frame = kind_frame("train", runs)
     by_epoch = train_overlay(frame)
     assert len(by_epoch.data) == 2 and all(list(t.x) == [1, 2] for t in by_epoch.data)
     by_time = train_overlay(frame, "train_loss", "elapsed_s")
@@ -79,5 +80,5 @@ def test_train_overlay_by_epoch_and_by_time(runs):
 
 
 def test_empty_frames_give_empty_figures():
-    assert len(matmul_overlay(matmul_frame([]), reference=False).data) == 0
-    assert len(train_overlay(train_frame([])).data) == 0
+    assert len(matmul_overlay(kind_frame("matmul", []), reference=False).data) == 0
+    assert len(train_overlay(kind_frame("train", [])).data) == 0

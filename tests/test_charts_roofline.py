@@ -7,7 +7,7 @@ import dataclasses
 import math
 
 from core.charts.roofline import model_caption, model_figure
-from tests.test_roofline import _synthetic_run
+from tests.test_roofline import _synthetic_run, measured_at
 
 
 def _labels(fig) -> list[str]:
@@ -16,7 +16,8 @@ def _labels(fig) -> list[str]:
 
 def test_each_crossover_inside_the_range_is_a_labelled_line_placed_in_log_coordinates():
     run = _synthetic_run()  # sizes 64-1024, crossovers predicted 49 (beyond) and measured 61 (beyond)
-    run = dataclasses.replace(run, predicted_crossover_n=100, measured_crossover_n=300)
+    run = dataclasses.replace(run, predicted_crossover_n=100,
+                              measured_crossover=measured_at(run.challenger, run.baseline, 300))
     fig = model_figure(run)
     lines = [s for s in fig.layout.shapes if s.type == "line"]
     assert sorted(s.x0 for s in lines) == [100, 300]
@@ -30,7 +31,9 @@ def test_each_crossover_inside_the_range_is_a_labelled_line_placed_in_log_coordi
 
 
 def test_a_crossover_outside_the_range_gets_no_line_and_the_caption_says_so():
-    run = dataclasses.replace(_synthetic_run(), predicted_crossover_n=79_000_000, measured_crossover_n=300)
+    run = _synthetic_run()
+    run = dataclasses.replace(run, predicted_crossover_n=79_000_000,
+                              measured_crossover=measured_at(run.challenger, run.baseline, 300))
     fig = model_figure(run)
     assert [s.x0 for s in fig.layout.shapes if s.type == "line"] == [300]
     assert not any("predicted" in t for t in _labels(fig))

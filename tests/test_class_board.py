@@ -7,11 +7,11 @@ import copy
 import pytest
 
 from core.charts.class_board import hardware_figure, spread_figure
-from core.store import open_store
+from core.store.database import open_store
 from core.store.class_board import (
     ClassBoard, changed, crossover_spread, epoch_spread, grouped_rows, refresh, room_hardware, speedup_spread,
 )
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 
 def _matmul(machine=LAB, guess=None, crossover=None) -> dict:
@@ -55,14 +55,14 @@ class CountingStore:
 
 def test_refresh_reads_nothing_when_nothing_changed_and_only_the_new_runs_after_a_save():
     store = open_store()
-    store.save("matmul", _matmul(), label="Ana")
+    save_payload(store, "matmul", _matmul(), label="Ana")
     counting = CountingStore(store)
     board = refresh(counting, None)
     assert [r.label for r in board.runs] == ["Ana"] and counting.rows_read == 1
     assert refresh(counting, board) is board and counting.reads == 1  # unchanged: the version query only
     assert not changed(store, board)
-    store.save("train", _train(), label="Ben")
-    store.save("matmul", _matmul(LAPTOP), label="Cy")
+    save_payload(store, "train", _train(), label="Ben")
+    save_payload(store, "matmul", _matmul(LAPTOP), label="Cy")
     assert changed(store, board)
     newer = refresh(counting, board)
     assert [r.label for r in newer.runs] == ["Cy", "Ben", "Ana"]  # newest first
@@ -71,18 +71,18 @@ def test_refresh_reads_nothing_when_nothing_changed_and_only_the_new_runs_after_
 
 def test_a_delete_rereads_the_board():
     store = open_store()
-    first = store.save("matmul", _matmul(), label="Ana")
+    first = save_payload(store, "matmul", _matmul(), label="Ana")
     board = refresh(store)
     store.delete(first)
-    store.save("matmul", _matmul(), label="Ben")  # same count, higher id: still a reread
+    save_payload(store, "matmul", _matmul(), label="Ben")  # same count, higher id: still a reread
     assert [r.label for r in refresh(store, board).runs] == ["Ben"]
 
 
 def test_rows_are_grouped_by_name_or_machine_newest_group_first():
     store = open_store()
-    store.save("matmul", _matmul(), label="Ana")
-    store.save("matmul", _matmul(LAPTOP))  # no name: grouped by its machine
-    store.save("train", _train(guess={"what": "epoch_s", "value": 2.0, "text": "2 s"}), label="Ana")
+    save_payload(store, "matmul", _matmul(), label="Ana")
+    save_payload(store, "matmul", _matmul(LAPTOP))  # no name: grouped by its machine
+    save_payload(store, "train", _train(guess={"what": "epoch_s", "value": 2.0, "text": "2 s"}), label="Ana")
     rows = grouped_rows(refresh(store))
     assert [(r.who, r.kind) for r in rows] == [("Ana", "train"), ("Ana", "matmul"),
                                                ("Student Laptop CPU i5", "matmul")]
@@ -92,11 +92,11 @@ def test_rows_are_grouped_by_name_or_machine_newest_group_first():
 def test_spreads_put_guesses_beside_what_was_measured():
     store = open_store()
     found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
-    store.save("matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
-    store.save("matmul", _matmul(guess={"what": "no_crossover", "text": "none"},
+    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
+    save_payload(store, "matmul", _matmul(guess={"what": "no_crossover", "text": "none"},
                                  crossover={"a": "x", "b": "y", "call": "none"}))
-    store.save("train", _train("cpu", 4.0, guess={"what": "speedup", "value": 10.0, "text": "10x"}))
-    store.save("train", _train("cuda:0", 0.5))
+    save_payload(store, "train", _train("cpu", 4.0, guess={"what": "speedup", "value": 10.0, "text": "10x"}))
+    save_payload(store, "train", _train("cuda:0", 0.5))
     board = refresh(store)
     crossover = crossover_spread(board)
     assert crossover.guessed == [1000.0] and crossover.none_guessed == 1
@@ -110,7 +110,7 @@ def test_spreads_put_guesses_beside_what_was_measured():
 def test_room_hardware_counts_each_machine_once():
     store = open_store()
     for machine in (LAB, LAB, LAPTOP):
-        store.save("matmul", _matmul(copy.deepcopy(machine)))
+        save_payload(store, "matmul", _matmul(copy.deepcopy(machine)))
     hardware = {(h.kind, h.name): h.machines for h in room_hardware(refresh(store))}
     assert hardware == {("CPU", "Lab Xeon 8480C"): 1, ("CPU", "Student Laptop CPU i5"): 1,
                         ("GPU", "NVIDIA H200"): 1, ("GPU", "no GPU"): 1}
@@ -119,7 +119,7 @@ def test_room_hardware_counts_each_machine_once():
 def test_figures_draw_guesses_measurements_and_hardware():
     store = open_store()
     found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
-    store.save("matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
+    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
     board = refresh(store)
     fig = spread_figure(crossover_spread(board), title="t", x_title="n")
     assert list(fig.data[0].x) == [1000.0] and list(fig.data[-1].x) == [300.0]  # the sweep's n≈300, in (256, 512]
@@ -140,20 +140,20 @@ def test_page_without_runs_says_how_to_fill_it(app):
 
 def test_page_shows_the_runs_and_a_run_saved_later_after_the_next_check(app):
     store = open_store()
-    store.save("matmul", _matmul(guess={"what": "crossover_n", "value": 700.0, "text": "700"}), label="Ana")
+    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 700.0, "text": "700"}), label="Ana")
     app.switch_page("pages/class_board.py").run()
     assert not app.exception
     table = app.dataframe[0].value
     assert list(table["who"]) == ["Ana"] and list(table["guess"]) == ["700"]
     assert {c.proto.id for c in app.get("plotly_chart")}  # the crossover and hardware charts
-    store.save("train", _train(), label="Ben")
+    save_payload(store, "train", _train(), label="Ben")
     app.run()  # what the fragment's next check triggers: a rerun that reads the new run only
     assert list(app.dataframe[0].value["who"]) == ["Ben", "Ana"]
     assert app.session_state["cb_board"].reads == 2
 
 
 def test_the_newest_run_is_named_in_words_with_its_label_escaped(app):
-    open_store().save("matmul", _matmul(), label="*Ana* [x](y)")
+    save_payload(open_store(), "matmul", _matmul(), label="*Ana* [x](y)")
     app.switch_page("pages/class_board.py").run()
     line = next(m.value for m in app.markdown if m.value.startswith("**Newest:**"))
     assert "\\*Ana\\*" in line and "matmul" in line
@@ -163,8 +163,8 @@ def test_training_measurements_are_named_by_preset_in_the_legend():
     store = open_store()
     lecture = _train("cpu", 0.3)
     lecture["preset"] = "lecture"
-    store.save("train", lecture)
-    store.save("train", _train("cpu", 4.0))
+    save_payload(store, "train", lecture)
+    save_payload(store, "train", _train("cpu", 4.0))
     spread = epoch_spread(refresh(store))
     assert sorted(zip(spread.measured, spread.measured_presets)) == [(0.3, "lecture"), (4.0, "mini-batch")]
     fig = spread_figure(spread, title="Seconds per epoch", x_title="seconds per epoch", none_word="no race")
@@ -182,12 +182,12 @@ def test_a_board_of_many_runs_decodes_only_what_it_charts():
     elsewhere = copy.deepcopy(LAPTOP) | {"cpu": {"name": "Roofline-only CPU"}}
     roofline = _synthetic_run().to_json()
     for i in range(60):
-        store.save("roofline", roofline, {}, copy.deepcopy(LAB), label=f"r{i % 7}")
+        save_payload(store, "roofline", roofline, {}, copy.deepcopy(LAB), label=f"r{i % 7}")
     for i in range(12):
-        store.save("matmul", _matmul(guess={"what": "crossover_n", "value": 500.0 + i, "text": ""}), label=f"m{i % 5}")
-    store.save("train", _train("cpu", guess={"what": "speedup", "value": 3.0, "text": "3x"}), {}, copy.deepcopy(LAB))
+        save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 500.0 + i, "text": ""}), label=f"m{i % 5}")
+    save_payload(store, "train", _train("cpu", guess={"what": "speedup", "value": 3.0, "text": "3x"}), {}, copy.deepcopy(LAB))
     for i in range(30):
-        store.save("roofline", roofline, {}, copy.deepcopy(elsewhere), label="" if i % 2 else "Dee")
+        save_payload(store, "roofline", roofline, {}, copy.deepcopy(elsewhere), label="" if i % 2 else "Dee")
     counting = CountingStore(store)
     board = refresh(counting)
     assert counting.rows_read == 103 and counting.decoded == 13 + 1  # the 13 charted, one roofline for its machine
@@ -197,8 +197,8 @@ def test_a_board_of_many_runs_decodes_only_what_it_charts():
     for spread in (crossover_spread, speedup_spread, epoch_spread):
         assert spread(board) == spread(old)
     assert [r.guess for r in grouped_rows(board) if r.kind == "matmul"][0] == "511"
-    store.save("roofline", roofline, {}, copy.deepcopy(elsewhere), label="late")
+    save_payload(store, "roofline", roofline, {}, copy.deepcopy(elsewhere), label="late")
     newer = refresh(counting, board)
     assert counting.decoded == 14 and len(newer.runs) == 104  # a roofline of a machine already known: no payload read
-    store.save("matmul", _matmul(LAPTOP), label="Cy")
+    save_payload(store, "matmul", _matmul(LAPTOP), label="Cy")
     assert refresh(counting, newer).full[0].label == "Cy" and counting.decoded == 15

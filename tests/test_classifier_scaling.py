@@ -1,4 +1,4 @@
-"""The scaling measurement's arithmetic, what data the workers may read, its chart, and the page section."""
+"""The scaling measurement's arithmetic, what data the workers may read, its chart, and its page."""
 
 from __future__ import annotations
 
@@ -42,6 +42,37 @@ def test_workers_read_only_allowed_paths(tmp_path, monkeypatch):
         worker_data(DataChoice(UPLOAD))
 
 
+def test_workers_data_downloads_a_builtin_set_not_cached_yet(monkeypatch):
+    fetched = []
+    monkeypatch.setattr("core.classifier.scaling.is_cached", lambda name: False)
+    monkeypatch.setattr("core.classifier.scaling.fetch", lambda name, progress=None: fetched.append(name))
+    assert worker_data(DataChoice("rt-polarity")) == "rt-polarity" and fetched == ["rt-polarity"]
+
+
+def test_scaling_page_measures_the_minibatch_preset_on_its_own_page(app, tmp_path, monkeypatch):
+    """One job on the page: the chosen device and epochs reach the core call, its chart and table come back."""
+    monkeypatch.setenv("GPU_VS_CPU_DATA_ROOTS", str(tmp_path))
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    (tmp_path / "reviews.csv").write_text("text,label\ngood,1\nbad,0\n")
+    seen = []
+
+    def fake(data, config, worker_counts=(1, 2), hooks=None):
+        seen.append((data, config.preset, config.device, config.epochs))
+        return SCALING
+
+    monkeypatch.setattr("core.classifier.scaling.measure_scaling", fake)
+    app.switch_page("pages/classifier_scaling.py").run()
+    assert not app.exception
+    app.radio(key="clf_source").set_value("path").run()
+    app.text_input(key="clf_path").set_value(str(tmp_path / "reviews.csv"))
+    app.number_input(key="cs_epochs").set_value(2)
+    app.button(key="cs_measure").click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    assert seen == [(str((tmp_path / "reviews.csv").resolve()), "minibatch", "cpu", 2)]
+    table = next(d.value for d in app.dataframe if "all-reduce share" in d.value.columns)
+    assert list(table["workers"]) == [1, 2]
+
+
 @pytest.mark.slow
 def test_page_measures_one_and_two_workers(app, tmp_path, monkeypatch):
     monkeypatch.setenv("GPU_VS_CPU_DATA_ROOTS", str(tmp_path))
@@ -49,11 +80,11 @@ def test_page_measures_one_and_two_workers(app, tmp_path, monkeypatch):
     folder = write_rt_folder(tmp_path / "rt", [t for t, y in zip(reviews.texts, reviews.labels) if y == 1],
                              [t for t, y in zip(reviews.texts, reviews.labels) if y == 0])
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
-    app.switch_page("pages/review_classifier.py").run()
+    app.switch_page("pages/classifier_scaling.py").run()
     app.radio(key="clf_source").set_value("path").run()
     app.text_input(key="clf_path").set_value(str(folder))
-    app.number_input(key="clf_epochs").set_value(2)
-    app.button(key="clf_scale").click().run(timeout=180)
+    app.number_input(key="cs_epochs").set_value(2)
+    app.button(key="cs_measure").click().run(timeout=180)
     assert not app.error and not app.exception, ([e.value for e in app.error], app.exception,
                                                  [i.value for i in app.info], [w.value for w in app.warning])
     table = next(d.value for d in app.dataframe if "all-reduce share" in d.value.columns)

@@ -71,7 +71,7 @@ def test_features_are_rebuilt_only_when_their_settings_change(toy_csv, monkeypat
 def test_train_records_every_report_names_the_run_and_hands_finished_runs_over(toy_csv):
     bench, seen, done = Workbench(), [], []
     bench.load(DataChoice(PATH, path=str(toy_csv)))
-    results = bench.train(FAST, JobHooks(on_progress=seen.append), on_done=lambda r, b: done.append((r, b)))
+    results = bench.train(FAST, JobHooks(on_progress=seen.append), on_done=done.append)
     [record] = bench.runs
     assert record.status == "done" and len(record.epochs) == 2 and record.device == "cpu"
     building = [s for s in seen if s.message.startswith(("document-term matrix", "LogisticRegression"))]
@@ -85,14 +85,14 @@ def test_train_records_every_report_names_the_run_and_hands_finished_runs_over(t
     assert [s.message.split(":")[0] for s in figures] == ["run 1 · cpu · mini-batch, epoch 1/2",
                                                           "run 1 · cpu · mini-batch, epoch 2/2"]
     assert bench.status == seen[-1].message and bench.model == ("run 1 · cpu · mini-batch", results[0])
-    assert done == [(results[0], record.baseline)]
+    assert done == [replace(results[0].run, baseline_accuracy=record.baseline.accuracy)]  # as saved
 
 
 def test_a_stopped_run_is_kept_in_the_history_but_not_handed_over(toy_csv):
     bench, done = Workbench(), []
     bench.load(DataChoice(PATH, path=str(toy_csv)))
     bench.prepared(FAST)  # the features are built; Stop is pressed once training has begun
-    [result] = bench.train(FAST, JobHooks(should_stop=lambda: True), on_done=lambda r, b: done.append(r))
+    [result] = bench.train(FAST, JobHooks(should_stop=lambda: True), on_done=done.append)
     assert result.stopped and bench.runs[0].status == "stopped" and done == []
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from core.cli import build_parser, main
 from core.cli.matmul import config_from_args
-from core.store import open_store
+from core.store.database import open_store
 from tests.lock_helpers import hold_cpu_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,11 +58,11 @@ def test_json_from_a_real_process_has_the_issue_shape():
     proc = _run("--sizes", "16,32", "--budget", "0.05", "--threads", "1", "--json", "--quiet")
     assert proc.returncode == 0, proc.stderr
     obj = json.loads(proc.stdout)
-    assert {"results", "crossover_n", "machine"} <= set(obj)
+    assert {"results", "crossovers", "machine"} <= set(obj) and obj["schema_version"] == 3
     assert [r["n"] for r in obj["results"]] == [16, 32]
     for row in obj["results"]:
         assert ISSUE_KEYS <= set(row) and row["unsynced_s"] is None and row["samples"] >= 1
-    assert obj["crossover_n"] is None  # no GPU in this run
+    assert obj["crossovers"] == []  # one series: nothing to compare
     assert obj["settings"]["threads"] == [1] and obj["settings"]["budget_s"] == 0.05
     assert "cpu" in obj["machine"] and "gpus" in obj["machine"]
 
@@ -108,7 +108,8 @@ def test_save_with_a_label_stores_the_printed_json(capsys):
     assert captured.err.startswith("saved as run #1 in the SQLite file")
     [run] = open_store().list_runs()
     assert run.kind == "matmul" and run.label == "lab box" and run.payload == printed
-    assert run.settings["sizes"] == "16,32" and "save" not in run.settings and "label" not in run.settings
+    assert run.settings == printed["settings"] and run.settings["sizes"] == [16, 32]  # the run's own, as a page saves
+    assert "save" not in run.settings and "label" not in run.settings
 
 
 def test_without_save_nothing_is_stored(capsys):
@@ -217,9 +218,9 @@ def test_json_has_verdicts_and_the_crossover_interval(monkeypatch, capsys):
     assert [(v["n"], v["a"], v["call"]) for v in obj["verdicts"]] == [
         (64, "cpu float32 1 thread", "faster"), (128, "cpu float32 2 threads", "faster"),
         (256, "cpu float32 2 threads", "faster"), (512, "cpu float32 2 threads", "faster")]
-    assert obj["crossover"] == {"a": "cpu float32 2 threads", "b": "cpu float32 1 thread", "n_low": 64,
-                                "n_high": 128, "call": "found"}
-    assert obj["crossover_n"] is None  # the headline figure stays GPU against CPU
+    (c,) = obj["crossovers"]
+    assert c == {"challenger": "cpu float32 2 threads", "baseline": "cpu float32 1 thread", "time": "median_s",
+                 "call": "found", "n_low": 64, "n_high": 128, "n": c["n"]} and 64 <= c["n"] <= 128
 
 
 def test_table_says_cannot_tell_on_a_busy_machine(monkeypatch, capsys):
@@ -228,3 +229,47 @@ def test_table_says_cannot_tell_on_a_busy_machine(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "comparison: cannot tell on a machine this busy" in out and "beats" not in out
     assert out.count(" unclear ") >= 4 and "busy" in out
+
+
+def test_ctrl_c_keeps_the_sizes_measured_like_stop(monkeypatch, capsys):
+    """Issue 30: Ctrl+C on `matmul --json --save` lost the finished sizes (no JSON, nothing saved)."""
+    import signal
+
+    import core.matmul.sweep as sweep
+
+    real = sweep.time_interleaved
+    calls = []
+
+    def then_ctrl_c(*args, **kwargs):
+        points = real(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGINT)  # the user's Ctrl+C, after the first size
+        return points
+
+    monkeypatch.setattr(sweep, "time_interleaved", then_ctrl_c)
+    before = signal.getsignal(signal.SIGINT)
+    assert main(["matmul", "--sizes", "16,32,64", "--devices", "cpu", "--threads", "1", "--json", "--save"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert [r["n"] for r in out["results"]] == [16] and out["stopped"] is True
+    assert "stopped by the user" in captured.err and "press it again to abort" in captured.err
+    assert [len(r.result.results) for r in open_store().list_runs(kind="matmul")] == [1]
+    assert signal.getsignal(signal.SIGINT) is before, "the handler is put back"
+
+
+def test_a_second_ctrl_c_interrupts_at_once(monkeypatch, capsys):
+    import signal
+
+    import core.matmul.sweep as sweep
+
+    real = sweep.time_interleaved
+
+    def twice(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "time_interleaved", twice)
+    assert main(["matmul", "--sizes", "16,32", "--devices", "cpu", "--threads", "1", "--json", "--save"]) == 130
+    assert "interrupted" in capsys.readouterr().err and not open_store().list_runs()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import argparse
 import io
 import json
@@ -14,10 +16,13 @@ import pandas as pd
 import pytest
 
 from core.cli import main
-from core.cli.results import add_save_options, save_if_requested, settings_from_args
-from core.store import database, listing_frame, open_store
+from core.cli.results import add_save_options, save_if_requested
+from core.results.kinds import read_result
+from core.store import database
+from core.store.frames import listing_frame
+from core.store.database import open_store
 from core.results.files import MAX_IMPORT_BYTES
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,8 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def saved():
     store = open_store()
-    return [store.save("matmul", matmul_payload(LAB)),
-            store.save("train", train_payload(), machine=LAPTOP, label="Ana")]
+    return [save_payload(store, "matmul", matmul_payload(LAB)), save_payload(store, "train", train_payload(), machine=LAPTOP, label="Ana")]
 
 
 def _error(capsys, argv) -> str:
@@ -54,7 +58,7 @@ def test_list_table_and_json(saved, capsys):
 def test_list_fits_100_columns_eliding_the_long_fields_and_wide_shows_them(capsys):
     store = open_store()
     long_label = "Ana's laptop in the back row, borrowed from the physics lab for the afternoon"
-    run_id = store.save("train", train_payload(), machine=LAPTOP, label=long_label)
+    run_id = save_payload(store, "train", train_payload(), machine=LAPTOP, label=long_label)
     assert main(["results", "list"]) == 0
     table = capsys.readouterr().out.splitlines()[1:]
     assert max(len(line) for line in table) <= 100, table
@@ -178,15 +182,15 @@ def _run_command(argv):
 
 def test_save_option_saves_with_settings_and_label(capsys):
     args = _run_command(["--json", "--save", "--label", "lab GPU", "--sizes", "64"])
-    assert settings_from_args(args) == {"sizes": "64", "out": "x.json"}
-    run_id = save_if_requested(args, "matmul", matmul_payload(LAB))
+    sweep = replace(read_result("matmul", matmul_payload(LAB)), settings={"sizes": [64]})
+    run_id = save_if_requested(args, sweep)
     assert f"saved as run #{run_id} in the SQLite file" in capsys.readouterr().err
     run = open_store().get(run_id)
-    assert run.label == "lab GPU" and run.settings == {"sizes": "64", "out": "x.json"}
+    assert run.label == "lab GPU" and run.settings == {"sizes": [64]}  # the run's own settings, as a page saves them
 
 
 def test_without_save_nothing_is_saved():
-    assert save_if_requested(_run_command([]), "train", train_payload()) is None
+    assert save_if_requested(_run_command([]), read_result("train", train_payload())) is None
     assert open_store().list_runs() == []
 
 
@@ -243,7 +247,7 @@ def test_list_reads_summaries_not_payloads(saved, capsys, monkeypatch):
     """The table of a board of many runs decodes no payload (as the Results page's listing); --json reads in full."""
     store = open_store()
     for i in range(40):
-        store.save("matmul", matmul_payload(LAB), label=f"student {i}")
+        save_payload(store, "matmul", matmul_payload(LAB), label=f"student {i}")
     assert listing_frame(store.list_runs()).equals(listing_frame(store.read_summaries().runs))  # the old table's rows
     assert main(["results", "list", "--wide"]) == 0
     before = capsys.readouterr().out
@@ -257,3 +261,19 @@ def test_list_reads_summaries_not_payloads(saved, capsys, monkeypatch):
     assert capsys.readouterr().out.startswith("1 saved run(s)") and decoded == []
     assert main(["results", "list", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["runs"]) == 42 and len(decoded) == 42
+
+
+@pytest.mark.parametrize("where, says", [("/proc/gvc-export.json", "a view of the kernel"),
+                                         ("/dev/gvc.json", "a view of the kernel"), ("folder", "is a folder"),
+                                         ("file/x.json", "which is a file")])
+def test_export_output_is_checked_before_the_board_is_read(where, says, tmp_path, monkeypatch, capsys):
+    """Issue 30: every output path checked before work starts, one line."""
+    import core.cli.results as cli_results
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setattr(cli_results, "open_store", lambda *a: pytest.fail("the board was read"))
+    out = where if where.startswith("/") else str(tmp_path / where)
+    assert main(["results", "export", "--output", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and "\n" not in err

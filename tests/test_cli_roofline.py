@@ -10,7 +10,7 @@ import pytest
 from core.cli import SUBCOMMANDS, main
 from core.cli.roofline import config_from_args
 from core.cli import build_parser
-from core.store import open_store
+from core.store.database import open_store
 from tests.lock_helpers import hold_cpu_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,14 +26,15 @@ def test_json_from_a_real_process_has_the_issue_shape():
                           cwd=ROOT, timeout=180)
     assert proc.returncode == 0, proc.stderr
     obj = json.loads(proc.stdout)
-    assert {"devices", "points", "predicted_crossover_n", "measured_crossover_n"} <= set(obj)
+    assert {"devices", "points", "predicted_crossover_n", "measured_crossover"} <= set(obj)
+    assert obj["schema_version"] == 2 and obj["measured_crossover"]["time"] == "median_s"
     assert obj["devices"] and all(DEVICE_KEYS <= set(d) for d in obj["devices"])
     assert all(d["h2d_gbs"] is None and d["d2h_gbs"] is None for d in obj["devices"])  # no GPU here
     assert all(d["peak_gflops"] > 0 and d["bandwidth_gbs"] > 0 and d["launch_s"] > 0 for d in obj["devices"])
     assert obj["points"] and all(POINT_KEYS <= set(p) for p in obj["points"])
     assert all(p["intensity"] == pytest.approx(2 * p["n"] / 12) for p in obj["points"])
     assert all(isinstance(d["noisy"], list) and isinstance(d["notes"], list) for d in obj["devices"])
-    for key in ("predicted_crossover_n", "measured_crossover_n", "predicted_crossover_low", "predicted_crossover_high"):
+    for key in ("predicted_crossover_n", "predicted_crossover_low", "predicted_crossover_high"):
         assert obj[key] is None or (isinstance(obj[key], int) and obj[key] >= 1)
 
 

@@ -104,7 +104,7 @@ def test_module_entry_point_exits_2(tmp_path):
 
 
 def test_train_save_lands_in_the_store(toy_csv, capsys):
-    from core.store import open_store
+    from core.store.database import open_store
 
     assert main(["train", "--data", str(toy_csv), *QUICK, "--device", "cpu", "--json", "--save", "--label", "lab"]) == 0
     captured = capsys.readouterr()

@@ -1,12 +1,12 @@
 """The crossover on synthetic timings: none, at the first size, interpolated, noisy."""
 
 import math
+from types import SimpleNamespace
 
-import pandas as pd
 import pytest
 
-from core.matmul.crossover import (BELOW_RANGE, INTERPOLATED, NO_DATA, NONE_IN_RANGE, crossover_from_frame,
-                                   find_crossover)
+from core.matmul.crossover import BELOW_RANGE, INTERPOLATED, NO_DATA, NONE_IN_RANGE, crossover_of, find_crossover
+from core.results.crossover import sentence
 
 SIZES = [128, 256, 512, 1024, 2048]
 
@@ -16,11 +16,18 @@ def _times(speedups, base=1.0):
     return [base / s for s in speedups], [base] * len(speedups)
 
 
+def _said(gpu, cpu):
+    """The sentence of the record made from these medians (no verdicts: the medians' rule)."""
+    points = [SimpleNamespace(label=label, n=n, median_s=t) for label, times in (("gpu", gpu), ("cpu", cpu))
+              for n, t in zip(SIZES, times)]
+    return sentence(crossover_of(points, "gpu", "cpu"))
+
+
 def test_none_when_the_gpu_never_wins():
     gpu, cpu = _times([0.1, 0.2, 0.5, 0.8, 0.9])
     c = find_crossover(SIZES, gpu, cpu)
     assert c.status == NONE_IN_RANGE and c.n is None and c.n_int is None
-    assert "no crossover in this range" in c.describe()
+    assert "no crossover in this range" in _said(gpu, cpu)
 
 
 def test_none_when_the_gpu_falls_behind_again_at_the_top():
@@ -32,7 +39,7 @@ def test_at_the_first_size_when_the_gpu_always_wins():
     gpu, cpu = _times([1.5, 2, 4, 8, 16])
     c = find_crossover(SIZES, gpu, cpu)
     assert c.status == BELOW_RANGE and c.n_int == 128 and c.upper_n == 128
-    assert "at or below n = 128" in c.describe()
+    assert "at or below n = 128" in _said(gpu, cpu)
 
 
 def test_interpolated_on_a_log_log_scale():
@@ -40,7 +47,7 @@ def test_interpolated_on_a_log_log_scale():
     c = find_crossover(SIZES, gpu, cpu)
     assert c.status == INTERPOLATED and (c.lower_n, c.upper_n) == (512, 1024)
     assert c.n == pytest.approx(math.sqrt(512 * 1024))
-    assert "n ≈ 724" in c.describe()
+    assert "n ≈ 724 on (between the measured sizes 512 and 1,024)" in _said(gpu, cpu)
 
 
 def test_noisy_early_win_does_not_count():
@@ -68,10 +75,10 @@ def test_no_data_and_bad_lengths():
         find_crossover([1, 2], [1.0], [1.0, 2.0])
 
 
-def test_from_a_results_table_uses_common_sizes_only():
+def test_from_points_uses_common_sizes_only():
     rows = [("gpu", n, t) for n, t in [(128, 2.0), (256, 1.5), (512, 0.5), (1024, 0.1)]]
     rows += [("cpu", n, t) for n, t in [(128, 1.0), (512, 1.0), (1024, 1.0), (4096, 9.0)]]
-    frame = pd.DataFrame(rows, columns=["series", "n", "median_s"])
-    c = crossover_from_frame(frame, "gpu", "cpu")
-    assert (c.lower_n, c.upper_n) == (128, 512)  # 256 has no CPU time, 4096 no GPU time
-    assert crossover_from_frame(frame, "gpu", "tpu").status == NO_DATA
+    points = [SimpleNamespace(label=label, n=n, median_s=t) for label, n, t in rows]
+    c = crossover_of(points, "gpu", "cpu")
+    assert (c.call, c.n_low, c.n_high) == ("found", 128, 512)  # 256 has no CPU time, 4096 no GPU time
+    assert crossover_of(points, "gpu", "tpu").call == "unclear"

@@ -10,6 +10,7 @@ import os
 import pytest
 import torch
 
+from core.results.crossover import sentence
 from core.results.matmul import MatmulSweep
 
 pytestmark = pytest.mark.slow  # three pages in AppTest after a race: ~6 s each
@@ -76,7 +77,7 @@ def test_a_found_crossover_is_the_same_size_and_call_on_all_three_pages(app, no_
     headline = sweep.headline_crossover
     assert headline is not None and headline.call == "found" and 64 < headline.n <= 128
     n = f"{headline.n:,}"
-    assert boxes[0] == ("green", f"**Comparison:** {sweep.shown_crossovers[0].text}")
+    assert boxes[0] == ("green", f"**Comparison:** {sentence(sweep.shown_crossovers[0], sweep.verdicts)}")
     assert "between n = 64 and n = 128" in boxes[0][1]
     assert f"crossover ≈ {n}" in race_and_results, "the race page's speed-up chart marks it"
     assert race_and_results.endswith(f"cpu float32 2 threads wins from n≈{n}"), "Results lists it"

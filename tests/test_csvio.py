@@ -5,8 +5,8 @@ import math
 import pandas as pd
 
 from core.results.csvio import csv_text
-from core.store import open_store
-from tests.result_samples import LAB, matmul_payload, train_payload
+from core.store.database import open_store
+from tests.result_samples import LAB, matmul_payload, train_payload, save_payload
 
 
 def test_whole_numbers_with_gaps_are_written_as_integers():
@@ -18,8 +18,8 @@ def test_whole_numbers_with_gaps_are_written_as_integers():
 
 def test_an_export_of_both_kinds_has_no_64_point_0():
     store = open_store()
-    store.save("matmul", matmul_payload(), {"sizes": [256]}, label="lab")
-    store.save("train", train_payload(), {}, machine=LAB, label="lab")
+    save_payload(store, "matmul", matmul_payload(), {"sizes": [256]}, label="lab")
+    save_payload(store, "train", train_payload(), {}, machine=LAB, label="lab")
     text = store.export_csv().decode()
     assert "256.0" not in text and ",256," in text
     header, *rows = text.splitlines()

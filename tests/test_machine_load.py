@@ -18,7 +18,9 @@ from core.cli import main
 from core.errors import DashboardError
 from core.matmul.sweep import SweepConfig, run_sweep
 from core.platform import jobs, machine_load
-from core.results import MatmulSweep, TrainRun, read_result
+from core.results.matmul import MatmulSweep
+from core.results.train import TrainRun
+from core.results.kinds import read_result
 from core.results.load import MachineLoad
 from tests.result_samples import matmul_payload, train_payload
 from tests.review_fixtures import toy_reviews

@@ -15,8 +15,9 @@ from core.platform.jobs import Progress
 from core.results.files import EXPORT_FORMAT, read_import
 from core.results.load import MachineLoad
 from core.selfcheck import FAIL, PASS, SKIP, Outcome, Report
-from core.store import open_store
+from core.store.database import open_store
 from tests.notebook_runner import NOTEBOOK, ROOT, with_settings
+from core.results.machine import read_machine
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
 from tests.review_fixtures import write_rt_folder
 
@@ -59,17 +60,18 @@ def test_device_table_lists_the_cpu_and_each_gpu_with_its_memory():
                              "free_memory_bytes": 14 * 2**30, "compute_capability": "7.5"}],
             "cpu": {"name": "Intel Xeon", "logical_cores": 2, "torch_threads": 2,
                     "ram_total_bytes": 12 * 2**30, "ram_available_bytes": 10 * 2**30}}
-    table = nb.device_table(info)
+    table = nb.device_table(read_machine(info, "machine"))
     assert table["device"].tolist() == ["cpu", "cuda:0"]
     assert table.loc[1, "memory"] == "14.0 GiB free of 15.0 GiB"
     assert table.loc[0, "details"] == "2 cores, torch uses 2 threads"
-    assert nb.DeviceCheck(info, table).has_gpu and not nb.DeviceCheck(LAPTOP, table).has_gpu
+    assert nb.DeviceCheck(read_machine(info, "machine"), table).has_gpu
+    assert not nb.DeviceCheck(read_machine(LAPTOP, "machine"), table).has_gpu
 
 
 @pytest.mark.slow
 def test_check_devices_reads_the_clis_json_and_a_failure_says_what_to_do(tmp_path):
     check = nb.check_devices()
-    assert check.table.loc[0, "device"] == "cpu" and "torch_version" in check.info
+    assert check.table.loc[0, "device"] == "cpu" and check.info.torch_version
     broken = tmp_path / "python"
     broken.write_text("#!/bin/sh\necho 'No module named core' >&2\nexit 1\n")
     broken.chmod(0o755)
@@ -96,7 +98,7 @@ def test_cpu_plans_stay_small_and_still_list_the_gpu_checks_so_they_report_skipp
 
 def _report(*statuses: str) -> Report:
     outcomes = tuple(Outcome(f"check-{i}", s, "detail", 0.1) for i, s in enumerate(statuses))
-    return Report(outcomes, LAPTOP, 1.0, "2026-01-01T00:00:00Z")
+    return Report(outcomes, read_machine(LAPTOP, "machine"), 1.0, "2026-01-01T00:00:00Z")
 
 
 def test_verdict_is_one_line_naming_failures_and_skips():

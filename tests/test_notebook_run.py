@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from core.store import open_store
+from core.store.database import open_store
 from tests.notebook_runner import EXPORT, ROOT, nbclient_or_skip, run_notebook, text_of
 
 pytestmark = pytest.mark.slow  # a kernel runs the notebook: tens of seconds each

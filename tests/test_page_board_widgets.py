@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from core.store import open_store
+from core.store.database import open_store
 from core.store.board import Export, exports, run_title
 from pages.shared import board_widgets as widgets
-from tests.result_samples import LAPTOP, matmul_payload
+from tests.result_samples import LAPTOP, matmul_payload, save_payload
 
 
 class _Upload:
@@ -29,7 +29,7 @@ def test_the_delete_question_names_the_run_escaped():
 
 def test_a_run_no_longer_stored_is_named_by_its_number(tmp_path):
     url = f"sqlite:///{tmp_path / 'board.sqlite3'}"
-    run_id = open_store(url).save("matmul", matmul_payload(LAPTOP), {}, label="Ana")
+    run_id = save_payload(open_store(url), "matmul", matmul_payload(LAPTOP), {}, label="Ana")
     assert run_title(url, run_id).startswith(f"#{run_id} matmul · Ana · ")
     assert run_title(url, run_id + 1) == f"#{run_id + 1}"
 
@@ -52,7 +52,7 @@ def test_download_labels_count_the_runs_and_keys_name_the_format():
 
 def test_core_exports_are_data_only(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'board.sqlite3'}")
-    run_id = store.save("matmul", matmul_payload(LAPTOP), {"sizes": "256"})
+    run_id = save_payload(store, "matmul", matmul_payload(LAPTOP), {"sizes": "256"})
     files = exports(store_url := f"sqlite:///{tmp_path / 'board.sqlite3'}", [run_id])
     assert [(f.fmt, f.file_name, f.mime) for f in files] == [
         ("json", "gpu-vs-cpu-results.json", "application/json"), ("csv", "gpu-vs-cpu-results.csv", "text/csv")]

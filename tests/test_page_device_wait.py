@@ -11,7 +11,7 @@ import time
 from streamlit.testing.v1 import AppTest
 
 from core.platform.device_lock import hold_devices
-from core.store import open_store
+from core.store.database import open_store
 
 
 def _waiting_page():
@@ -75,9 +75,12 @@ def test_a_closed_tab_leaves_the_line(monkeypatch):
 
 def _saving_page():
     from pages.shared.result_store import save_run
+    from dataclasses import replace
+
+    from core.results.kinds import read_result
     from tests.result_samples import train_payload
 
-    save_run("train", train_payload(), {"epochs": 3}, label="from a page")
+    save_run(replace(read_result("train", train_payload()), settings={"epochs": 3}), label="from a page")
 
 
 def test_save_run_from_a_page():

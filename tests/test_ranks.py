@@ -20,7 +20,7 @@ from core.matmul.ranks import (
     common_sizes, contention, gflops, judge_stragglers, median_rank, rank_point, spread,
 )
 from core.platform.torchrun import WorkerEnv
-from core.results import KINDS, detect_kind, read_result
+from core.results.kinds import KINDS, detect_kind, read_result
 from core.results.cluster import NAMED, NONE, UNCLEAR, ClusterRun, RankRecord
 
 FAST = [0.010, 0.0101, 0.0099, 0.0100, 0.0102, 0.0098]  # seconds per call: tight samples

@@ -198,3 +198,28 @@ def test_under_your_torchrun_a_hung_rank_is_named_by_its_stopped_heartbeat(tmp_p
         for a in agents:
             a.kill()
     assert _gone(below), "the agents killed outright take their ranks (the frozen one too) with them"
+
+
+def test_two_agents_on_one_machine_share_one_machine_lock(tmp_path):
+    """Two torchrun agents on one machine and one lock folder (issue 33, item 7): each agent's first rank used
+    to take the machine's lock before the rendezvous, so the second waited for the first, which waited for the
+    second to join, until the timeout. Now the first rank of the machine holds it once, for both."""
+    port = _free_port()
+    locks = tmp_path / "one-machine"
+    agents = [subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+         "--node-rank", str(node), "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+         "--rdzv-id", "ranks-one-machine", "-m", "core", "matmul", "--distributed", "--json", "--sizes", "32,64",
+         "--budget", "0.1", "--threads", "1", "--timeout", "30"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), GPU_VS_CPU_LOCK_DIR=str(locks)))
+        for node in range(2)]
+    try:
+        outs = [a.communicate(timeout=240) for a in agents]
+    finally:
+        for a in agents:
+            a.kill()
+    assert [a.returncode for a in agents] == [0, 0], [err[-2000:] for _, err in outs]
+    run = ClusterRun.from_json(json.loads(next(out for out, _ in outs if out.strip())), "run")
+    assert [r.rank for r in run.ranks] == [0, 1] and run.load is not None  # rank 0 held the machine's lock
+    assert list(locks.glob("cpu.queue")) and not list(locks.glob("*.holder.json"))  # used, and let go

@@ -15,10 +15,13 @@ import numpy as np
 import pytest
 
 from core.errors import DashboardError
-from core.results import MatmulSweep, TrainRun, files, jsonio, read_result
+from core.results import files, jsonio
+from core.results.matmul import MatmulSweep
+from core.results.train import TrainRun
+from core.results.kinds import read_result
 from core.results.kinds import detect_kind
-from core.store import open_store
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from core.store.database import open_store
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 
 @pytest.fixture
@@ -28,7 +31,7 @@ def store():
 
 def _export(store, *payloads) -> dict:
     for kind, payload in payloads:
-        store.save(kind, payload, {"sizes": [256]}, machine=LAB if kind == "train" else None, label="Ana")
+        save_payload(store, kind, payload, {"sizes": [256]}, machine=LAB if kind == "train" else None, label="Ana")
     bundle = json.loads(store.export_json())
     for run in store.list_runs():
         store.delete(run.run_id)
@@ -51,7 +54,7 @@ def _refused(store, obj, match: str) -> str:
 def test_current_json_names_its_kind_and_version():
     sweep = read_result("matmul", matmul_payload(LAB)).to_json()
     trained = read_result("train", train_payload()).to_json()
-    assert (sweep["kind"], sweep["schema_version"]) == ("matmul", 2)
+    assert (sweep["kind"], sweep["schema_version"]) == ("matmul", 3)
     assert (trained["kind"], trained["schema_version"]) == ("train", 2)
     assert json.loads(json.dumps(sweep)) == sweep, "plain JSON already"
 
@@ -60,7 +63,7 @@ def test_a_version_1_matmul_race_file_is_upgraded_on_import(store):
     old = matmul_payload(LAPTOP) | {"kind": "matmul_race", "schema_version": 1}
     run = store.get(store.import_json(json.dumps(old).encode()).run_ids[0])
     assert run.kind == "matmul" and isinstance(run.result, MatmulSweep)
-    assert run.payload["kind"] == "matmul" and run.payload["schema_version"] == 2
+    assert run.payload["kind"] == "matmul" and run.payload["schema_version"] == 3
     assert run.payload["results"][0]["median_s"] == old["results"][0]["median_s"]
     assert run.payload["results"][0]["q1_s"] is None, "columns version 1 lacked read as not measured"
 
@@ -79,11 +82,11 @@ def test_a_version_1_export_of_old_payloads_is_read(store):
 def test_export_writes_the_current_versions(store):
     bundle = _export(store, ("matmul", matmul_payload(LAB)))
     assert bundle["format_version"] == files.EXPORT_VERSION == 2
-    assert bundle["runs"][0]["payload"]["kind"] == "matmul" and bundle["runs"][0]["payload"]["schema_version"] == 2
+    assert bundle["runs"][0]["payload"]["kind"] == "matmul" and bundle["runs"][0]["payload"]["schema_version"] == 3
 
 
 @pytest.mark.parametrize("payload, match", [
-    (matmul_payload(LAB) | {"schema_version": 3}, "schema version 3, newer than this dashboard reads"),
+    (matmul_payload(LAB) | {"schema_version": 4}, "schema version 4, newer than this dashboard reads"),
     (matmul_payload(LAB) | {"kind": "train"}, "train: missing 'device'"),
     (matmul_payload(LAB) | {"kind": "race"}, "kind: expected one of matmul, train"),
     (matmul_payload(LAB) | {"schema_version": "2"}, "schema_version: expected a whole number"),
@@ -194,7 +197,7 @@ def test_a_run_padded_with_10_mb_is_refused(store):
 
 def test_saving_an_oversized_run_is_refused_too(store):
     with pytest.raises(DashboardError, match="over the 8 MiB limit"):
-        store.save("train", train_payload() | {"padding": "x" * 10_000_000})
+        save_payload(store, "train", train_payload() | {"padding": "x" * 10_000_000})
 
 
 @pytest.mark.parametrize("depth", [30, 500, 700, 900])
@@ -214,7 +217,7 @@ def test_saving_a_deeply_nested_run_is_one_line(store):
     for _ in range(5000):
         deep = [deep]
     with pytest.raises(DashboardError, match="nested more than 24 levels deep"):
-        store.save("train", train_payload() | {"extra": deep})
+        save_payload(store, "train", train_payload() | {"extra": deep})
 
 
 # -- import policy --------------------------------------------------------------------------------

@@ -6,14 +6,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from tests.result_samples import save_payload
 import torch
 
 from core.errors import DashboardError
 from core.platform import clock
 from core.platform.jobs import JobHooks
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.files import read_import
 from core.results.jsonio import dumps
+from core.results.crossover import Crossover
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
 from core.platform import timing
 from core.platform.timing import Measurement
@@ -22,7 +25,7 @@ from core.roofline.explain import crossover_sentence, model_error_text, model_er
 from core.roofline.model import RooflineModel, intensity, predict_crossover
 from core.roofline.run import RooflineConfig, model_of, plan, run_roofline
 from core.charts.roofline import model_figure, roofline_figure, share_of_roof
-from core.store import open_store
+from core.store.database import open_store
 
 
 class StepClock:
@@ -174,10 +177,10 @@ def test_the_wake_cost_moves_the_predicted_crossover_where_a_second_thread_pays_
     # 1e-6 + 2n^3/50e9 = 21e-6 + 2n^3/100e9  ->  n^3 / 50e9 = 20e-6  ->  n = 100
     assert predict_crossover(fast, slow) == pytest.approx(100.0, rel=1e-6)
     without_wake = model_of(_roofs("cpu float32 2 threads", "cpu", 1e-6, 100.0, 20.0))
-    # the old model: where compute outgrows memory
-    assert without_wake is not None and predict_crossover(without_wake, slow) < 20
-    run = RooflineRun(devices_roofs=(one, two), points=(), predicted_crossover_n=100, measured_crossover_n=96,
-                      challenger=two.series, baseline=one.series)
+    assert without_wake is not None and predict_crossover(without_wake, slow) < 20  # the old model: where compute outgrows memory
+    run = RooflineRun(devices_roofs=(one, two), points=(), predicted_crossover_n=100,
+                      measured_crossover=measured_at(two.series, one.series, 96), challenger=two.series,
+                      baseline=one.series)
     text = crossover_sentence(run)
     assert "21 µs with 2 threads (1 µs for a product too small to split, plus 20 µs to wake the other threads)" in text
     assert "against 1 µs for cpu float32 1 thread" in text
@@ -299,6 +302,11 @@ def _roofs(series, device, launch, peak, bw, **kw):
                        theoretical_gflops=None, theoretical_note="unknown", bandwidth_gbs=bw, launch_s=launch, **kw)
 
 
+def measured_at(challenger: str, baseline: str, n: int) -> Crossover:
+    """A measured crossover found at n with no interval: the medians' size, as a run older than the verdicts."""
+    return Crossover(challenger=challenger, baseline=baseline, time="median_s", call="found", n=n)
+
+
 def _synthetic_run() -> RooflineRun:
     cpu = _roofs("cpu float32 2 threads", "cpu", 2e-6, 150.0, 20.0)
     gpu = _roofs("cuda:0 float32 TF32 off", "cuda:0", 1e-5, 40_000.0, 3000.0, h2d_gbs=10.0, d2h_gbs=12.0)
@@ -312,7 +320,7 @@ def _synthetic_run() -> RooflineRun:
                                         intensity=intensity(n, "float32"), series=roofs.series, median_s=t,
                                         predicted_s=model.time_s(n)))
     return RooflineRun(devices_roofs=(cpu, gpu), points=tuple(points), predicted_crossover_n=49,
-                       measured_crossover_n=61, challenger=gpu.series, baseline=cpu.series, settings={"budget_s": 0.2},
+                       measured_crossover=measured_at(gpu.series, cpu.series, 61), challenger=gpu.series, baseline=cpu.series, settings={"budget_s": 0.2},
                        finished_at="2026-12-01T05:00:00Z")
 
 
@@ -344,7 +352,7 @@ def test_charts_place_every_point_with_its_share_of_the_roof():
 def test_json_round_trip_and_the_issue_keys():
     run = _synthetic_run()
     obj = run.to_json()
-    assert obj["kind"] == "roofline" and obj["schema_version"] == 1
+    assert obj["kind"] == "roofline" and obj["schema_version"] == 2
     assert {"device", "dtype", "peak_gflops", "theoretical_gflops", "bandwidth_gbs", "launch_s", "h2d_gbs",
             "d2h_gbs"} <= set(obj["devices"][0])
     assert {"device", "dtype", "n", "gflops", "intensity"} <= set(obj["points"][0])
@@ -357,7 +365,7 @@ def test_a_roofline_carries_the_machine_load_and_lists_on_the_board_with_or_with
     from dataclasses import replace
 
     from core.results.load import MachineLoad
-    from core.store import listing_frame
+    from core.store.frames import listing_frame
 
     busy = MachineLoad(cores=2, others_cores=1.0, load_average=2.0, free_cores=1, busy=True)
     run = replace(_synthetic_run(), load=busy)
@@ -365,8 +373,8 @@ def test_a_roofline_carries_the_machine_load_and_lists_on_the_board_with_or_with
     old = _synthetic_run().to_json()
     assert "load" not in old and read_result("roofline", old).load is None  # files older than the field
     store = open_store(f"sqlite:///{tmp_path / 'r.sqlite3'}")
-    store.save("roofline", run.to_json(), {})
-    store.save("roofline", old, {})
+    save_payload(store, "roofline", run.to_json(), {})
+    save_payload(store, "roofline", old, {})
     marks = listing_frame(store.list_runs())["load"].tolist()
     assert sorted(marks) == sorted(["busy: noisy", ""])
 
@@ -375,7 +383,7 @@ def test_a_roofline_carries_the_machine_load_and_lists_on_the_board_with_or_with
     (lambda o: o["points"][1].update(n=0), "payload.points[1].n"),
     (lambda o: o.update(devices=[]), "payload.devices"),
     (lambda o: o.pop("predicted_crossover_n"), "missing 'predicted_crossover_n'"),
-    (lambda o: o.update(schema_version=2), "update the dashboard"),
+    (lambda o: o.update(schema_version=3), "update the dashboard"),
 ])
 def test_a_bad_field_is_named(edit, message):
     obj = _synthetic_run().to_json()
@@ -386,7 +394,7 @@ def test_a_bad_field_is_named(edit, message):
 
 def test_saved_and_imported_rooflines_reach_the_store(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'r.sqlite3'}")
-    run_id = store.save("roofline", _synthetic_run().to_json(), {"budget_s": 0.2}, label="lab GPU")
+    run_id = save_payload(store, "roofline", _synthetic_run().to_json(), {"budget_s": 0.2}, label="lab GPU")
     (saved,) = store.list_runs(kind="roofline")
     assert saved.run_id == run_id and saved.kind == "roofline" and "40000 GFLOP/s" in saved.headline
     records = read_import(dumps(_synthetic_run().to_json()).encode())  # a bare `roofline --json` file

@@ -9,7 +9,7 @@ from core.cli.roofline import render
 from core.matmul import verdict
 from core.matmul.engine import Series
 from core.platform.machine_load import CpuReading
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.matmul import MatmulPoint
 from core.results.roofline import DeviceRoofs, Spread
 from core.roofline import run as roofline_run
@@ -257,7 +257,8 @@ def test_spread_is_declared_like_every_result_part():
 def test_the_measured_crossover_is_called_by_the_races_verdicts():
     run = _run((20e-6,) * 3)  # 1 thread wins at 64, 2 threads from 128 on (equal times at n = 100)
     c = run.measured_crossover
-    assert c is not None and (c.call, c.n_low, c.n_high, c.a, c.b) == ("found", 64, 128, TWO.label, ONE.label)
+    assert c is not None and (c.call, c.n_low, c.n_high) == ("found", 64, 128)
+    assert (c.challenger, c.baseline, c.time) == (TWO.label, ONE.label, "median_s")
     assert [(v.n, v.call, v.a) for v in run.verdicts or ()] == [
         (64, "faster", ONE.label), (128, "faster", TWO.label), (256, "faster", TWO.label), (512, "faster", TWO.label)]
     assert 64 <= (run.measured_crossover_n or 0) <= 128
@@ -297,10 +298,20 @@ def test_noisy_samples_without_a_busy_machine_cannot_tell_either(monkeypatch):
 def test_the_measured_crossover_keys_round_trip_and_older_files_read_as_before():
     run = _run((20e-6,) * 3)
     obj = run.to_json()
-    assert obj["measured_crossover"] == {"a": TWO.label, "b": ONE.label, "n_low": 64, "n_high": 128, "call": "found"}
+    n = run.measured_crossover_n
+    assert obj["measured_crossover"] == {"challenger": TWO.label, "baseline": ONE.label, "time": "median_s",
+                                         "call": "found", "n_low": 64, "n_high": 128, "n": n}
+    assert obj["schema_version"] == 2 and "measured_crossover_n" not in obj and 64 <= n <= 128
     assert {"n", "a", "b", "ratio", "low", "high", "call"} <= set(obj["verdicts"][0])
     assert read_result("roofline", obj) == run
     old = _synthetic_run().to_json()
-    assert "verdicts" not in old and "measured_crossover" not in old  # not set: not written, as before the keys
-    back = read_result("roofline", {**old, "measured_crossover_n": 300})
-    assert back.measured_crossover is None and "the sweep measured it at n ≈ 300" in crossover_sentence(back)
+    assert "verdicts" not in old  # not set: not written, as before the key
+    old.pop("measured_crossover")
+    version_1 = {**old, "schema_version": 1, "measured_crossover_n": 300}  # a file older than the verdicts
+    back = read_result("roofline", version_1)
+    assert (back.measured_crossover.call, back.measured_crossover_n, back.verdicts) == ("found", 300, None)
+    assert "the sweep measured it at n ≈ 300 (ratio" in crossover_sentence(back)
+    interval = {"a": TWO.label, "b": ONE.label, "n_low": 64, "n_high": 128, "call": "found"}  # version 1, later
+    later = read_result("roofline", {**obj, "schema_version": 1, "measured_crossover": interval,
+                                     "measured_crossover_n": n})
+    assert later == run, "version 1's interval and size read as the record version 2 writes"

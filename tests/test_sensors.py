@@ -13,14 +13,15 @@ import psutil
 import pytest
 import torch
 
-from core.charts.matmul import results_table
+from core.platform.units import readable
+from core.results.table import human_table
 from core.matmul import engine, paired
 from core.matmul.engine import MatmulOptions, Series, measured_point
-from core.matmul.sweep import SweepConfig, clock_summary, results_frame, sweep_of, throttle_notes
+from core.matmul.sweep import SweepConfig, clock_summary, sweep_of, throttle_notes
 from core.platform import sensors
 from core.platform.sensors import ClockReading, over
 from core.platform.timing import Measurement
-from core.results import read_result
+from core.results.kinds import read_result
 from core.results.matmul import MatmulPoint
 
 Freq = namedtuple("Freq", "current min max")
@@ -114,7 +115,13 @@ def test_without_nvml_or_with_a_refusing_driver_the_gpu_fields_are_not_measured(
 
     def not_supported(handle):
         raise RuntimeError("NVMLError_NotSupported")
-    fake.nvmlDeviceGetPowerUsage = not_supported
+    fake.nvmlDeviceGetPowerUsage = not_supported  # each field is read on its own: the others stay (issue 33)
+    assert sensors.read_clocks(torch.device("cuda:0")) == ClockReading(
+        gpu_sm_mhz=1980.0, gpu_temperature_c=61.0, gpu_power_w=None, reasons=(), throttled=False)
+    fake.nvmlDeviceGetCurrentClocksEventReasons = not_supported  # a driver without the reasons call
+    assert sensors.read_clocks(torch.device("cuda:0")) == ClockReading(
+        gpu_sm_mhz=1980.0, gpu_temperature_c=61.0, gpu_power_w=None, reasons=(), throttled=None)
+    fake.nvmlDeviceGetHandleByIndex = not_supported
     assert sensors.read_clocks(torch.device("cuda:0")) == ClockReading()
 
 
@@ -146,8 +153,8 @@ def test_the_rounds_read_the_clock_before_and_after_each_size(fake_cuda, monkeyp
     monkeypatch.setattr(engine, "make_operands", lambda device, *a, **kw: real(torch.device("cpu"), *a, **kw))
     series = [Series("cpu", "float32", threads=1), Series("cuda:0", "float64")]
     cpu, gpu = paired.time_interleaved(series, 8, MatmulOptions(budget_s=0.01, unsynced=False, check_error=False))
-    assert (cpu.cpu_mhz, cpu.throttled, cpu.gpu_sm_mhz) == (3000.0, None, None)
-    assert (gpu.gpu_sm_mhz, gpu.throttle, gpu.throttled) == (1410.0, "sw_power_cap", True)
+    assert (cpu.clock.cpu_mhz, cpu.clock.throttled, cpu.clock.gpu_sm_mhz) == (3000.0, None, None)
+    assert (gpu.clock.gpu_sm_mhz, gpu.clock.throttle, gpu.clock.throttled) == (1410.0, "sw_power_cap", True)
     assert readings == {"cpu": [], "cuda": []}
 
 
@@ -169,20 +176,24 @@ def test_throttled_sizes_are_noted_shown_in_the_table_and_saved():
                                      "cuda:0 SM 1410-1980 MHz, 60-84 °C, 300-350 W")
     sweep = sweep_of(SweepConfig(sizes=(512, 1024), devices=("cpu", "cuda:0")), [gpu, cpu], points)
     assert note in sweep.notes
-    table = results_table(results_frame(sweep.results))
-    assert list(table["throttled"]) == ["", "", "", "sw_power_cap, sw_thermal"]
+    table = human_table(sweep.results)
+    assert list(readable(table)["throttled"]) == ["", "", "", "sw_power_cap, sw_thermal"]
     assert list(table["CPU MHz"])[:2] == [2600, 2650]
     from core.cli.matmul import render
     header, _, *rows = render(sweep).splitlines()
     assert header.rstrip().endswith("throttled") and rows[3].endswith("sw_power_cap, sw_thermal")  # the CLI's table too
     obj = sweep.to_json()
     back = read_result("matmul", obj)
-    assert back.results[3].throttled is True and back.results[0].cpu_mhz == 2600.0
+    assert back.results[3].clock.throttled is True and back.results[0].clock.cpu_mhz == 2600.0
+    assert obj["results"][3]["clock"]["throttle"] == "sw_power_cap, sw_thermal"  # a nested record in the file
+    flat = sweep.to_json()  # a file written before `clock`: its readings were keys of the point
+    for row in flat["results"]:
+        row.update(row.pop("clock", {}))
+    assert read_result("matmul", flat) == back
     old = sweep.to_json()
     for row in old["results"]:
-        for key in ("cpu_mhz", "gpu_sm_mhz", "gpu_temperature_c", "gpu_power_w", "throttle", "throttled"):
-            row.pop(key, None)
+        row.pop("clock", None)
     older = read_result("matmul", old)
-    assert older.results[0].cpu_mhz is None
-    assert clock_summary(older.results) is None and not throttle_notes(older.results)
-    assert "cpu_mhz" not in _point(cpu, 8).to_json()  # not read: the key is left out, as before the field
+    assert older.results[0].clock.cpu_mhz is None and clock_summary(older.results) is None
+    assert not throttle_notes(older.results)
+    assert "clock" not in _point(cpu, 8).to_json()  # not read: the key is left out, as before the field

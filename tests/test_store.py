@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 
 from core.errors import DashboardError
-from core.store import SCHEMA_VERSION, open_store
+from core.matmul.crossover import recomputed
+from core.results.kinds import read_result
+from core.store.database import SCHEMA_VERSION, open_store
 from core.store import database
 from core.store.database import Store
-from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload, save_payload
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,12 +48,12 @@ def _count(store: Store) -> int:
 
 def test_round_trip_keeps_payload_machine_settings_and_versions(store):
     mm = matmul_payload(LAB)
-    mm_id = store.save("matmul", mm, {"sizes": [256, 1024, 4096], "tf32": False})
-    tr_id = store.save("train", train_payload("cpu"), {"epochs": 3, "lr": 0.1}, machine=LAPTOP, label="Ana's laptop")
+    mm_id = save_payload(store, "matmul", mm, {"sizes": [256, 1024, 4096], "tf32": False})
+    tr_id = save_payload(store, "train", train_payload("cpu"), {"epochs": 3, "lr": 0.1}, machine=LAPTOP, label="Ana's laptop")
 
     run = store.get(mm_id)
-    assert run.kind == "matmul" and run.payload == as_saved("matmul", mm)
-    assert run.machine == LAB, "a matmul payload brings its own machine description"
+    assert run.kind == "matmul" and run.payload == as_saved("matmul", {**mm, "settings": run.settings})
+    assert run.machine.to_json() == LAB, "a matmul payload brings its own machine description, key for key"
     assert run.settings == {"sizes": [256, 1024, 4096], "tf32": False}
     assert run.versions["torch"] and run.versions["python"]
     assert run.created_at.endswith("Z") and len(run.created_at) == 20
@@ -59,22 +61,22 @@ def test_round_trip_keeps_payload_machine_settings_and_versions(store):
     assert run.machine_label == "Lab Xeon 8480C + NVIDIA H200"
 
     train = store.get(tr_id)
-    assert train.payload == as_saved("train", train_payload("cpu"))
-    assert train.machine == LAPTOP and train.label == "Ana's laptop"
+    assert train.payload == as_saved("train", {**train_payload("cpu"), "settings": {"epochs": 3, "lr": 0.1}})
+    assert train.machine.to_json() == LAPTOP and train.label == "Ana's laptop"
     assert [r.run_id for r in store.list_runs()] == [tr_id, mm_id], "newest first"
 
 
 def test_save_without_a_machine_describes_this_one(store):
     from core.platform.hardware import cpu_name
 
-    run = store.get(store.save("train", train_payload()))
-    assert run.machine["cpu"]["name"] == cpu_name()
+    run = store.get(save_payload(store, "train", train_payload()))
+    assert run.machine.cpu is not None and run.machine.cpu.name == cpu_name()
 
 
 def test_filters_by_machine_device_and_kind(store):
-    lab = store.save("matmul", matmul_payload(LAB))
-    laptop = store.save("matmul", matmul_payload(LAPTOP))
-    gpu_train = store.save("train", train_payload("cuda:0"), machine=LAB)
+    lab = save_payload(store, "matmul", matmul_payload(LAB))
+    laptop = save_payload(store, "matmul", matmul_payload(LAPTOP))
+    gpu_train = save_payload(store, "train", train_payload("cuda:0"), machine=LAB)
 
     def ids(**filters):
         return sorted(r.run_id for r in store.list_runs(**filters))
@@ -91,8 +93,8 @@ def test_filters_by_machine_device_and_kind(store):
 
 
 def test_delete(store):
-    keep = store.save("train", train_payload(), machine=LAPTOP)
-    gone = store.save("matmul", matmul_payload(LAB))
+    keep = save_payload(store, "train", train_payload(), machine=LAPTOP)
+    gone = save_payload(store, "matmul", matmul_payload(LAB))
     store.delete(gone)
     assert [r.run_id for r in store.list_runs()] == [keep]
     assert store.list_runs(device="cuda:0") == []
@@ -104,15 +106,17 @@ def test_delete(store):
 
 def test_values_are_parameters_not_sql(store):
     label = "Robert'); DROP TABLE gvc_runs;-- ? %s"
-    run_id = store.save("train", train_payload(), machine=LAPTOP, label=label)
+    run_id = save_payload(store, "train", train_payload(), machine=LAPTOP, label=label)
     assert store.get(run_id).label == label
     assert store.list_runs(machine="x' OR '1'='1") == []
     assert _count(store) == 1
 
 
 def test_export_then_import_into_another_store_round_trips(store, tmp_path):
-    store.save("matmul", matmul_payload(LAB), {"sizes": [256]})
-    store.save("train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB, label="lab GPU")
+    # a sweep whose crossover is what its points give: an import computes it again (issue 30, item 3)
+    sweep = recomputed(read_result("matmul", matmul_payload(LAB)))
+    save_payload(store, "matmul", sweep.to_json(), {"sizes": [256]})
+    save_payload(store, "train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB, label="lab GPU")
     exported = store.export_json()
 
     other = open_store(f"sqlite:///{tmp_path / 'other.sqlite3'}")
@@ -138,16 +142,15 @@ def test_import_cli_json_files(store):
     first = store.import_json(json.dumps(mm).encode(), label="Ana")
     tr = store.import_json(json.dumps(train_payload("mps")).encode())
     run = store.get(first.run_ids[0])
-    assert run.kind == "matmul" and run.payload == as_saved("matmul", mm)
-    assert run.label == "Ana" and run.machine == LAPTOP
+    assert run.kind == "matmul" and run.payload == as_saved("matmul", mm) and run.label == "Ana" and run.machine.to_json() == LAPTOP
     trained = store.get(tr.run_ids[0])
-    assert trained.kind == "train" and trained.machine == {} and trained.machine_label == "unknown machine"
+    assert trained.kind == "train" and trained.machine.to_json() == {} and trained.machine_label == "unknown machine"
     assert store.import_json(json.dumps(mm).encode()).skipped == 1, "the same CLI file again is not a new run"
 
 
 def test_export_csv_is_the_tidy_table(store):
-    store.save("matmul", matmul_payload(LAB, sizes=(128, 256)))
-    store.save("train", train_payload("cpu", epochs=2), machine=LAPTOP)
+    save_payload(store, "matmul", matmul_payload(LAB, sizes=(128, 256)))
+    save_payload(store, "train", train_payload("cpu", epochs=2), machine=LAPTOP)
     import io
 
     import pandas as pd
@@ -161,7 +164,7 @@ def test_export_csv_is_the_tidy_table(store):
 def test_schema_version_and_migration_hook(store_url, monkeypatch):
     store = open_store(store_url)
     assert store.schema_version() == SCHEMA_VERSION
-    run_id = store.save("train", train_payload(), machine=LAPTOP)
+    run_id = save_payload(store, "train", train_payload(), machine=LAPTOP)
 
     def add_note_column(tx):
         tx.run("ALTER TABLE gvc_runs ADD COLUMN note TEXT NOT NULL DEFAULT ''")
@@ -186,7 +189,7 @@ def test_two_threads_saving_at_once_lose_nothing(store_url):
         try:
             store = open_store(store_url)
             for _ in range(10):
-                store.save("train", train_payload(), machine=LAPTOP)
+                save_payload(store, "train", train_payload(), machine=LAPTOP)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -202,18 +205,18 @@ def test_two_threads_saving_at_once_lose_nothing(store_url):
 WRITER = textwrap.dedent(
     """
     import sys, time
-    from core.store import open_store
-    from core.results import RunRecord
+    from core.store.database import open_store
+    from core.results.runs import RunRecord
     from core.store.database import _insert
-    from tests.result_samples import LAB, matmul_payload
+    from tests.result_samples import LAB, matmul_payload, save_payload
 
     store = open_store(sys.argv[1])
     sizes = tuple(range(16, 16 + 8 * 400, 8))  # 800 results a run: a write long enough to be hit
     if sys.argv[2] == "loop":
         while True:
-            print(store.save("matmul", matmul_payload(LAB, sizes)), flush=True)
+            print(save_payload(store, "matmul", matmul_payload(LAB, sizes)), flush=True)
     else:  # stop inside an open transaction, after the run's row is written
-        store.save("matmul", matmul_payload(LAB, sizes))
+        save_payload(store, "matmul", matmul_payload(LAB, sizes))
         with store._transaction() as tx:
             _insert(tx, RunRecord.from_json({"uid": "half-written", "kind": "matmul",
                                              "created_at": "2025-01-01T00:00:00Z", "label": "", "machine": LAB,
@@ -252,7 +255,7 @@ def test_a_process_killed_while_saving_in_a_loop_loses_nothing_saved(store_url):
     assert set(saved) <= ids, "every run reported saved is still there"
     assert len(ids) <= len(saved) + 1, "at most the run committed just before the kill is extra"
     _assert_consistent(store)
-    store.save("train", train_payload(), machine=LAPTOP)  # and the store takes new writes
+    save_payload(store, "train", train_payload(), machine=LAPTOP)  # and the store takes new writes
 
 
 @pytest.mark.slow
@@ -268,7 +271,7 @@ def test_a_process_killed_inside_a_transaction_leaves_no_trace(store_url):
     assert len(runs) == 1 and runs[0].uid != "half-written"
     _assert_consistent(store)
     start = time.monotonic()
-    store.save("train", train_payload(), machine=LAPTOP)
+    save_payload(store, "train", train_payload(), machine=LAPTOP)
     assert time.monotonic() - start < 10, "the dead writer's lock was released"
     assert _count(store) == 2
 
@@ -284,7 +287,7 @@ def test_default_store_is_sqlite_in_the_data_folder(isolated_dirs):
 def test_database_url_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'board.sqlite3'}")
     store = open_store()
-    store.save("train", train_payload(), machine=LAPTOP)
+    save_payload(store, "train", train_payload(), machine=LAPTOP)
     assert (tmp_path / "board.sqlite3").exists()
     assert open_store(f"sqlite:///{tmp_path / 'x.sqlite3'}").list_runs() == [], "an explicit URL wins"
 
@@ -325,9 +328,9 @@ def test_saving_a_bad_payload_is_refused_and_writes_nothing(store):
     bad = matmul_payload(LAB)
     bad["results"][1]["n"] = -4
     with pytest.raises(DashboardError, match=r"payload.results\[1\].n: expected a whole number >= 1"):
-        store.save("matmul", bad)
+        save_payload(store, "matmul", bad)
     with pytest.raises(DashboardError, match="unknown kind of run 'race'"):
-        store.save("race", matmul_payload(LAB))
+        save_payload(store, "race", matmul_payload(LAB))
     assert _count(store) == 0
 
 
@@ -352,7 +355,7 @@ def test_payloads_are_stored_as_the_cli_prints_them(store):
     payload = matmul_payload(LAB)
     payload["results"][0].update(n=np.int64(256), samples=np.int32(7), median_s=np.float64(0.5),
                                  unsynced_s=float("nan"), rel_error=float("inf"))
-    run = store.get(store.save("matmul", payload, {"budget": np.float32(2.0), "path": Path("/x")}))
+    run = store.get(save_payload(store, "matmul", payload, {"budget": np.float32(2.0), "path": Path("/x")}))
     first = run.payload["results"][0]
     assert first["n"] == 256 and type(first["n"]) is int and first["median_s"] == 0.5
     assert first["unsynced_s"] is None and first["rel_error"] is None
@@ -377,12 +380,12 @@ def test_a_sqlite_store_locked_too_long_is_a_message(tmp_path, monkeypatch):
         started = time.monotonic()
         with pytest.raises(DashboardError, match=r"locked by another program for more than 0.3 s; nothing was "
                                                  r"changed; try again, or raise GPU_VS_CPU_DB_TIMEOUT_S"):
-            store.save("train", train_payload(), machine=LAPTOP)
+            save_payload(store, "train", train_payload(), machine=LAPTOP)
         assert time.monotonic() - started < 3
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
-    store.save("train", train_payload(), machine=LAPTOP)
+    save_payload(store, "train", train_payload(), machine=LAPTOP)
     assert _count(store) == 1
 
 
@@ -391,11 +394,11 @@ def test_a_postgresql_lock_held_elsewhere_is_one_line_within_seconds(postgres_ur
     import psycopg
 
     store = open_store(postgres_url)
-    store.save("train", train_payload(), machine=LAPTOP)
+    save_payload(store, "train", train_payload(), machine=LAPTOP)
     monkeypatch.setenv("GPU_VS_CPU_DB_TIMEOUT_S", "1")
     with psycopg.connect(postgres_url) as holder:
         holder.execute("LOCK TABLE gvc_runs IN ACCESS EXCLUSIVE MODE")  # held until this block ends
-        for action in (store.list_runs, lambda: store.save("train", train_payload(), machine=LAPTOP),
+        for action in (store.list_runs, lambda: save_payload(store, "train", train_payload(), machine=LAPTOP),
                        lambda: store.import_json(store_export), lambda: store.delete(1)):
             started = time.monotonic()
             with pytest.raises(DashboardError) as busy:
@@ -419,14 +422,14 @@ def test_database_timeout_setting_is_bounded(value, monkeypatch, tmp_path):
 
 def test_run_numbers_stay_consecutive_after_importing_duplicates(store, tmp_path):
     """A skipped duplicate uses up no run number (PostgreSQL's identity would, on a conflicting insert)."""
-    first = store.save("matmul", matmul_payload(LAB))
+    first = save_payload(store, "matmul", matmul_payload(LAB))
     exported = store.export_json()
     for _ in range(3):
         assert store.import_json(exported).skipped == 1
     bundle = json.loads(exported)
     bundle["runs"].append(bundle["runs"][0])  # listed twice in one file
     assert store.import_json(json.dumps(bundle).encode()).skipped == 2
-    assert store.save("train", train_payload(), machine=LAPTOP) == first + 1
+    assert save_payload(store, "train", train_payload(), machine=LAPTOP) == first + 1
 
 
 def _write_raw(store: Store, **columns) -> int:
@@ -447,7 +450,7 @@ def _write_raw(store: Store, **columns) -> int:
     ({"payload_json": "[" * 5000 + "]" * 5000}, "nested too deeply"),
 ])
 def test_a_stored_row_that_cannot_be_read_is_set_apart(store, columns, reason):
-    good = store.save("train", train_payload(), machine=LAPTOP)
+    good = save_payload(store, "train", train_payload(), machine=LAPTOP)
     bad = _write_raw(store, **columns)
     listing = store.read_runs()
     assert [r.run_id for r in listing.runs] == [good] and [u.run_id for u in listing.unreadable] == [bad]

@@ -7,15 +7,15 @@ import json
 import pytest
 
 from core.errors import DashboardError
-from core.store import SCHEMA_VERSION, open_store
+from core.store.database import SCHEMA_VERSION, open_store
 from core.store.access import INSTRUCTOR, Access, configured_key, key_matches, owner_hash
-from tests.result_samples import LAB, LAPTOP, matmul_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, save_payload
 from tests.test_store import store, store_url  # noqa: F401  (the fixtures: SQLite, and PostgreSQL in the slow tier)
 
 
 def test_owner_instructor_and_stranger(store):  # noqa: F811
-    mine = store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
-    cli = store.save("matmul", matmul_payload(LAB), {})
+    mine = save_payload(store, "matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+    cli = save_payload(store, "matmul", matmul_payload(LAB), {})
     ben = Access(instructor=False, owner_token="ben")
     with pytest.raises(DashboardError, match="saved by another browser session"):
         store.delete(mine, ben)
@@ -70,12 +70,12 @@ def test_a_schema_1_store_upgrades_its_runs_to_measured_with_no_owner(tmp_path):
 
 
 def test_the_board_and_each_import_are_capped(store, monkeypatch):  # noqa: F811
-    store.save("matmul", matmul_payload(LAPTOP), {})
+    save_payload(store, "matmul", matmul_payload(LAPTOP), {})
     monkeypatch.setenv("GPU_VS_CPU_MAX_RUNS", "2")
-    store.save("matmul", matmul_payload(LAPTOP), {})
+    save_payload(store, "matmul", matmul_payload(LAPTOP), {})
     with pytest.raises(DashboardError, match="the board holds 2 runs and its limit is 2, so 1 more cannot be saved; "
                                              "delete old runs .* or raise GPU_VS_CPU_MAX_RUNS"):
-        store.save("matmul", matmul_payload(LAPTOP), {})
+        save_payload(store, "matmul", matmul_payload(LAPTOP), {})
     monkeypatch.setenv("GPU_VS_CPU_MAX_RUNS", "100")
     exported = json.loads(store.export_json())
     exported["runs"] = [{**exported["runs"][0], "uid": f"u{i}"} for i in range(5)]
@@ -93,7 +93,7 @@ def test_a_browser_session_saves_at_most_its_runs_per_hour(store, monkeypatch): 
 
     monkeypatch.setenv("GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR", "3")
     for _ in range(2):
-        store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+        save_payload(store, "matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
     exported = json.loads(store.export_json())
     two = json.dumps({**exported, "runs": [{**exported["runs"][0], "uid": f"u{i}"} for i in range(2)]}).encode()
     with pytest.raises(DashboardError, match="this browser session has saved or imported 2 runs in the last hour "
@@ -101,17 +101,17 @@ def test_a_browser_session_saves_at_most_its_runs_per_hour(store, monkeypatch): 
                                              r"import the file on the server .* or raise "
                                              "GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR"):
         store.import_json(two, owner_token="ana")
-    store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+    save_payload(store, "matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
     for run in store.list_runs():
         store.delete(run.run_id)  # deleting what it saved gives a session no more
     with pytest.raises(DashboardError, match="saved or imported 3 runs in the last hour"):
-        store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+        save_payload(store, "matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
     assert store.list_runs() == [], "nothing of a refused save is stored"
     store.import_json(two, owner_token="ben")  # another session has its own hour
-    store.save("matmul", matmul_payload(LAPTOP), {})  # the command line has no quota
+    save_payload(store, "matmul", matmul_payload(LAPTOP), {})  # the command line has no quota
     assert len(store.list_runs()) == 3
     monkeypatch.setattr(database, "_hour_ago", lambda: "2099-01-01T00:00:00Z")  # an hour later
-    store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+    save_payload(store, "matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
     monkeypatch.setenv("GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR", "0")
     with pytest.raises(DashboardError, match="GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR='0' is not a whole number from 1"):
-        store.save("matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+        save_payload(store, "matmul", matmul_payload(LAPTOP), {}, owner_token="ana")

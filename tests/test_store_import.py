@@ -8,10 +8,10 @@ import json
 import pytest
 
 from core.errors import DashboardError
-from core.store import open_store
+from core.store.database import open_store
 from core.results import files as payloads
-from core.results import read_result
-from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload
+from core.results.kinds import read_result
+from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload, save_payload
 
 
 @pytest.fixture
@@ -103,9 +103,9 @@ def _mutated(payload, mutate):
     (lambda p: p["results"][0].update(n=0), r"results\[0\].n: expected a whole number >= 1, got 0"),
     (lambda p: p["results"][0].update(n=True), r"results\[0\].n: expected a whole number"),
     (lambda p: p["results"][0].update(median_s=-1.0), r"results\[0\].median_s: expected a number >= 0"),
-    (lambda p: p["results"][0].update(gflops="1e3"), r"results\[0\].gflops: expected a number"),
+    (lambda p: p["results"][0].update(iqr_s="1e3"), r"results\[0\].iqr_s: expected a number"),
     (lambda p: p["results"][0].update(device=""), r"results\[0\].device: expected a device: cpu, mps, cuda or cuda:N"),
-    (lambda p: p.update(crossover_n="big"), r"matmul.crossover_n: expected a number"),
+    (lambda p: p.update(crossover_n="big"), r"matmul.crossovers\[0\].n: expected a whole number"),  # read as its record
     (lambda p: p.update(machine=[1]), r"matmul.machine: expected a JSON object"),
 ])
 def test_matmul_file_with_a_wrong_schema(store, mutate, match):
@@ -137,8 +137,8 @@ def test_nan_and_missing_optionals_are_accepted(store):
 
 def test_an_export_with_one_bad_run_imports_nothing(store, tmp_path):
     source = open_store(f"sqlite:///{tmp_path / 'src.sqlite3'}")
-    source.save("matmul", matmul_payload(LAB))
-    source.save("train", train_payload(), machine=LAPTOP)
+    save_payload(source, "matmul", matmul_payload(LAB))
+    save_payload(source, "train", train_payload(), machine=LAPTOP)
     bundle = json.loads(source.export_json())
     bundle["runs"][1]["payload"]["epochs"][0]["seconds"] = "slow"
     _refused(store, json.dumps(bundle).encode(), r"runs\[1\].payload.epochs\[0\].seconds: expected a number")
@@ -156,7 +156,7 @@ def test_an_export_with_one_bad_run_imports_nothing(store, tmp_path):
 ])
 def test_a_damaged_export(store, tmp_path, mutate, match):
     source = open_store(f"sqlite:///{tmp_path / 'src.sqlite3'}")
-    source.save("matmul", matmul_payload(LAB))
+    save_payload(source, "matmul", matmul_payload(LAB))
     bundle = json.loads(source.export_json())
     mutate(bundle)
     _refused(store, json.dumps(bundle).encode(), match)
@@ -165,14 +165,14 @@ def test_a_damaged_export(store, tmp_path, mutate, match):
 def test_too_many_runs_in_one_export(store, monkeypatch, tmp_path):
     source = open_store(f"sqlite:///{tmp_path / 'src.sqlite3'}")
     for _ in range(3):
-        source.save("train", train_payload(), machine=LAPTOP)
+        save_payload(source, "train", train_payload(), machine=LAPTOP)
     monkeypatch.setattr(payloads, "MAX_IMPORT_RUNS", 2)
     _refused(store, source.export_json(), "holds 3 runs, over the limit of 2")
 
 
 def test_imported_timestamps_become_utc(store, tmp_path):
     source = open_store(f"sqlite:///{tmp_path / 'src.sqlite3'}")
-    source.save("train", train_payload(), machine=LAPTOP)
+    save_payload(source, "train", train_payload(), machine=LAPTOP)
     bundle = json.loads(source.export_json())
     bundle["runs"][0]["created_at"] = "2025-03-01T10:00:00+02:00"
     run = store.get(store.import_json(json.dumps(bundle).encode()).run_ids[0])
@@ -187,7 +187,7 @@ def test_read_result_reads_what_it_writes():
 
 def test_an_explicit_import_label_names_the_runs_even_when_the_export_has_one():
     store = open_store()
-    run_id = store.save("matmul", matmul_payload(LAPTOP), label="Ana")
+    run_id = save_payload(store, "matmul", matmul_payload(LAPTOP), label="Ana")
     exported = store.export_json([run_id])
     store.delete(run_id)
     (renamed,) = store.import_json(exported, label="Ana's laptop, lab 2").run_ids

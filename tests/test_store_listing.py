@@ -7,17 +7,20 @@ import json
 
 import pytest
 
-from core.store import database, open_store
+from core.store import database
+
+from core.store.database import open_store
 from core.store.records import RunFilter, machine_label
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from core.results.machine import read_machine
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 from tests.test_store import store, store_url  # noqa: F401  (the fixtures: SQLite, and PostgreSQL in the slow tier)
 
 
 @pytest.fixture
 def board(store):  # noqa: F811
-    ids = {"laptop": store.save("matmul", matmul_payload(LAPTOP), {}, label="Ana"),
-           "lab": store.save("matmul", matmul_payload(LAB), {}),
-           "train": store.save("train", train_payload("cuda:0"), {}, machine=LAB)}
+    ids = {"laptop": save_payload(store, "matmul", matmul_payload(LAPTOP), {}, label="Ana"),
+           "lab": save_payload(store, "matmul", matmul_payload(LAB), {}),
+           "train": save_payload(store, "train", train_payload("cuda:0"), {}, machine=LAB)}
     ids["imported"] = store.import_json(json.dumps(matmul_payload(LAPTOP)).encode(), file="ben.json").run_ids[0]
     return store, ids
 
@@ -74,7 +77,7 @@ def test_filter_choices_cover_the_whole_board(board):
 
 def test_an_export_of_more_runs_than_one_query_takes(store, monkeypatch):  # noqa: F811
     monkeypatch.setattr(database, "UID_CHUNK", 2)
-    saved = [store.save("matmul", matmul_payload(LAPTOP), {}) for _ in range(5)]
+    saved = [save_payload(store, "matmul", matmul_payload(LAPTOP), {}) for _ in range(5)]
     runs = json.loads(store.export_json(saved))["runs"]
     assert len(runs) == 5
 
@@ -86,11 +89,10 @@ def test_schema_2_boards_get_their_summaries_and_keep_unreadable_rows_named(stor
         old = open_store(store_url)
         with old._transaction() as tx:  # what schema 2's insert wrote, for a good row and a bad one
             for uid, payload in (("good", json.dumps(matmul_payload(LAPTOP))), ("bad", '{"results": "garbage"}')):
-                tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, "
-                       "settings_json, versions_json, payload_json, source, sort_at) "
-                       "VALUES (?, 'matmul', '2025-01-01T00:00:00Z', '', ?, ?, '{}', '{}', ?, 'measured', "
-                       "'2025-01-01T00:00:00Z')",
-                       (uid, machine_label(LAPTOP), json.dumps(LAPTOP), payload))
+                tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
+                       "versions_json, payload_json, source, sort_at) VALUES (?, 'matmul', '2025-01-01T00:00:00Z', '', "
+                       "?, ?, '{}', '{}', ?, 'measured', '2025-01-01T00:00:00Z')",
+                       (uid, machine_label(read_machine(LAPTOP, "machine")), json.dumps(LAPTOP), payload))
     with pytest.MonkeyPatch.context() as small_batches:
         small_batches.setattr(database, "SUMMARY_BATCH", 1)  # the batches' loop, not one query
         store = open_store(store_url)
@@ -107,7 +109,7 @@ def test_schema_2_boards_get_their_summaries_and_keep_unreadable_rows_named(stor
 @pytest.mark.parametrize("summary", ['{"v": 1, "headline": "yesterday\'s wording", "devices": [], "load": "", '
                                      '"shown": "measured"}', "{not json", '{"v": 2}'])
 def test_a_summary_of_another_version_is_read_again_and_rewritten(store, summary):  # noqa: F811
-    run_id = store.save("matmul", matmul_payload(LAPTOP), {})
+    run_id = save_payload(store, "matmul", matmul_payload(LAPTOP), {})
     with store._transaction() as tx:
         tx.run("UPDATE gvc_runs SET summary_json = ? WHERE id = ?", (summary, run_id))
     assert store.read_summaries().runs == [store.get(run_id).summary]

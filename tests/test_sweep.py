@@ -22,6 +22,8 @@ from core.matmul.sweep import (
     SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, results_frame, run_sweep,
     tf32_settings,
 )
+from core.results.kinds import read_result
+from core.results.crossover import sentence
 from core.results.matmul import MatmulPoint
 from core.platform.timing import Measurement
 from core.platform.units import GIB
@@ -122,8 +124,8 @@ def test_plan_with_a_gpu_has_tf32_series_for_float32_only(fake_cuda):
 def test_comparisons_pair_each_gpu_with_the_fastest_cpu_of_its_dtype():
     cpu1, cpu2 = Series("cpu", "float32", threads=1), Series("cpu", "float32", threads=2)
     g32, g16 = Series("cuda:0", "float32", tf32=False), Series("cuda:0", "bfloat16")
-    assert sweep.comparisons([cpu1, cpu2, g32, g16]) == [(g32, cpu2), (g16, cpu2)]
-    assert sweep.comparisons([cpu1, cpu2]) == [(cpu2, cpu1)]
+    assert sweep.comparisons([cpu1, cpu2, g32, g16]) == [(g32.label, cpu2.label), (g16.label, cpu2.label)]
+    assert sweep.comparisons([cpu1, cpu2]) == [(cpu2.label, cpu1.label)]
 
 
 def test_check_sizes_fit_refuses_a_size_too_big_for_memory():
@@ -206,17 +208,18 @@ def test_sweep_order_events_frame_and_json(fake_timer, fake_cuda):
     assert frame["unsynced_s"].isna().tolist() == [True, False] * 3
 
     obj = json.loads(json.dumps(result.to_json()))
-    assert {"results", "crossover_n", "machine"} <= set(obj)
-    assert obj["kind"] == "matmul" and obj["schema_version"] == 2
+    assert {"results", "crossovers", "machine"} <= set(obj) and "crossover_n" not in obj
+    assert obj["kind"] == "matmul" and obj["schema_version"] == 3
     for row in obj["results"]:
         assert ISSUE_KEYS <= set(row)
     # CPU n^3 ns vs GPU 20 us + n^3/50 ns: the GPU wins from n ~ 28; below the first size here
-    assert obj["crossover_n"] == 64
-    assert obj["crossovers"][0]["status"] == "below_range" and obj["crossovers"][0]["gpu_vs_cpu"]
+    assert obj["crossovers"][0] == {"challenger": "cuda:0 float32 TF32 off", "baseline": "cpu float32 1 thread",
+                                    "time": "median_s", "call": "found", "n_low": None, "n_high": 64, "n": 64}
+    assert result.headline_crossover.gpu_vs_cpu
     assert obj["settings"]["budget_s"] == 5.0 and obj["settings"]["tf32"] == [False]
     assert obj["settings"]["series"] == ["cpu float32 1 thread", "cuda:0 float32 TF32 off"]
     assert obj["machine"]["gpus"][0]["name"] == "Fake GPU 80GB"
-    assert obj["crossover_end_to_end_n"] is None and obj["stopped"] is False and obj["wall_s"] >= 0
+    assert len(obj["crossovers"]) == 1 and obj["stopped"] is False and obj["wall_s"] >= 0  # no copies timed
 
 
 def test_crossover_is_interpolated_inside_the_range(monkeypatch, fake_cuda):
@@ -225,18 +228,16 @@ def test_crossover_is_interpolated_inside_the_range(monkeypatch, fake_cuda):
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
     result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), budget_s=5))
-    assert result.crossovers[0].status == "interpolated"
     headline = result.headline_crossover  # what the race page, Results and the Class board show
     assert headline is not None and headline.call == "found" and headline.n == 100 and headline.gpu_vs_cpu
-    assert result.to_json()["crossover_n"] == 100
+    assert (headline.n_low, headline.n_high) == (64, 128) and result.to_json()["crossovers"][0]["n"] == 100
 
 
 def test_without_a_gpu_there_is_no_crossover_n_but_thread_comparisons(fake_timer):
     result = run_sweep(SweepConfig(sizes=(64, 128), threads=(1, 2) if (os.cpu_count() or 1) > 1 else (1,)))
-    obj = result.to_json()
     headline = result.headline_crossover
-    assert obj["crossover_n"] is None and (headline is None or not headline.gpu_vs_cpu)
-    assert all(not c["gpu_vs_cpu"] for c in obj["crossovers"])
+    assert headline is None or not headline.gpu_vs_cpu
+    assert all(not c.gpu_vs_cpu for c in result.crossovers)
 
 
 def test_time_guard_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
@@ -390,10 +391,11 @@ def test_each_size_gets_a_verdict_and_the_crossover_an_interval(monkeypatch, fak
     assert [(v["n"], v["a"], v["call"]) for v in obj["verdicts"]] == [
         (32, "cpu float32 1 thread", "faster"), (64, "cpu float32 1 thread", "faster"),
         (128, "cuda:0 float32 TF32 off", "faster"), (256, "cuda:0 float32 TF32 off", "faster")]
-    assert obj["crossover"] == {"a": "cuda:0 float32 TF32 off", "b": "cpu float32 1 thread",
-                                "n_low": 64, "n_high": 128, "call": "found"}
-    assert obj["crossover_n"] == 100 and obj["crossovers"][0]["call"] == "found"
-    assert "between n = 64 and n = 128" in obj["crossovers"][0]["text"]
+    assert obj["crossovers"] == [{"challenger": "cuda:0 float32 TF32 off", "baseline": "cpu float32 1 thread",
+                                  "time": "median_s", "call": "found", "n_low": 64, "n_high": 128, "n": 100}]
+    assert "crossover" not in obj and "text" not in obj["crossovers"][0]  # sentences are made when shown
+    sweep_read = read_result("matmul", obj)
+    assert "between n = 64 and n = 128" in sweep_read.crossover_lines[0]
 
 
 def test_a_busy_machine_gives_cannot_tell_instead_of_a_crossover(monkeypatch, fake_cuda):
@@ -404,9 +406,9 @@ def test_a_busy_machine_gives_cannot_tell_instead_of_a_crossover(monkeypatch, fa
     monkeypatch.setattr(sweep, "time_interleaved", per_series(busy))
     result = run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,)))
     assert {v.call for v in result.verdicts} == {"unclear"} and all(v.busy for v in result.verdicts)
-    assert result.crossover.call == "unclear" and result.crossover_n is None
     (c,) = result.crossovers
-    assert c.n is None and c.text.startswith("cannot tell on a machine this busy")
+    assert c.call == "unclear" and c.n is None
+    assert sentence(c, result.verdicts).startswith("cannot tell on a machine this busy")
     assert "cannot tell" in result.headline
 
 
@@ -415,7 +417,7 @@ def test_two_cpu_series_are_judged_without_a_gpu(fake_timer):
     # the fake ignores threads: equal medians, +-10 % over 3 samples each is too wide to call "same"
     assert {(v.n, v.call) for v in result.verdicts} == {(64, "unclear"), (128, "unclear")}
     assert not any(v.busy for v in result.verdicts) and "overlap" in result.verdicts[0].why
-    assert result.crossover.call == "unclear" and result.crossover_n is None
+    assert result.headline_crossover.call == "unclear" and result.headline_crossover.n is None
     assert "cannot tell" in result.headline
 
 

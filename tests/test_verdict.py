@@ -10,9 +10,11 @@ import pytest
 from core.matmul import verdict
 from core.matmul.engine import Series, measured_point
 from core.platform.timing import Measurement
-from core.matmul.verdict import crossover_interval, describe, judge
-from core.results import read_result
-from core.results.matmul import CrossoverInterval, MatmulPoint, MatmulSweep, Verdict
+from core.matmul.crossover import crossover_interval, crossover_of
+from core.matmul.verdict import judge
+from core.results.kinds import read_result
+from core.results.crossover import Crossover, Verdict, sentence
+from core.results.matmul import MatmulPoint, MatmulSweep
 from tests.result_samples import matmul_payload
 
 QUIET_NOISE = (1.0, 1.02, 0.98, 1.01, 0.99, 1.0, 1.03, 0.97)  # +-3 %: a quiet machine
@@ -104,9 +106,11 @@ def test_a_size_the_gpu_throttled_during_is_unclear_with_its_reasons():
     older = verdict.judge_points(_point(GPU, 1024, 1e-3), _point(CPU2, 1024, 5e-3), cores=2)  # not read: None
     assert older.call == "faster"
     points = [_point(GPU, 512, 1e-3, throttled=True), _point(CPU2, 512, 5e-3), hot, _point(CPU2, 1024, 5e-3)]
-    pair = verdict.pair_crossover(points, GPU.label, CPU2.label, cores=2)
-    assert pair.interval.call == "unclear" and not pair.busy
-    assert "the GPU throttled while sizes were timed" in pair.describe() and "too noisy" not in pair.describe()
+    verdicts = verdict.pair_verdicts(points, GPU.label, CPU2.label, cores=2)
+    c = crossover_of(points, GPU.label, CPU2.label, verdicts=verdicts)
+    assert c.call == "unclear" and not any(x.busy for x in verdicts)
+    said = sentence(c, verdicts)
+    assert "the GPU throttled while sizes were timed" in said and "too noisy" not in said
 
 
 @pytest.mark.parametrize("cores, pair, others, busy", [
@@ -180,7 +184,7 @@ def calls(*pattern: str, busy: bool = False) -> list[Verdict]:
 ])
 def test_crossover_interval(pattern, expected):
     c = crossover_interval(calls(*pattern), CH, BASE)
-    assert (c.call, c.n_low, c.n_high) == expected and (c.a, c.b) == (CH, BASE)
+    assert (c.call, c.n_low, c.n_high) == expected
 
 
 def test_crossover_ignores_other_pairs_and_order():
@@ -190,27 +194,35 @@ def test_crossover_ignores_other_pairs_and_order():
     assert crossover_interval([], CH, BASE).call == "unclear"
 
 
+def _record(call: str, n_low: int | None = None, n_high: int | None = None) -> Crossover:
+    return Crossover(challenger=CH, baseline=BASE, time="median_s", call=call, n_low=n_low, n_high=n_high)
+
+
 def test_sentences_say_cannot_tell_and_only_found_says_wins_from():
-    found = describe(CrossoverInterval(a=CH, b=BASE, n_low=128, n_high=256, call="found"))
+    found = sentence(_record("found", 128, 256))
     assert "between n = 128 and n = 256" in found
-    assert "at or below n = 64" in describe(CrossoverInterval(a=CH, b=BASE, n_high=64, call="found"))
-    assert describe(CrossoverInterval(a=CH, b=BASE, call="none")).startswith("no crossover in this range")
-    busy = describe(CrossoverInterval(a=CH, b=BASE, call="unclear"), busy=True)
+    assert "at or below n = 64" in sentence(_record("found", None, 64))
+    assert sentence(_record("none")).startswith("no crossover in this range")
+    busy_verdict = dataclasses.replace(v(64, "unclear"), busy=True)
+    busy = sentence(_record("unclear"), [busy_verdict])
     assert busy.startswith("cannot tell on a machine this busy") and "beats" not in busy
-    assert describe(CrossoverInterval(a=CH, b=BASE, call="unclear")).startswith("cannot tell")
+    assert sentence(_record("unclear")).startswith("cannot tell")
+    other_pair = Verdict(n=64, a="x", b="y", ratio=1.0, low=0.5, high=2.0, call="unclear", busy=True)
+    assert not sentence(_record("unclear"), [other_pair]).startswith("cannot tell on a machine this busy")
 
 
 # ---------------------------------------------------------------- JSON and older files
 
 
-def test_older_files_import_without_verdicts_and_write_no_new_keys():
+def test_older_files_import_without_verdicts_and_write_no_old_keys():
     old = matmul_payload()
     result = read_result("matmul", old)
-    assert result.verdicts is None and result.crossover is None
+    assert result.verdicts is None
     written = result.to_json()
-    assert "verdicts" not in written and "crossover" not in written
+    assert {"verdicts", "crossover", "crossover_n", "crossover_end_to_end_n"}.isdisjoint(written)
     assert "others_cores" not in written["results"][0]
-    assert "call" not in json.dumps(written["crossovers"])
+    assert written["crossovers"] == [{"challenger": "cuda:0 float32", "baseline": "cpu float32", "time": "median_s",
+                                      "call": "found", "n_low": None, "n_high": None, "n": 300}]  # crossover_n
 
 
 def test_the_json_contract_round_trips():
@@ -220,15 +232,24 @@ def test_the_json_contract_round_trips():
     assert isinstance(result, MatmulSweep) and [x.call for x in result.verdicts] == ["faster", "faster"]
     written = result.to_json()
     assert set(written["verdicts"][0]) >= {"n", "a", "b", "ratio", "low", "high", "call"}
-    assert written["crossover"] == {"a": CH, "b": BASE, "n_low": 64, "n_high": 128, "call": "found"}
+    assert written["schema_version"] == 3 and "crossover" not in written
+    assert written["crossovers"] == [{"challenger": CH, "baseline": BASE, "time": "median_s", "call": "found",
+                                      "n_low": 64, "n_high": 128, "n": 128}]  # crossover_n 300, kept inside
     assert read_result("matmul", json.loads(json.dumps(written))) == result
 
 
 @pytest.mark.parametrize("bad, where", [
     ({"verdicts": [{**v(64, "win").to_json(), "call": "maybe"}]}, "verdicts[0].call"),
-    ({"crossover": {"a": CH, "b": BASE, "call": "sure"}}, "crossover.call"),
+    ({"crossover": {"a": CH, "b": BASE, "call": "sure"}}, "crossovers[0].call"),
+    ({"schema_version": 3, "crossovers": [{"challenger": CH, "baseline": BASE, "time": "median_s"}]},
+     "crossovers[0]: missing .call"),
+    ({"schema_version": 3, "crossovers": [{"challenger": CH, "baseline": BASE, "time": "median_s", "call": "found", "n_low": 2048,
+                      "n_high": 64}]}, "crossovers[0]"),
+    ({"schema_version": 3, "crossovers": [{"challenger": CH, "baseline": BASE, "time": "median_s", "call": "none",
+                                           "n": 100}]},
+     "crossovers[0]"),
 ])
-def test_a_bad_call_in_a_file_is_refused_by_name(bad, where):
+def test_a_bad_crossover_in_a_file_is_refused_by_name(bad, where):
     from core.errors import DashboardError
     with pytest.raises(DashboardError, match=where.replace("[", r"\[").replace("]", r"\]")):
         read_result("matmul", {**matmul_payload(), **bad})

@@ -21,7 +21,7 @@ def _imported(path: Path) -> set[str]:
 
 def test_it_covers_the_results_pages_own_imports():
     page = {name for name in _imported(ROOT / "pages" / "results.py") if name.startswith(("core.", "pages."))}
-    page.discard("pages.shared")  # `from pages.shared import board_widgets, result_store`: named as modules below
+    page -= {"pages.shared", "core.store"}  # `from pages.shared import result_store`: named as modules below
     assert page - set(warmup.MODULES) == set(), "add the page's new imports to pages/shared/warmup.py's MODULES"
 
 
@@ -37,35 +37,31 @@ def test_the_app_starts_it_after_the_page_has_rendered():
     assert app.index("st.navigation(PAGES).run()") < app.index("warm_results()")
 
 
-def test_a_page_waits_for_a_warm_up_in_progress_and_not_once_it_is_done(monkeypatch):
-    """Page and warm-up never import at once: a page run waits for the warm-up's end (its Event)."""
-    import threading
-
-    done = threading.Event()
-    monkeypatch.setattr(warmup, "_done", done)
-    monkeypatch.setattr(warmup, "_thread", None)
-    assert warmup.wait(0.01), "no warm-up started: nothing to wait for"
-    monkeypatch.setattr(warmup, "_thread", threading.Thread(target=lambda: None))
-    assert not warmup.wait(0.05), "one in progress: the page waits (here until the timeout)"
-    finished = []
-    waiter = threading.Thread(target=lambda: finished.append(warmup.wait(30)))
-    waiter.start()
-    done.set()
-    waiter.join(30)
-    assert finished == [True] and warmup.wait(0.0)
+def _top_level_imports(path: Path) -> set[str]:
+    """Modules a file imports when it is imported (not inside a function)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+    return names
 
 
-def test_the_app_waits_for_the_warm_up_before_running_a_page():
+def test_no_package_init_imports_its_own_modules():
+    """Two threads entering one package from two ends (one importing the package, whose __init__ imports its
+    modules; one importing a module, which imports the package face) could meet a partly initialized module,
+    which is why every page once waited for the warm-up. With thin __init__s neither import order nor a wait
+    matters."""
+    inits = [*(ROOT / "core").glob("**/__init__.py"), *(ROOT / "pages").glob("**/__init__.py")]
+    assert len(inits) > 5
+    for init in inits:
+        package = ".".join(init.parent.relative_to(ROOT).parts)
+        own = {name for name in _top_level_imports(init) if name == package or name.startswith(package + ".")}
+        assert not own, f"{init.relative_to(ROOT)} imports {sorted(own)}: import them where they are used"
+
+
+def test_the_app_imports_no_core_module_and_waits_for_nothing():
     app = (ROOT / "app.py").read_text()
-    assert app.index("warm_up_finished()") < app.index("st.navigation(PAGES).run()")
-
-
-def test_the_app_imports_every_core_package_that_imports_its_own_modules_before_any_page():
-    """Such a package entered from two ends by two threads at once is the race warmup.py describes."""
-    app = (ROOT / "app.py").read_text()
-    own = sorted(init.parent.name for init in (ROOT / "core").glob("*/__init__.py")
-                 if any(isinstance(node, ast.ImportFrom) and (node.module or "").startswith(f"core.{init.parent.name}.")
-                        for node in ast.walk(ast.parse(init.read_text()))))
-    assert own == ["results", "store"]
-    for name in own:
-        assert app.index(f"import core.{name}") < app.index("st.navigation(PAGES).run()")
+    assert not {name for name in _top_level_imports(ROOT / "app.py") if name.startswith("core")}
+    assert "wait" not in app and not hasattr(warmup, "wait")

@@ -14,7 +14,7 @@ from plotly.colors import qualitative
 from core.charts.axis_style import (axis_position, clipped_lower_arms, inside_anchor, label_points, log_axis, style,
                                     time_unit, trace_values)
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
-from core.results.matmul import SweepCrossover, Verdict
+from core.results.crossover import Crossover, Verdict
 
 PALETTE = qualitative.Plotly
 HEIGHT_PX = 430
@@ -144,7 +144,7 @@ def speedup_table(frame: pd.DataFrame, challenger: str, baseline: str, column: s
     return pd.DataFrame({"n": both.index, "speedup": (both[baseline] / both[challenger]).to_numpy()})
 
 
-def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[SweepCrossover], *, lecture: bool = True) -> go.Figure:
+def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[Crossover], *, lecture: bool = True) -> go.Figure:
     """Speed-up of each challenger over its baseline, break-even at 1, each crossover marked.
 
     `crossovers` is MatmulSweep.crossovers: one per (challenger, baseline, time column). The
@@ -205,40 +205,6 @@ def _speedup_labels(fig: go.Figure, marks: Sequence[tuple[int, str]]) -> None:
         anchor = inside_anchor(x, xaxis.range)
         fig.add_annotation(x=x, y=one, yanchor="top", xanchor=anchor, xshift=8 if anchor == "left" else -8,
                            text=f"crossover ≈ {n:,}", showarrow=False, font=dict(color=color))
-
-
-def _num(frame: pd.DataFrame, column: str) -> pd.Series:
-    """A column as floats, None -> NaN (a column of only None arrives as objects)."""
-    return pd.to_numeric(frame[column], errors="coerce")
-
-
-CLOCK_COLUMNS = {"CPU MHz": "cpu_mhz", "GPU MHz": "gpu_sm_mhz", "GPU °C": "gpu_temperature_c", "GPU W": "gpu_power_w"}
-
-
-def results_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The results as the page shows and exports them: milliseconds, GFLOP/s, error, the clock each size ran at
-    (and a GPU's throttle reasons where it throttled); no raw samples."""
-    ms = 1e3  # seconds -> milliseconds
-    return pd.DataFrame({
-        "series": frame["series"],
-        "n": frame["n"],
-        "median ms": _num(frame, "median_s") * ms,
-        "IQR ms": _num(frame, "iqr_s") * ms,
-        "min ms": _num(frame, "min_s") * ms,
-        "max ms": _num(frame, "max_s") * ms,
-        "samples": frame["samples"],
-        "calls per sample": frame["calls_per_block"],
-        "first call ms": _num(frame, "first_call_s") * ms,
-        "GFLOP/s": _num(frame, "gflops"),
-        "unsynced ms": _num(frame, "unsynced_s") * ms,
-        "copy in ms": _num(frame, "h2d_s") * ms,
-        "copy out ms": _num(frame, "d2h_s") * ms,
-        "end to end ms": _num(frame, "end_to_end_s") * ms,
-        "rel. error": _num(frame, "rel_error"),
-        **{label: _num(frame, column) if column in frame else float("nan") for label, column in CLOCK_COLUMNS.items()},
-        "throttled": frame["throttle"].where(frame["throttled"].map(lambda t: t is True), "")
-        if "throttle" in frame and "throttled" in frame else "",
-    })
 
 
 def sync_bug_notes(frame: pd.DataFrame) -> list[str]:

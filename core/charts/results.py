@@ -1,7 +1,14 @@
-"""Figures for the Results page: saved runs from any machine overlaid on one chart."""
+"""Figures for the Results page: saved runs from any machine overlaid on one chart, and how each kind is drawn.
+
+`VIEWS` is the Results page's half of a kind's record (the rest is its `ResultKind`, core/results/result_kind.py,
+which the bottom layer declares and which may not import a chart): per kind, a heading, the choices above its
+figures, the figures of the chosen runs and a caption. The page walks this list; a kind without a view is
+listed, filtered and exported, but not drawn.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -9,8 +16,11 @@ import plotly.graph_objects as go
 
 from core.charts.axis_style import (TimeUnit, clipped_lower_arms, label_points, linear_axis, log_axis, style,
                                     time_unit, trace_values)
-from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
+from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N, LECTURE_SENTENCE
 from core.plain_text import plotly_safe_frame
+from core.results.cluster import ClusterRun
+from core.store.frames import kind_frame
+from core.store.records import StoredRun
 
 
 @dataclass(frozen=True)
@@ -103,3 +113,73 @@ def train_overlay(frame: pd.DataFrame, metric: str = "test_accuracy", x: str = "
     if metric == "test_accuracy":
         fig.update_yaxes(tickformat=".0%")
     return fig
+
+
+# ---- each kind's view on the Results page
+
+Choice = str | bool  # what a control gives: a radio's value, a toggle's state
+Figures = Callable[[Sequence[StoredRun], tuple[Choice, ...]], list[tuple[str, go.Figure]]]
+
+
+@dataclass(frozen=True)
+class Control:
+    """One choice above a kind's figures: a radio of `options` (value: words), or an on/off toggle without."""
+
+    key: str  # the page's widget key
+    label: str
+    options: Mapping[str, str] | None = None
+    default: bool = True  # a toggle's first state
+    width: int = 1  # its share of the row
+
+
+@dataclass(frozen=True)
+class ResultsView:
+    """How the Results page draws one kind: `figures(runs, choices)` gives (key suffix, figure) pairs of the
+    chosen runs of that kind, in the order of `controls`' values; none when no run can be drawn."""
+
+    kind: str
+    figures: Figures
+    heading: str = ""  # a subheader over its controls and figures; "" when the figure titles itself
+    controls: tuple[Control, ...] = ()
+    caption: str = ""
+
+
+def _matmul(runs: Sequence[StoredRun], choices: tuple[Choice, ...]) -> list[tuple[str, go.Figure]]:
+    sweeps = kind_frame("matmul", runs)
+    return [] if sweeps.empty else [("chart", matmul_overlay(sweeps, str(choices[0]), reference=bool(choices[1])))]
+
+
+def _train(runs: Sequence[StoredRun], choices: tuple[Choice, ...]) -> list[tuple[str, go.Figure]]:
+    trainings = kind_frame("train", runs)
+    return [] if trainings.empty else [("chart", train_overlay(trainings, str(choices[0]), str(choices[1])))]
+
+
+def _roofline(runs: Sequence[StoredRun], choices: tuple[Choice, ...]) -> list[tuple[str, go.Figure]]:
+    from core.charts.roofline import roofline_overlay  # the roofline's model: only when a roofline is drawn
+
+    figure = roofline_overlay(runs)
+    return [] if figure is None else [("chart", figure)]
+
+
+def _cluster(runs: Sequence[StoredRun], choices: tuple[Choice, ...]) -> list[tuple[str, go.Figure]]:
+    from core.charts.ranks import ranks_figure
+
+    return [(str(r.run_id), ranks_figure(r.result, r.title)) for r in runs if isinstance(r.result, ClusterRun)]
+
+
+VIEWS: tuple[ResultsView, ...] = (
+    ResultsView("matmul", _matmul, heading="Matmul sweeps",
+                controls=(Control("results_matmul_metric", "Show", MATMUL_METRICS, width=2),
+                          Control("results_reference", "Lecture's reference points")),
+                caption=f"Solid lines: GPUs; dashed: CPUs. Stars: {LECTURE_SENTENCE}."),
+    ResultsView("train", _train, heading="Training runs",
+                controls=(Control("results_train_metric", "Show", TRAIN_METRICS),
+                          Control("results_train_x", "Against", TRAIN_AXES))),
+    ResultsView("roofline", _roofline),  # titled "Rooflines" itself
+    ResultsView("cluster", _cluster),  # every device at once: one chart per run
+)
+
+
+def view_of(kind: str) -> ResultsView:
+    """The view of `kind` (read from VIEWS when asked, so the list stays the one source)."""
+    return next(view for view in VIEWS if view.kind == kind)

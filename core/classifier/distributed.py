@@ -40,20 +40,23 @@ from core.platform import clock
 from core.platform.devices import device_key
 from core.platform.jobs import Progress
 from core.platform.timing import torch_threads
-from core.platform.torchrun import DEFAULT_TIMEOUT_S, Emit, WorkerEnv, exit_now, process_group, worker_main
+from core.platform.torchrun import (DEFAULT_TIMEOUT_S, Emit, WorkerEnv, exit_now, local_gpu_index, process_group,
+                                   worker_main)
 from core.results.train import TrainEpoch, TrainRun
 
 
 def worker_device(requested: str, env: WorkerEnv) -> torch.device:
-    """One device per worker: the CPU for all of them, or the GPU numbered by the local rank."""
+    """One device per worker: the CPU for all of them, or the GPU numbered by the local rank (cuda:0 where
+    the launcher gave the worker one GPU of its own: torchrun.local_gpu_index)."""
     kind = "cuda" if requested == "auto" and torch.cuda.is_available() else requested.split(":")[0]
     if kind == "auto" or kind == "cpu":
         return torch.device("cpu")
     if kind == "cuda":
-        if env.local_rank >= torch.cuda.device_count():
+        index = local_gpu_index(env.local_rank, torch.cuda.device_count())
+        if index is None:
             raise DashboardError(f"worker {env.local_rank} has no GPU: this machine has {torch.cuda.device_count()}; "
                                  "start at most one worker per GPU")
-        return torch.device("cuda", env.local_rank)
+        return torch.device("cuda", index)
     raise DashboardError(f"data-parallel workers run on cpu or cuda, not {requested}")
 
 

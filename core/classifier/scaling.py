@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.classifier.browser_paths import allowed_path
-from core.classifier.datasets import BUILTIN_DATASETS, is_cached
+from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback, fetch, is_cached
 from core.classifier.model import ClassifierConfig
 from core.classifier.scaling_result import Scaling, ScalingPoint, point_of
 from core.classifier.workbench import PATH, DataChoice
@@ -21,11 +21,12 @@ from core.platform.jobs import JobHooks
 WORKER_COUNTS = (1, 2)
 
 
-def worker_data(choice: DataChoice) -> str:
-    """What the workers read: each worker loads the data itself, so it must be on disk, not an upload."""
+def worker_data(choice: DataChoice, progress: ProgressCallback | None = None) -> str:
+    """What the workers read: each worker loads the data itself, so it must be on disk, not an upload.
+    A built-in data set not downloaded yet is downloaded (and verified) here first."""
     if choice.source in BUILTIN_DATASETS:
         if not is_cached(choice.source):
-            raise DashboardError(f"{choice.source} is not downloaded yet: download it (or train once) first")
+            fetch(choice.source, progress=progress)
         return choice.source
     if choice.source == PATH:  # a browser user is a stranger: only under the data roots, as the loader checks
         return str(allowed_path(choice.path))

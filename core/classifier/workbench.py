@@ -32,7 +32,7 @@ from core.errors import DashboardError
 from core.platform.devices import available_devices, has_gpu
 from core.platform.jobs import JobHooks, Progress
 from core.results.guess import Guess
-from core.results.train import TrainEpoch
+from core.results.train import TrainEpoch, TrainRun
 
 UPLOAD, PATH = "upload", "path"  # the data sources besides BUILTIN_DATASETS' names
 
@@ -174,13 +174,13 @@ class Workbench:
                                                  None if hooks is None else hooks.should_stop)
 
     def train(self, config: ClassifierConfig, hooks: JobHooks, *, race: bool = False, both: bool = False,
-              on_done: Callable[[TrainResult, BaselineResult], None] | None = None,
+              on_done: Callable[[TrainRun], None] | None = None,
               guess: Guess | None = None) -> list[TrainResult]:
         """Train one run (or a CPU-then-GPU race) on the prepared features, recording every report.
 
         `hooks.on_progress` hears a start line per run (item None) and every report (item: an
         TrainEpoch), with the run's label in the message; `on_done` gets each run that finished
-        all its epochs (with the baseline it is compared with), at once, so a page can save it.
+        all its epochs as it is saved (its baseline's accuracy filled in), at once, so a page saves it as is.
         `guess` (the student's prediction) is saved with every run and `guess_note` compares it.
         """
         results: list[TrainResult] = []
@@ -191,7 +191,7 @@ class Workbench:
             results.append(result if guess is None else replace(result, run=replace(result.run, guess=guess)))
             self.guess_note = compare_guess([r.run for r in results], guess)  # each run adds to the comparison
             if on_done is not None and should_save(results[-1]):
-                on_done(results[-1], baseline)
+                on_done(replace(results[-1].run, baseline_accuracy=baseline.accuracy))
         if both:
             self.preset_race = preset_race(results, with_gpu=has_gpu())
         return results

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from core.cli import HELP
 from core.cli.output import format_table, print_json
+from core.results.table import human_rows
 from core.cli.results import add_save_options, check_save_options, save_if_requested
-from core.cli.waiting import cli_hooks
+from core.cli.waiting import cli_hooks, ctrl_c_stops
 from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
@@ -102,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     plan = plan_series(config)
     check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
-    result = run_sweep(config, cli_hooks(on_progress=None if args.quiet else _progress))
+    with ctrl_c_stops() as pressed:  # the first Ctrl+C keeps the sizes measured, as the page's Stop does
+        result = run_sweep(config, replace(cli_hooks(on_progress=None if args.quiet else _progress), should_stop=pressed))
     if guess is not None:
         result = replace(result, guess=guess)
     if result.stopped:
@@ -115,33 +117,20 @@ def run(args: argparse.Namespace) -> int:
     if (sentence := compare_guess(result)) is not None:
         print(sentence, file=sys.stderr if args.json else sys.stdout)
     if result.results:  # a stopped sweep is saved too when asked: its payload says "stopped": true
-        save_if_requested(args, "matmul", payload)
+        save_if_requested(args, result)
     elif args.save:
         print("nothing was measured, so nothing was saved", file=sys.stderr)
     return 0
 
 
-def _ms(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds * 1e3
-
-
 def render(result: MatmulSweep) -> str:
-    rows = [
-        [r.label, r.n, _ms(r.median_s), _ms(r.iqr_s), r.samples, r.gflops, _ms(r.unsynced_s),
-         _ms(r.end_to_end_s) if r.is_gpu else None, r.rel_error]
-        for r in result.results
-    ]
-    headers = ["series", "n", "median ms", "IQR ms", "samples", "GFLOP/s", "unsynced ms", "end-to-end ms", "rel error"]
-    if any(r.throttled for r in result.results):  # the throttle note points to this column, as on the page
-        headers.append("throttled")
-        rows = [[*row, r.throttle if r.throttled else None] for row, r in zip(rows, result.results)]
+    headers, rows = human_rows(result.results)  # the race page's table: labels and units from MatmulPoint
     lines = [format_table(headers, rows), ""]
     lines += [f"skipped n={s.n} on {s.series}: {s.message}" for s in result.skipped]
     lines += [f"note: {n}" for n in result.notes]
     if result.verdicts:
         lines += [verdict_table(result), ""]
-    lines += [f"{'crossover' if c.gpu_vs_cpu else 'comparison'}{' with copies' if c.with_copies else ''}: {c.text}"
-              for c in result.shown_crossovers]
+    lines += result.crossover_lines
     if not any(r.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
     lines.append(f"wall time {result.wall_s or 0:.1f} s, of which timed {result.timed_s or 0:.1f} s")

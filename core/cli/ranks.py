@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(payload)
     else:
         print(render(result, command_seconds() if not args.distributed else None))
-    save_if_requested(args, "cluster", payload)
+    save_if_requested(args, result)
     return 0
 
 

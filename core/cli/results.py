@@ -1,7 +1,7 @@
 """`python -m core results list|export|import|delete`: the result store without a browser.
 
 Also the `--save` option the matmul and train commands share: `add_save_options(parser)` when
-registering, then `save_if_requested(args, kind, payload)` after printing the run's output.
+registering, then `save_if_requested(args, result)` after printing the run's output.
 """
 
 from __future__ import annotations
@@ -9,20 +9,22 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from core.cli import HELP
 from core.cli.output import TABLE_WIDTH, cut_cells, format_table, print_json, wrap
 from core.errors import DashboardError
 from core.results.files import check_label
-from core.store import KINDS, MAX_IMPORT_BYTES, Store, StoredRun, listing_frame, open_store
+from core.results import kinds
+from core.results.files import MAX_IMPORT_BYTES
+from core.results.kinds import Result
+from core.store.database import Store, open_store
+from core.store.records import StoredRun
+from core.store.frames import listing_frame
 from core.store.records import RunFilter
 
-# argparse fields that are how the command was called, not settings of the run
 SAVED = "saved (UTC)"  # core.store.frames.LISTING_COLUMNS
 RESULT = "result"
 ELIDED = ("label", "machine", "devices", "result")  # cut in this order to fit: the result keeps the most
-NOT_SETTINGS = frozenset({"handler", "command", "json", "save", "label", "db", "results_command"})
 
 
 def _add_store_option(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +33,7 @@ def _add_store_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", choices=KINDS, help="only sweeps (matmul), training runs (train) or rooflines (roofline)")
+    parser.add_argument("--kind", choices=kinds.KINDS, help="only runs of one kind: " + ", ".join(f"{k} ({t})" for k, t in kinds.KIND_TITLES.items()))
     parser.add_argument("--device", help="only runs that used this device, e.g. cpu or cuda:0")
     parser.add_argument("--machine", help="only runs from this machine (as `results list` names it)")
 
@@ -128,6 +130,10 @@ def _print_list_json(store: Store, args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if args.output is not None:  # before reading the board: a folder, /proc, a read-only place is one line
+        from core.platform.paths import output_file
+
+        output_file(args.output, "--output")
     store = open_store(args.db)
     runs = _matching(store, args)
     ids = [r.run_id for r in runs]
@@ -206,12 +212,7 @@ def check_save_options(args: argparse.Namespace) -> None:
     check_label(getattr(args, "label", "") or "", "--label")  # before the run: a bad label would lose it at the end
 
 
-def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The run's options as the command parsed them (paths and other objects become strings)."""
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in NOT_SETTINGS}
-
-
-def save_if_requested(args: argparse.Namespace, kind: str, payload: dict[str, Any]) -> int | None:
+def save_if_requested(args: argparse.Namespace, result: Result) -> int | None:
     """With --save, store the finished run and say where on stderr (stdout stays one JSON object).
 
     Call it after printing the run's output, so a store that cannot be reached loses nothing.
@@ -219,6 +220,6 @@ def save_if_requested(args: argparse.Namespace, kind: str, payload: dict[str, An
     if not getattr(args, "save", False):
         return None
     store = open_store()
-    run_id = store.save(kind, payload, settings_from_args(args), label=getattr(args, "label", "") or "")
+    run_id = store.save(result, label=getattr(args, "label", "") or "")
     print(f"saved as run #{run_id} in the {store.describe()}", file=sys.stderr)
     return run_id

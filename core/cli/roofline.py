@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     payload = result.to_json()
     print_json(payload) if args.json else print(render(result))
     if result.points:
-        save_if_requested(args, "roofline", payload)
+        save_if_requested(args, result)
     elif args.save:
         print("nothing was measured, so nothing was saved", file=sys.stderr)
     return 0

@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     if (sentence := compare_guess([run])) is not None:
         print(sentence, file=out)
     if result.epochs:
-        save_if_requested(args, "train", summary)
+        save_if_requested(args, run)
     return 0
 
 
@@ -182,7 +182,7 @@ def run_workers(args: argparse.Namespace, config: ClassifierConfig, source: str,
     if (sentence := compare_guess([run])) is not None:
         print(sentence, file=out)
     if run.epochs:
-        save_if_requested(args, "train", summary)
+        save_if_requested(args, run)
     return 0
 
 

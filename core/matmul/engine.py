@@ -31,7 +31,7 @@ from core.platform.memory import free_device_bytes, release_device_memory
 from core.platform.precision import tf32_state
 from core.platform.timing import Measurement
 from core.platform.units import GIB
-from core.results.matmul import MatmulPoint
+from core.results.matmul import MatmulPoint, PointClock
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -99,8 +99,10 @@ class MatmulOptions:
 
 def measured_point(series: Series, n: int, compute: Measurement, unsynced: Measurement | None,
                    copy_in: Measurement | None, copy_out: Measurement | None, rel_error: float | None,
-                   threads: int | None, tf32: bool | None) -> MatmulPoint:
-    """One timed size as the result schema's row: the synchronized samples and what they give.
+                   threads: int | None, tf32: bool | None, *, others_cores: float | None = None,
+                   clock: PointClock | None = None) -> MatmulPoint:
+    """One timed size as the result schema's row, built once: the synchronized samples (its statistics derive
+    from them), the side figures, what other programs used meanwhile and the clock it ran at.
 
     The CPU's copies are 0 (its inputs are already where they are used); a GPU's are None unless
     timed (end to end). A relative error that overflowed (inf/NaN in half precision) is None: not
@@ -111,13 +113,10 @@ def measured_point(series: Series, n: int, compute: Measurement, unsynced: Measu
     timed = sum(m.timed_s for m in (compute, unsynced, copy_in, copy_out) if m is not None)
     return MatmulPoint(
         device=series.device, n=n, dtype=series.dtype, series=series.label, tf32=tf32, threads=threads,
-        median_s=compute.median_s, iqr_s=compute.iqr_s, q1_s=compute.q1_s, q3_s=compute.q3_s, min_s=compute.min_s,
-        max_s=compute.max_s, samples=compute.samples, calls_per_block=compute.calls_per_block,
-        first_call_s=compute.first_call_s, gflops=2 * n**3 / compute.median_s / 1e9,
+        calls_per_block=compute.calls_per_block, first_call_s=compute.first_call_s,
         unsynced_s=None if unsynced is None else unsynced.median_s, h2d_s=h2d, d2h_s=d2h,
-        end_to_end_s=None if h2d is None or d2h is None else h2d + compute.median_s + d2h,
         rel_error=rel_error if rel_error is not None and math.isfinite(rel_error) else None,
-        times_s=compute.times_s, timed_s=timed,
+        times_s=compute.times_s, timed_s=timed, others_cores=others_cores, clock=clock or PointClock(),
     )
 
 

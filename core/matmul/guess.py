@@ -1,6 +1,6 @@
 """One sentence that sets a student's crossover guess beside what the sweep measured.
 
-The measurement is the sweep's headline crossover interval (core.matmul.verdict): a guess inside
+The measurement is the sweep's headline crossover (core.results.crossover): a guess inside
 (n_low, n_high] was right; one outside it is off by the factor to the nearer end. When the
 verdicts could not call the crossover (a busy or noisy machine) the sentence says the guess can be
 neither confirmed nor refuted, rather than pick a winner from noise.
@@ -9,7 +9,8 @@ neither confirmed nor refuted, rather than pick a winner from noise.
 from __future__ import annotations
 
 from core.results.guess import CROSSOVER_N, NO_CROSSOVER, Guess
-from core.results.matmul import HeadlineCrossover, MatmulSweep
+from core.results.crossover import Crossover
+from core.results.matmul import MatmulSweep
 
 CLOSE_FACTOR = 1.5  # within 1.5x of the interval's nearer end is "close": a size step a sweep barely resolves
 
@@ -18,11 +19,11 @@ def _guessed(g: Guess) -> str:
     return "no crossover" if g.what == NO_CROSSOVER else f"a crossover at n = {g.value:,.0f}"
 
 
-def _interval(c: HeadlineCrossover) -> str:
+def _interval(c: Crossover) -> str:
     return f"at or below n = {c.n_high:,}" if c.n_low is None else f"between n = {c.n_low:,} and n = {c.n_high:,}"
 
 
-def _n_against(n: float, c: HeadlineCrossover) -> str:
+def _n_against(n: float, c: Crossover) -> str:
     """How far a guessed n lies from a found interval, in words."""
     assert c.n_high is not None
     low = c.n_low or 0

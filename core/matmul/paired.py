@@ -51,7 +51,7 @@ from core.platform.devices import resolve_device, synchronize
 from core.platform.machine_load import CpuReading, cpu_reading, explained_slowdown, others_between, usable_cores
 from core.platform.sensors import over, read_clocks
 from core.platform.timing import MAX_CALLS_PER_BLOCK, MIN_BLOCK_S, Measurement
-from core.results.matmul import MatmulPoint
+from core.results.matmul import MatmulPoint, PointClock
 
 MIN_ROUNDS = MIN_SAMPLES  # samples per series: the fewest a verdict accepts
 MAX_ROUNDS = 200  # as timing.measure's max_samples
@@ -148,8 +148,9 @@ def _contenders(series: Sequence[Series], n: int, options: MatmulOptions) -> lis
     return out
 
 
-def _point(c: _Contender, n: int, compute: Measurement, options: MatmulOptions, others: float | None) -> MatmulPoint:
-    """The saved point of one contender: its interleaved samples, then its side figures."""
+def _point(c: _Contender, n: int, compute: Measurement, options: MatmulOptions, others: float | None,
+           clock: PointClock) -> MatmulPoint:
+    """The saved point of one contender: its interleaved samples, its side figures, the load and the clock."""
     unsynced = copy_in = copy_out = None
     with timing.torch_threads(c.cpu_threads), engine.tf32_matmul(c.tf32_setting):
         if options.unsynced and engine.is_async(c.device):
@@ -159,9 +160,8 @@ def _point(c: _Contender, n: int, compute: Measurement, options: MatmulOptions, 
             copy_in, copy_out = engine.measure_copies(c.ops, c.device, budget_s=COPY_BUDGET_FRACTION * options.budget_s)
         # Series sharing operands differ only in thread count, which leaves the arithmetic as it is: C is theirs.
         rel_error = engine.relative_error(c.ops, seed=options.seed) if options.check_error else None
-    point = engine.measured_point(c.series, n, compute, unsynced, copy_in, copy_out, rel_error,
-                                  c.threads if c.device.type == "cpu" else None, c.tf32)
-    return dataclasses.replace(point, others_cores=others)
+    return engine.measured_point(c.series, n, compute, unsynced, copy_in, copy_out, rel_error,
+                                 c.threads if c.device.type == "cpu" else None, c.tf32, others_cores=others, clock=clock)
 
 
 def _settled(contenders: Sequence[_Contender], before: CpuReading | None) -> Callable[[list[list[float]]], bool]:
@@ -195,9 +195,8 @@ def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = 
         measured = interleave([c.block for c in contenders], budget, single_calls=cold, overhead_s=overhead,
                               settled=_settled(contenders, before), extra_s=EXTRA_BUDGET * budget)
         others = others_between(before, cpu_reading())
-        clocks = {d: over(r, read_clocks(d)) for d, r in clocks_before.items()}
-        return [dataclasses.replace(_point(c, n, m, options, others), **clocks[c.device].point_fields())
-                for c, m in zip(contenders, measured)]
+        clocks = {d: over(r, read_clocks(d)).record() for d, r in clocks_before.items()}
+        return [_point(c, n, m, options, others, clocks[c.device]) for c, m in zip(contenders, measured)]
     except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
         if not engine.is_out_of_memory(exc):
             raise

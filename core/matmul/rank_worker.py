@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -41,12 +42,12 @@ from core.matmul import engine
 from core.matmul.engine import DTYPES
 from core.matmul.ranks import contention, judge_stragglers, rank_point, spread
 from core.matmul.verdict import MIN_SAMPLES
-from core.platform import timing
+from core.platform import gpu_ids, timing
 from core.platform.devices import cuda_count, device_key, synchronize
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.platform.machine_load import busy_for, cpu_reading, others_between, usable_cores
 from core.platform.parent_watch import die_with_parent
-from core.platform.torchrun import DEFAULT_TIMEOUT_S, WorkerEnv, emit_event, exit_now, worker_env
+from core.platform.torchrun import DEFAULT_TIMEOUT_S, WorkerEnv, emit_event, exit_now, local_gpu_index, worker_env
 from core.results.cluster import ClusterRun, RankPoint, RankRecord
 from core.results.jsonio import to_jsonable
 
@@ -90,14 +91,36 @@ def check_config(config: RanksConfig) -> None:
 
 
 def rank_device(config: RanksConfig, local_rank: int, local_ranks: int, gpus: int, host: str) -> torch.device:
-    """cuda:LOCAL_RANK on a machine with GPUs (or asked for), else the CPU; one line when this machine has
-    fewer GPUs than ranks started on it."""
+    """cuda:LOCAL_RANK on a machine with GPUs (or asked for), cuda:0 where the rank sees one GPU (a launcher
+    giving each rank its own; ranks sharing one are refused once they meet: `shared_gpu`), else the CPU; one
+    line when this rank sees fewer GPUs than ranks started on its machine."""
     if config.device == "cpu" or (config.device == "auto" and gpus == 0):
         return torch.device("cpu")
-    if local_ranks > gpus:
+    index = local_gpu_index(local_rank, gpus) if gpus == 1 or local_ranks <= gpus else None
+    if index is None:
         raise DashboardError(f"{host} has {gpus} GPU(s) but {local_ranks} ranks were started on it: give "
                              f"--nproc-per-node {gpus} or fewer, or --devices cpu")
-    return torch.device("cuda", local_rank)
+    return torch.device("cuda", index)
+
+
+def gpu_place(device: torch.device) -> str | None:
+    """What every rank calls this rank's GPU (its physical id), or None on the CPU or when torch says nothing."""
+    return gpu_ids.physical_id(device.index or 0) if device.type == "cuda" else None
+
+
+def shared_gpu(places: list[tuple[str, str | None]], hosts: list[str]) -> str | None:
+    """The one line for two ranks of one machine on one GPU (each rank's (machine, GPU id)), else None: their
+    timings would be each other's, and a straggler could never be told from a neighbour."""
+    first: dict[tuple[str, str], int] = {}
+    for rank, (machine, gpu) in enumerate(places):
+        if gpu is None:
+            continue
+        if (machine, gpu) in first:
+            return (f"ranks {first[(machine, gpu)]} and {rank} on {hosts[rank]} were given the same GPU ({gpu}): "
+                    "give each rank its own GPU (--nproc-per-node no more than the GPUs, or one per rank in "
+                    "CUDA_VISIBLE_DEVICES), or --devices cpu")
+        first[(machine, gpu)] = rank
+    return None
 
 
 def rank_threads(config: RanksConfig, device: torch.device, local_ranks: int, cores: int) -> int | None:
@@ -226,18 +249,45 @@ def build_run(records: list[RankRecord], config: RanksConfig, *, mode: str, wall
                       contention=contention(ranks), stragglers=stragglers, straggler_call=call,
                       straggler_note=note[:2000], dtype=config.dtype, hosts=len({r.hostname for r in ranks}),
                       mode=mode, wall_s=wall_s, finished_at=utc_now(), settings=to_jsonable(config.settings),
-                      machine=inspect_machine().to_dict(), load=None if job is None else job.load)
+                      machine=inspect_machine().record(), load=None if job is None else job.load)
 
 
-def _local_devices(device: torch.device, local_ranks: int) -> list[str]:
-    return ["cpu"] if device.type == "cpu" else [f"cuda:{i}" for i in range(local_ranks)]
+Place = tuple[str, str, str | None]  # one rank's (host name, machine, GPU id), as every rank learns it
 
 
-def _lock(distributed: bool, rank: _Rank, hooks: JobHooks | None) -> AbstractContextManager[RunningJob | None]:
-    """Under the user's torchrun, local rank 0 holds this machine's devices for the run (the others start
-    timing only after it joined); on one machine the launcher holds them already."""
-    if distributed and rank.env.local_rank == 0:
-        return run_job(_local_devices(rank.device, rank.local_ranks), hooks,
+def machine_of(host: str) -> str:
+    """This machine, as the ranks tell machines apart: its host name and the kernel's boot id (two containers
+    of one machine share the boot id, two machines that happen to share a host name do not)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return f"{host} {boot}".strip()
+
+
+def machine_devices(places: list[Place], machine: str, device: torch.device) -> list[str]:
+    """The devices every rank of `machine` uses, named so that the holder can lock GPUs it does not see
+    itself: each GPU's physical id ('cuda-GPU-...', as core.platform.device_lock names a GPU's line), or,
+    where torch gives none, cuda:0..K-1 of the K ranks there; the CPU the CPU ranks share."""
+    if device.type == "cpu":
+        return ["cpu"]
+    here = [gpu for _, m, gpu in places if m == machine]
+    if all(gpu is not None for gpu in here):
+        return [f"cuda-{gpu}" for gpu in sorted({g for g in here if g is not None})]
+    return [f"cuda:{i}" for i in range(len(here))]
+
+
+def _machine_lock(distributed: bool, rank: _Rank, places: list[Place],
+                  hooks: JobHooks | None) -> AbstractContextManager[RunningJob | None]:
+    """Under the user's torchrun, the first rank of each machine holds every device of that machine's ranks
+    for the run, once the rendezvous has said which ranks share a machine: two torchrun agents on one machine
+    then hold one machine lock between them, not one each, waiting for each other until the timeout. The
+    ranks time nothing before the next barrier, which every machine's holder reaches holding its devices.
+    On one machine the launcher holds them already."""
+    machine = places[rank.env.rank][1]
+    first = min(r for r, place in enumerate(places) if place[1] == machine)
+    if distributed and rank.env.rank == first:
+        return run_job(machine_devices(places, machine, rank.device), hooks,
                        label=f"matmul on {rank.env.world_size} ranks", measure_load=True)
     return nullcontext()
 
@@ -266,16 +316,15 @@ def measure_ranks(config: RanksConfig, *, distributed: bool = False, hooks: JobH
         torch.cuda.set_device(device)
     started = time.perf_counter()
     tell = say or _to_hooks(hooks)
-    with _lock(distributed, rank, hooks) as job:
-        if os.environ.get(LATE_ENV, "").strip() == str(env.rank):
-            time.sleep(3600)  # tests only: a rank that never joins
-        tell({"event": "joining", "rank": env.rank, "hostname": host, "pid": os.getpid()})
-        with _group(config.timeout_s, rank):
-            record = _sweep(rank, config, (lambda message, done, total: tell(
-                {"event": "progress", "message": message, "done": done, "total": total})) if env.rank == 0
-                else (lambda message, done, total: None))
-            gathered: list[Any] = [None] * env.world_size
-            dist.all_gather_object(gathered, record.to_json())
+    if os.environ.get(LATE_ENV, "").strip() == str(env.rank):
+        time.sleep(3600)  # tests only: a rank that never joins
+    tell({"event": "joining", "rank": env.rank, "hostname": host, "pid": os.getpid()})
+    with _group(config.timeout_s, rank) as places, _machine_lock(distributed, rank, places, hooks) as job:
+        record = _sweep(rank, config, (lambda message, done, total: tell(
+            {"event": "progress", "message": message, "done": done, "total": total})) if env.rank == 0
+            else (lambda message, done, total: None))
+        gathered: list[Any] = [None] * env.world_size
+        dist.all_gather_object(gathered, record.to_json())
         if env.rank != 0:
             return None
         records = [RankRecord.from_json(r, f"ranks[{i}]") for i, r in enumerate(gathered)]
@@ -328,24 +377,39 @@ class _Heartbeat:
         return [r for r in range(self.world) if r != self.rank and before[r] == after[r]]
 
 
+def _join_failed(rank: _Rank, timeout_s: float, waited_s: float, exc: BaseException) -> str:
+    """Why this rank could not join, by how long it tried: a timeout says it waited; an earlier failure
+    (a refused connection after 2 s) says when, not "waited 10 s" (issue 30)."""
+    where = f"rank {rank.env.rank} on {rank.host}"
+    if waited_s >= 0.9 * timeout_s:
+        return f"{where}: waited {waited_s:.0f} s for the other ranks to join and gave up ({_first_line(exc)})"
+    return f"{where}: could not join the other ranks after {waited_s:.1f} s ({_first_line(exc)})"
+
+
 @contextmanager
-def _group(timeout_s: float, rank: _Rank) -> Iterator[None]:
-    """This rank in the gloo group; a failed or timed-out collective becomes one line naming the rank whose
-    heartbeat stopped (else this one)."""
+def _group(timeout_s: float, rank: _Rank) -> Iterator[list[Place]]:
+    """This rank in the gloo group, yielding where every rank is (`Place`); a failed or timed-out collective
+    becomes one line naming the rank whose heartbeat stopped (else this one)."""
     import torch.distributed as dist
     from datetime import timedelta
 
+    started = time.monotonic()
     try:
         dist.init_process_group("gloo", timeout=timedelta(seconds=timeout_s))
     except Exception as exc:  # noqa: BLE001 - the store's and gloo's errors have no common type
-        raise DashboardError(f"rank {rank.env.rank} on {rank.host}: waited {timeout_s:g} s for the other ranks to "
-                             f"join and gave up ({_first_line(exc)})") from None
+        raise DashboardError(_join_failed(rank, timeout_s, time.monotonic() - started, exc)) from None
     hosts: list[Any] = [None] * rank.env.world_size
     beat: _Heartbeat | None = None
     try:
-        dist.all_gather_object(hosts, rank.host)
+        gathered: list[Any] = [None] * rank.env.world_size
+        dist.all_gather_object(gathered, (rank.host, machine_of(rank.host), gpu_place(rank.device)))
+        places: list[Place] = [(str(h), str(m), None if g is None else str(g)) for h, m, g in gathered]
+        hosts[:] = [host for host, _, _ in places]
+        shared = shared_gpu([(machine, gpu) for _, machine, gpu in places], hosts)
+        if shared is not None:  # every rank saw the same list: every rank stops with this line
+            raise DashboardError(shared)
         beat = _Heartbeat(rank.env.rank, rank.env.world_size)
-        yield
+        yield places
     except DashboardError:
         raise
     except Exception as exc:  # noqa: BLE001

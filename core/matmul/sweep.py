@@ -6,8 +6,8 @@ whose item is a `SweepEvent`, can be stopped between sizes, and never lets one s
 would blow the time budget is skipped with a message and the sweep goes on.
 
 The series of one size are timed in alternation (core.matmul.paired), and each comparison gets a
-verdict per size and a crossover interval with a call (core.matmul.verdict), so a busy machine
-reads "cannot tell" rather than a crossover that the next run contradicts.
+verdict per size (core.matmul.verdict) and one crossover record with a call (core.matmul.crossover),
+so a busy machine reads "cannot tell" rather than a crossover that the next run contradicts.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 
 from core.matmul import verdict
-from core.matmul.crossover import crossover_from_frame
+from core.matmul.crossover import comparisons, sweep_crossovers, sweep_verdicts
 from core.matmul.paired import time_interleaved
 from core.platform.cache import check_cache
 from core.platform.devices import device_key, resolve_device
@@ -31,11 +31,11 @@ from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, run_job
 from core.platform.machine_load import default_threads, usable_cores
+from core.results import table
 from core.results.load import MachineLoad
+from core.results.machine import Machine
 from core.results.jsonio import dumps
-from core.results.matmul import (
-    POINT_COLUMNS, CrossoverInterval, MatmulPoint, MatmulSweep, SkippedSize, SweepCrossover, Verdict, pick_headline,
-)
+from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize
 from core.matmul.engine import (
     DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_dtype, check_memory,
     has_tf32, largest_fitting_size, memory_need, probe_seconds, supported_dtypes,
@@ -45,7 +45,7 @@ MIN_SIZE = 16  # smallest n the page offers; the CLI accepts any n >= 1
 MAX_BUDGET_S = 600.0  # 10 minutes per size: beyond that a sweep is not interactive any more
 CALIBRATION_N = 128  # the time guard probes sizes down to this one for a series with no history
 GUARD_CALLS = 2  # a size costs at least its warm-up call and one timed call
-RESULT_COLUMNS = list(POINT_COLUMNS)  # the results table's columns: the schema's row, in its order
+RESULT_COLUMNS = [c.key for c in table.columns(MatmulPoint)]  # the results frame's columns: the point's, clock flattened
 TF32_CHOICES: dict[str, tuple[bool, ...]] = {"off": (False,), "on": (True,), "both": (False, True)}  # page radio, CLI --tf32
 
 
@@ -274,86 +274,15 @@ class SweepEvent:
 
 def results_frame(results: Sequence[MatmulPoint]) -> pd.DataFrame:
     """One row per timed size of each series, columns RESULT_COLUMNS even when empty."""
-    return pd.DataFrame([r.to_json() for r in results], columns=RESULT_COLUMNS)
-
-
-def comparisons(series: Sequence[Series]) -> list[tuple[Series, Series]]:
-    """(challenger, baseline) pairs worth a crossover and a speed-up line.
-
-    With a GPU: each GPU series against the CPU series of the same dtype (the one with the
-    most threads), else against the CPU's float32. Without: each series against the first.
-    """
-    cpus = [s for s in series if not s.is_gpu]
-    gpus = [s for s in series if s.is_gpu]
-    if not gpus:
-        return [(s, cpus[0]) for s in cpus[1:]]
-    pairs = []
-    for g in gpus:
-        same = [c for c in cpus if c.dtype == g.dtype] or [c for c in cpus if c.dtype == "float32"]
-        if same:
-            pairs.append((g, max(same, key=lambda c: c.threads or 0)))
-    return pairs
-
-
-def sweep_verdicts(series: Sequence[Series], results: Sequence[MatmulPoint], *,
-                   cores: int | None = None) -> list[Verdict]:
-    """Every comparison's call at every size both series measured (compute time); `cores`: the cores the
-    sweep could use (its load probe's; default: now), against which the busy rule is scaled."""
-    return [v for challenger, baseline in comparisons(series)
-            for v in verdict.pair_verdicts(results, challenger.label, baseline.label, cores=cores)]
-
-
-def _pair_busy(verdicts: Sequence[Verdict], challenger: str, baseline: str) -> bool:
-    return any(v.busy and {v.a, v.b} == {challenger, baseline} for v in verdicts)
-
-
-def sweep_crossovers(config: SweepConfig, series: Sequence[Series], results: Sequence[MatmulPoint],
-                     verdicts: Sequence[Verdict] = ()) -> list[SweepCrossover]:
-    """Every comparison's crossover, for compute time (called from the verdicts) and, if timed, end to end.
-
-    The interpolated size (`n`) is kept only where the verdicts found a crossover: a chart's
-    "wins from n ≈ ..." never rests on a call the samples could not make. End to end adds copies
-    measured apart (no verdicts of its own); a pair timed on a busy machine gets no size there either.
-    """
-    frame = results_frame(results)
-    columns = ["median_s"] + (["end_to_end_s"] if config.end_to_end else [])
-    out = []
-    for challenger, baseline in comparisons(series):
-        interval = verdict.crossover_interval(verdicts, challenger.label, baseline.label)
-        busy = _pair_busy(verdicts, challenger.label, baseline.label)
-        for column in columns:
-            c = crossover_from_frame(frame, challenger.label, baseline.label, column)
-            if column == "median_s":
-                pair = [v for v in verdicts if {v.a, v.b} == {challenger.label, baseline.label}]
-                n = verdict.within(c.n_int, interval)
-                text = verdict.describe(interval, busy=busy, throttled=verdict.any_throttled(pair))
-                extra: dict[str, Any] = {"call": interval.call, "n_low": interval.n_low, "n_high": interval.n_high}
-            elif busy:
-                n, extra = None, {}
-                text = f"{verdict.BUSY_SENTENCE} (other programs took CPU while sizes were timed)"
-            else:
-                n, text, extra = c.n_int, c.describe(challenger.label, baseline.label), {}
-            out.append(SweepCrossover(
-                challenger=challenger.label, baseline=baseline.label, time=column,
-                gpu_vs_cpu=challenger.is_gpu and not baseline.is_gpu, status=c.status, n=n,
-                lower_n=c.lower_n, upper_n=c.upper_n, text=text, **extra))
-    return out
-
-
-def headline_interval(crossovers: Sequence[SweepCrossover]) -> CrossoverInterval | None:
-    """The crossover the sweep is summed up by (core.results.matmul.pick_headline, the one rule every view uses)."""
-    c = pick_headline(list(crossovers))
-    if c is None or c.call is None:
-        return None
-    return CrossoverInterval(a=c.challenger, b=c.baseline, n_low=c.n_low, n_high=c.n_high, call=c.call)
+    return pd.DataFrame([table.flat_row(r) for r in results], columns=RESULT_COLUMNS)
 
 
 def throttle_notes(results: Sequence[MatmulPoint]) -> list[str]:
     """One note per series whose GPU throttled while sizes were timed (core.platform.sensors)."""
     notes = []
-    for label in dict.fromkeys(p.label for p in results if p.throttled):
-        hot = [p for p in results if p.label == label and p.throttled]
-        reasons = ", ".join(dict.fromkeys(r for p in hot for r in (p.throttle or "").split(", ") if r))
+    for label in dict.fromkeys(p.label for p in results if p.clock.throttled):
+        hot = [p for p in results if p.label == label and p.clock.throttled]
+        reasons = ", ".join(dict.fromkeys(r for p in hot for r in (p.clock.throttle or "").split(", ") if r))
         sizes = ", ".join(f"{p.n:,}" for p in hot)
         notes.append(f"{label}: the GPU throttled ({reasons or 'reason not given'}) while n = {sizes} "
                      f"{'was' if len(hot) == 1 else 'were'} timed, so {'that size ran' if len(hot) == 1 else 'those sizes ran'} "
@@ -373,12 +302,12 @@ def clock_summary(results: Sequence[MatmulPoint]) -> str | None:
     """'Clock during the run: CPU 2595-2600 MHz; cuda:0 SM 1410-1980 MHz, 45-70 °C, 120-300 W', or None
     where nothing was read (older files, an OS that does not say)."""
     parts = []
-    if cpu := _span([p.cpu_mhz for p in results if not p.is_gpu], "MHz"):
+    if cpu := _span([p.clock.cpu_mhz for p in results if not p.is_gpu], "MHz"):
         parts.append(f"CPU {cpu}")
     for device in dict.fromkeys(p.device for p in results if p.is_gpu):
         rows = [p for p in results if p.device == device]
-        spans = [_span([p.gpu_sm_mhz for p in rows], "MHz"), _span([p.gpu_temperature_c for p in rows], "°C"),
-                 _span([p.gpu_power_w for p in rows], "W")]
+        spans = [_span([p.clock.gpu_sm_mhz for p in rows], "MHz"), _span([p.clock.gpu_temperature_c for p in rows], "°C"),
+                 _span([p.clock.gpu_power_w for p in rows], "W")]
         if any(spans):
             parts.append(f"{device} SM " + ", ".join(x for x in spans if x))
     return "Clock during the run: " + "; ".join(parts) if parts else None
@@ -386,29 +315,19 @@ def clock_summary(results: Sequence[MatmulPoint]) -> str | None:
 
 def sweep_of(config: SweepConfig, series: Sequence[Series], results: Sequence[MatmulPoint],
              skipped: Sequence[SkippedSize] = (), *, notes: Sequence[str] = (), stopped: bool = False,
-             wall_s: float | None = None, machine: dict[str, Any] | None = None, finished_at: str | None = None,
+             wall_s: float | None = None, machine: Machine | None = None, finished_at: str | None = None,
              stop_reason: str = "", load: MachineLoad | None = None) -> MatmulSweep:
-    """The sweep as saved, from what was measured: its verdicts and crossovers are found here, once."""
-    verdicts = sweep_verdicts(series, results, cores=None if load is None else load.cores)
-    crossovers = sweep_crossovers(config, series, results, verdicts)
-
-    lead = pick_headline(crossovers)  # the comparison every view shows first; saved as crossover_n when GPU vs CPU
-
-    def headline(column: str) -> int | None:
-        if lead is None or not lead.gpu_vs_cpu:
-            return None
-        c = next((c for c in crossovers if (c.challenger, c.baseline, c.time) == (lead.challenger, lead.baseline, column)),
-                 None)
-        return None if c is None else c.n
-
+    """The sweep as saved, from what was measured: its verdicts and crossovers are found here, once
+    (core.matmul.crossover, the rule an imported file is read by too)."""
+    pairs = comparisons(series)
+    verdicts = sweep_verdicts(pairs, results, cores=None if load is None else load.cores)
+    crossovers = sweep_crossovers(pairs, results, end_to_end=config.end_to_end, verdicts=verdicts)
     return MatmulSweep(
-        results=tuple(results), crossover_n=headline("median_s"),
-        crossover_end_to_end_n=headline("end_to_end_s"), crossovers=tuple(crossovers), skipped=tuple(skipped),
+        results=tuple(results), crossovers=tuple(crossovers), skipped=tuple(skipped),
         notes=(*notes, *throttle_notes(results)), settings={**config.to_dict(), "series": [s.label for s in series]},
         stopped=stopped,
         wall_s=wall_s, timed_s=sum(r.timed_s or 0.0 for r in results), finished_at=finished_at, machine=machine,
-        stop_reason=stop_reason, load=load, verdicts=tuple(verdicts) if comparisons(series) else None,
-        crossover=headline_interval(crossovers), cache=config.cache)
+        stop_reason=stop_reason, load=load, verdicts=tuple(verdicts) if pairs else None, cache=config.cache)
 
 
 def sweep_json_text(result: MatmulSweep) -> str:
@@ -497,7 +416,7 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> MatmulSweep
     is interrupted mid-sweep (Streamlit's Stop) keeps the results too.
     """
     plan = plan_series(config)  # a bad choice is refused before waiting in line
-    machine = inspect_machine().to_dict()
+    machine = inspect_machine().record()
     guard = TimeGuard(config.budget_s, lambda s, n: probe_seconds(s, n, seed=config.seed))
     results: list[MatmulPoint] = []
     skipped: list[SkippedSize] = []

@@ -1,4 +1,4 @@
-"""Is one series faster than another at a size, the same, or can we not tell? And where is the crossover?
+"""Is one series faster than another at a size, the same, or can we not tell?
 
 A chart of two medians always shows one line below the other; on a busy machine that order can
 flip from one run to the next. So each size gets a call from its samples:
@@ -38,30 +38,25 @@ samples ran slow is not known, and dropping all of them leaves nothing to judge;
 power or thermal limit stays there for seconds to minutes, so timing the size again within its
 budget would most likely throttle again. The size keeps its figures and says why it has no call.
 
-The crossover of a challenger over a baseline is then an interval of sizes: from n_high on the
-challenger is called faster at every larger size; n_low is the nearest size below where it was
-confidently not faster. `found` needs both sides (or a win at every size), `none` a confident
-non-win at the largest size, and everything else is `unclear`.
+The crossover of a challenger over a baseline is then an interval of sizes with a call, made from
+these verdicts by core.matmul.crossover (`crossover_interval`, `crossover_of`).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from core.matmul.crossover import find_crossover
 from core.platform.machine_load import busy_for, explained_slowdown, usable_cores
-from core.results.matmul import CrossoverInterval, MatmulPoint, Verdict
+from core.results.crossover import THROTTLED_WHY, Verdict
+from core.results.matmul import MatmulPoint
 
 FASTER, SAME, UNCLEAR = "faster", "same", "unclear"
-FOUND, NONE, CROSSOVER_UNCLEAR = "found", "none", "unclear"
 SAME_MARGIN = 0.05  # within 5 % of 1 on both sides is "the same": below what a chart or a student can tell apart
 MIN_SAMPLES = 3  # per series: fewer cannot show their own spread
 BOOTSTRAP_RESAMPLES = 2000
-THROTTLED_WHY = "the GPU throttled"  # how a verdict withheld for throttling starts its reason
 CONFIDENCE = 0.95
 SEED = 0
 
@@ -104,8 +99,8 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
                "full clock, so the times are the machine's state, not the series'")
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, why=why)
     reach = explained_slowdown(others_cores, spare=spare_cores)
-    call = _call(low / reach, high * reach)
-    if call == UNCLEAR and _call(low, high) != UNCLEAR:  # the samples alone would call it; the neighbour could not
+    call = call_of(low / reach, high * reach)
+    if call == UNCLEAR and call_of(low, high) != UNCLEAR:  # the samples alone would call it; the neighbour could not
         why = (f"other programs used {others_cores or 0:.2f} cores while this size was timed"
                + (f", beyond the {spare_cores} the compared series left idle" if spare_cores else "")
                + f": enough to make a series up to {reach:.2f}x slower, and the ratio's interval ({low:.2f}-"
@@ -123,7 +118,7 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
                        f"the {SAME_MARGIN:.0%} either side of 1 within which two series count as the same")
 
 
-def _call(low: float, high: float) -> str:
+def call_of(low: float, high: float) -> str:
     """same / faster (either way) / unclear for an interval of b's time over a's."""
     if 1 / (1 + SAME_MARGIN) <= low and high <= 1 + SAME_MARGIN:
         return SAME
@@ -141,7 +136,7 @@ def samples_settled(series_samples: Sequence[Sequence[float]], *, reach: float =
             if min(len(a_s), len(b_s)) < MIN_SAMPLES or min(*a_s, *b_s) <= 0:
                 return False
             _, low, high = ratio_interval(a_s, b_s)
-            if _call(low / reach, high * reach) == UNCLEAR:
+            if call_of(low / reach, high * reach) == UNCLEAR:
                 return False
     return True
 
@@ -157,10 +152,10 @@ def cores_needed(is_gpu: bool, threads: int | None, cores: int) -> int:
 
 def _throttle(a: MatmulPoint, b: MatmulPoint) -> str | None:
     """The throttle reasons of either point ("" if throttled without one), None when neither throttled."""
-    hot = [p for p in (a, b) if p.throttled]
+    hot = [p for p in (a, b) if p.clock.throttled]
     if not hot:
         return None
-    return ", ".join(dict.fromkeys(r for p in hot for r in (p.throttle or "").split(", ") if r))
+    return ", ".join(dict.fromkeys(r for p in hot for r in (p.clock.throttle or "").split(", ") if r))
 
 
 def judge_points(a: MatmulPoint, b: MatmulPoint, *, cores: int | None = None) -> Verdict:
@@ -193,91 +188,3 @@ def pair_verdicts(points: Sequence[MatmulPoint], challenger: str, baseline: str,
 
 def challenger_wins(v: Verdict, challenger: str) -> bool:
     return v.call == FASTER and v.a == challenger
-
-
-def crossover_interval(verdicts: Sequence[Verdict], challenger: str, baseline: str) -> CrossoverInterval:
-    """Where `challenger` starts to beat `baseline` for good, from the verdicts of that pair (any order)."""
-    ordered = sorted((v for v in verdicts if {v.a, v.b} == {challenger, baseline}), key=lambda v: v.n)
-    if not ordered:
-        return CrossoverInterval(a=challenger, b=baseline, call=CROSSOVER_UNCLEAR)
-    first = len(ordered)  # index from which the challenger wins at every size
-    while first > 0 and challenger_wins(ordered[first - 1], challenger):
-        first -= 1
-    if first == len(ordered):  # not a win at the largest size: none if that is sure, else unclear
-        call = CROSSOVER_UNCLEAR if ordered[-1].call == UNCLEAR else NONE
-        return CrossoverInterval(a=challenger, b=baseline, call=call)
-    n_high = ordered[first].n
-    if first == 0:
-        return CrossoverInterval(a=challenger, b=baseline, n_high=n_high, call=FOUND)
-    sure_below = [v for v in ordered[:first] if v.call != UNCLEAR and not challenger_wins(v, challenger)]
-    if not sure_below:
-        return CrossoverInterval(a=challenger, b=baseline, n_high=n_high, call=CROSSOVER_UNCLEAR)
-    return CrossoverInterval(a=challenger, b=baseline, n_low=sure_below[-1].n, n_high=n_high, call=FOUND)
-
-
-def within(n: int | None, interval: CrossoverInterval) -> int | None:
-    """An interpolated crossover size kept inside the verdicts' interval (None unless found): a chart's
-    "wins from n ≈ ..." never rests on a call the samples could not make."""
-    if interval.call != FOUND or interval.n_high is None:
-        return None
-    low = interval.n_low or 1
-    return interval.n_high if n is None else min(max(n, low), interval.n_high)
-
-
-@dataclass(frozen=True)
-class PairCrossover:
-    """Where a challenger starts to beat a baseline, from points timed in alternation: the verdicts, their
-    interval with its call, the interpolated size inside it (None unless found), and whether a verdict
-    was withheld because the machine was busy."""
-
-    verdicts: tuple[Verdict, ...]
-    interval: CrossoverInterval
-    n: int | None
-
-    @property
-    def busy(self) -> bool:
-        return any(v.busy for v in self.verdicts)
-
-    def describe(self) -> str:
-        return describe(self.interval, busy=self.busy, throttled=any_throttled(self.verdicts))
-
-
-def any_throttled(verdicts: Sequence[Verdict]) -> bool:
-    """Was a verdict among these withheld because the GPU throttled while its size was timed?"""
-    return any(v.call == UNCLEAR and v.why.startswith(THROTTLED_WHY) for v in verdicts)
-
-
-def pair_crossover(points: Sequence[MatmulPoint], challenger: str, baseline: str, *,
-                   cores: int | None = None) -> PairCrossover:
-    """The crossover of one pair by the race's rule: a call per size, the interval, and the medians'
-    log-log interpolation (core.matmul.crossover) kept inside it. The Roofline's measured crossover."""
-    verdicts = pair_verdicts(points, challenger, baseline, cores=cores)
-    interval = crossover_interval(verdicts, challenger, baseline)
-    medians = {(p.label, p.n): p.median_s for p in points if p.median_s is not None}
-    sizes = sorted(v.n for v in verdicts if (challenger, v.n) in medians and (baseline, v.n) in medians)
-    c = find_crossover(sizes, [medians[challenger, n] for n in sizes], [medians[baseline, n] for n in sizes])
-    return PairCrossover(tuple(verdicts), interval, within(c.n_int, interval))
-
-
-BUSY_SENTENCE = "cannot tell on a machine this busy"  # the page and the CLI say this instead of a wrong story
-
-
-def describe(c: CrossoverInterval, *, busy: bool = False, throttled: bool = False) -> str:
-    """The sentence the page and the CLI show for a crossover interval (`busy`: a verdict of the
-    pair was unclear because other programs took CPU meanwhile; `throttled`: because the GPU throttled)."""
-    if c.call == CROSSOVER_UNCLEAR and busy:
-        return (f"{BUSY_SENTENCE} where {c.a} starts to beat {c.b}: other programs took CPU while sizes were "
-                "timed; run it again when the machine is quieter")
-    if c.call == CROSSOVER_UNCLEAR and throttled:
-        return (f"cannot tell where {c.a} starts to beat {c.b}: the GPU throttled while sizes were timed (it ran "
-                "below its full clock; the run's details say why); run it again once it has cooled down")
-    if c.call == FOUND and c.n_low is None:
-        return f"{c.a} beats {c.b} at every measured size: the crossover is at or below n = {c.n_high:,}"
-    if c.call == FOUND:
-        return f"{c.a} beats {c.b} from a size between n = {c.n_low:,} and n = {c.n_high:,} on"
-    if c.call == NONE:
-        return f"no crossover in this range: {c.a} does not beat {c.b} for good at the sizes measured"
-    if c.n_high is not None:
-        return (f"cannot tell where {c.a} starts to beat {c.b}: it wins from n = {c.n_high:,} on, "
-                "but below that the measurements cannot tell")
-    return f"cannot tell whether {c.a} beats {c.b}: the measurements were too noisy (or the machine too busy) to call"

@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import filelock
-import torch
 
 from core.errors import DashboardError
+from core.platform import gpu_ids
 from core.platform.paths import lock_dir
 
 POLL_S = 0.1  # how often a waiting job re-checks the line, the lock and its cancel flag
@@ -73,6 +73,10 @@ _seen_lock = threading.Lock()
 # hold of a held device in the same thread is a bug that would wait for itself forever: it is
 # refused at once instead.
 _held_here = threading.local()
+# Devices every thread of this process holds, by thread: a GPU cache release (which waits for every GPU of
+# the process) asks whether another thread is timing a GPU, and no thread claims one while it runs.
+_process_held: dict[int, set[str]] = {}
+_process_lock = threading.Lock()
 
 
 class JobCancelled(DashboardError):
@@ -273,22 +277,46 @@ def _slug(device: str) -> str:
     return physical_name(device).replace(":", "-")
 
 
+@contextmanager
+def devices_held_elsewhere() -> Iterator[set[str]]:
+    """The devices other threads of this process hold; for the block no thread takes or lets go of one."""
+    me = threading.get_ident()
+    with _process_lock:
+        yield {d for thread, held in _process_held.items() if thread != me for d in held}
+
+
+def _note_held(device: str, held: bool) -> None:
+    me = threading.get_ident()
+    with _process_lock:
+        mine = _process_held.setdefault(me, set())
+        (mine.add if held else mine.discard)(device)
+        if not mine:
+            del _process_held[me]
+
+
+def lock_order(devices: Iterable[str]) -> list[str]:
+    """The order a job takes its devices in: by the device's physical name, the same in every process.
+
+    By logical name, a process under CUDA_VISIBLE_DEVICES=0,1 and one under 1,0 wanting the same two GPUs
+    would take them in opposite orders, each holding one and waiting for the other.
+    """
+    return sorted(set(devices), key=lambda d: (physical_name(d), d))
+
+
 def physical_name(device: str) -> str:
-    """'cuda:0' as the GPU it is ('cuda-GPU-5c3e...'), 'cpu' and 'mps' as they are.
+    """'cuda:0' as the GPU it is ('cuda-GPU-5c3e...'), 'cpu', 'mps' and a physical name as they are (a
+    torchrun machine's first rank holds its neighbours' GPUs by these names: core.matmul.rank_worker).
 
     A CUDA index is logical: under CUDA_VISIBLE_DEVICES=1 (a CLI user, a torchrun worker) 'cuda:0' is
     the machine's second GPU, and each MIG slice is a device of its own. Keyed by index, two jobs
     could time one GPU at once while unrelated GPUs blocked each other; the UUID names the device
-    itself. Where torch gives none (an old release, a driver that does not say), the index is kept.
+    itself (else its PCI bus id). Where torch gives neither (an old release, a driver that does not say),
+    the index is kept.
     """
-    if not device.startswith("cuda"):
+    if not device.startswith("cuda") or device.startswith("cuda-"):  # 'cuda-GPU-...': a physical name already
         return device
-    index = int(device.partition(":")[2] or 0)
-    try:
-        uuid_value = getattr(torch.cuda.get_device_properties(index), "uuid", None)
-    except (RuntimeError, AssertionError, ValueError):  # no driver, or an index that is not there
-        return device
-    return f"cuda-GPU-{uuid_value}" if uuid_value else device
+    found = gpu_ids.physical_id(int(device.partition(":")[2] or 0))
+    return device if found is None else f"cuda-{found}"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -521,7 +549,8 @@ def hold_devices(
     Yields a `Job`; call `job.check()` between steps so a job past `max_job_s` (default: the
     GPU_VS_CPU_MAX_JOB_S environment variable, else 600 s) stops with JobTimedOut. `on_wait` is
     called on every poll while waiting; `should_cancel` returning True raises JobCancelled.
-    Locks are taken in sorted order so two jobs wanting the same pair can never deadlock; a nested
+    Locks are taken in one order (`lock_order`, by physical GPU) so two jobs wanting the same pair can never
+    deadlock, whatever CUDA_VISIBLE_DEVICES numbered them; a nested
     call in the same thread for a device it holds already is a RuntimeError (it would wait for
     itself). Released on any exit:
     finish, error, cancel, Streamlit's stop and rerun, a closed tab's session shutdown; and by the
@@ -536,10 +565,12 @@ def hold_devices(
     joined = time.monotonic()
     tokens: list[tuple[str, str]] = []
     with ExitStack() as stack:
-        for device in wanted:
+        for device in lock_order(wanted):
             tokens.append((device, stack.enter_context(_hold_one(device, label, cap, on_wait, should_cancel))))
             held.add(device)
             stack.callback(held.discard, device)
+            _note_held(device, True)
+            stack.callback(_note_held, device, False)
         started = time.monotonic()
         lease = stack.enter_context(_Heartbeat(tokens, label, cap, started))
         yield Job(devices=wanted, max_job_s=cap, started_at=started, waited_s=started - joined, tokens=tuple(tokens),

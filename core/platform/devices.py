@@ -90,6 +90,17 @@ def device_key(device: torch.device) -> str:
     return device.type
 
 
+def has_cuda_context(index: int) -> bool:
+    """Whether this process has created a CUDA context on GPU `index` already (asking creates none)."""
+    check = getattr(torch._C, "_cuda_hasPrimaryContext", None)  # absent from CPU builds of torch
+    if check is None:
+        return False
+    try:
+        return bool(check(index))
+    except Exception:  # noqa: BLE001 - a broken driver: no context to speak of
+        return False
+
+
 def is_async(device: torch.device) -> bool:
     """True where a call returns before the work is done, so a clock read needs a sync first."""
     return device.type in ("cuda", "mps")

@@ -17,7 +17,8 @@ import psutil
 import torch
 
 from core.platform import devices, precision
-from core.platform.memory import ram_info
+from core.platform.memory import gpu_memory, ram_info
+from core.results.machine import Machine, read_machine
 
 T = TypeVar("T")
 
@@ -66,6 +67,10 @@ class MachineInfo:
     def to_dict(self) -> dict[str, Any]:
         """The `python -m core devices --json` object."""
         return asdict(self)
+
+    def record(self) -> Machine:
+        """The machine as a run saves it (core.results.machine): every key of `to_dict`, typed."""
+        return read_machine(self.to_dict(), "machine")
 
 
 def _try(notes: list[str], what: str, query: Callable[[], T]) -> T | None:
@@ -116,8 +121,10 @@ def inspect_cpu(notes: list[str]) -> CpuInfo:
 def inspect_gpu(index: int, notes: list[str], free_memory: bool = False) -> GpuInfo:
     """The GPU's properties; its free memory only when asked (see inspect_machine)."""
     props = _try(notes, f"GPU {index} properties", lambda: torch.cuda.get_device_properties(index))
-    free_total = (_try(notes, f"GPU {index} free memory", lambda: torch.cuda.mem_get_info(index))
-                  if free_memory else None)
+    free_total = _try(notes, f"GPU {index} free memory", lambda: gpu_memory(index)) if free_memory else None
+    if free_memory and free_total is None and not any(n.startswith(f"GPU {index} free memory") for n in notes):
+        notes.append(f"GPU {index} free memory: unknown (NVML, from nvidia-ml-py and the driver, did not answer, and "
+                     "asking CUDA would create a context on the GPU)")
     total = getattr(props, "total_memory", None)
     if total is None and free_total is not None:
         total = int(free_total[1])
@@ -135,10 +142,10 @@ def inspect_gpu(index: int, notes: list[str], free_memory: bool = False) -> GpuI
 def inspect_machine(free_memory: bool = False) -> MachineInfo:
     """A fresh report; cheap enough (a few ms, plus CUDA init the first time) to call per refresh.
 
-    `free_memory`: also ask each GPU's driver how much memory is free. That query creates a CUDA
-    context (hundreds of MB) on every GPU, and on a GPU in EXCLUSIVE_PROCESS mode it locks out the
-    other processes (a cold-start child, torchrun workers), so the records saved with each run leave
-    it out; the Hardware page, `python -m core devices` and the self-check ask for it.
+    `free_memory`: also ask each GPU how much memory is free, through NVML (core.platform.memory.gpu_memory):
+    CUDA's own query would create a context (hundreds of MB) on every GPU and, on a GPU in EXCLUSIVE_PROCESS
+    mode, lock out the processes that do the work (a cold-start child, torchrun workers). The records saved
+    with each run leave it out; the Hardware page, `python -m core devices` and the self-check ask for it.
     """
     notes: list[str] = []
     cpu = inspect_cpu(notes)

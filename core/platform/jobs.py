@@ -21,8 +21,10 @@ from typing import Any, Generic, TypeVar
 import torch
 
 from core.platform.device_lock import Job, JobCancelled, WaitStatus, hold_devices
+from core.platform.devices import has_cuda_context, synchronize
 from core.platform.machine_load import probe_load
-from core.platform.memory import release_device_memory
+from core.platform.memory import release_device_memory, release_pending_cache
+from core.platform.precision import job_precision
 from core.results.load import MachineLoad
 
 T = TypeVar("T")
@@ -116,11 +118,46 @@ def release_gpu_caches(devices: Iterable[str]) -> None:
     """Hand the blocks torch's allocator cached for a job on a GPU back, while the job still holds it.
 
     After the lock is released another job may already be timing that GPU, and emptying the cache
-    (cudaFree, which waits for the device) would land inside its measurement.
+    (cudaFree, which waits for the device) would land inside its measurement. torch's cache is one for
+    every GPU of the process, so the release itself waits while another job of this process times a GPU
+    (core.platform.memory); a job without a GPU hands back a release put off that way.
     """
-    for name in devices:
-        if name != "cpu":
-            release_device_memory(torch.device(name))
+    gpus = [name for name in dict.fromkeys(devices) if name != "cpu"]
+    for name in [g for g in gpus if not g.startswith("cuda")] + [g for g in gpus if g.startswith("cuda")][:1]:
+        release_device_memory(_torch_device(name))
+    if not any(g.startswith("cuda") for g in gpus):
+        release_pending_cache()
+
+
+def _torch_device(name: str) -> torch.device:
+    """'cuda:1' as torch's device; a GPU held by its physical name ('cuda-GPU-...') as 'cuda' (this process's)."""
+    return torch.device("cuda") if name.startswith("cuda-") else torch.device(name)
+
+
+def synchronize_gpus(devices: Iterable[str]) -> None:
+    """Wait for the work a job queued on its GPUs before it lets them go: a stopped job breaks out of its
+    loop with kernels still queued, which the next job's first sample would otherwise absorb. Only GPUs
+    this process has a context on are waited for (a launcher holding its ranks' GPUs creates none)."""
+    for name in dict.fromkeys(devices):
+        if name.startswith("cuda-"):
+            continue  # another process's GPU, held for it by its physical name
+        device = torch.device(name)
+        if device.type == "mps" or (device.type == "cuda" and has_cuda_context(device.index or 0)):
+            synchronize(device)
+
+
+def _settle(devices: list[str]) -> Callable[..., bool]:
+    """The exit step that synchronizes a job's GPUs and releases their caches; an error there is the job's
+    own unless the job is already ending with one (a dead context fails the same way a second time)."""
+    def settle(exc_type: type[BaseException] | None, *_: object) -> bool:
+        try:
+            synchronize_gpus(devices)
+            release_gpu_caches(devices)
+        except Exception:  # re-raised below unless the job's own error is on its way
+            if exc_type is None:
+                raise
+        return False
+    return settle
 
 
 @contextmanager
@@ -144,7 +181,9 @@ def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str
                                                     max_job_s=hooks.max_job_s, label=label))
         except JobCancelled as exc:
             raise WaitCancelled(str(exc)) from None
-        stack.callback(release_gpu_caches, devices)  # runs before the lock is let go: see release_gpu_caches
+        if any(name.startswith("cuda") for name in devices):
+            stack.enter_context(job_precision())  # after the devices: a job waiting for one holds nothing
+        stack.push(_settle(devices))  # runs before the lock is let go: see release_gpu_caches
         if hooks.on_start is not None:
             hooks.on_start(lock)
         yield RunningJob(lock, hooks, probe_load(needed=needed_cores) if measure_load else None)

@@ -12,6 +12,9 @@ from pathlib import Path
 import psutil
 import torch
 
+from core.platform import device_lock, gpu_ids, sensors
+from core.platform.devices import has_cuda_context
+
 _CGROUP_V2 = Path("/sys/fs/cgroup")
 _CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 _NO_LIMIT = 1 << 60  # cgroup v1 reports "no limit" as a huge page-aligned number
@@ -60,25 +63,82 @@ def ram_info() -> RamInfo:
     return RamInfo(limit, max(0, min(available, limit - usage)), cgroup_limited=True)
 
 
+def gpu_memory(index: int) -> tuple[int, int] | None:
+    """(free, total) bytes of CUDA device `index`, asked so that no CUDA context is created: through NVML,
+    else through this process's own context where it has one already; None when neither can say.
+
+    `torch.cuda.mem_get_info` creates a context (hundreds of MB) on a GPU that has none, and keeps it for
+    the life of the process: in the server, the `--ranks` launcher or a page's size slider that is memory
+    taken from every GPU, and on a GPU in EXCLUSIVE_PROCESS compute mode it locks out the processes that
+    will do the work (torchrun ranks, training workers, the cold-start child).
+    """
+    lib = sensors.nvml()
+    if lib is not None:
+        try:
+            handle = gpu_ids.nvml_handle(lib, index)
+            if handle is not None:
+                info = lib.nvmlDeviceGetMemoryInfo(handle)
+                return int(info.free), int(info.total)
+        except Exception:  # noqa: BLE001 - NVMLError_NotSupported and kin: ask the context, if any
+            pass
+    if has_cuda_context(index):
+        free, total = torch.cuda.mem_get_info(index)
+        return int(free), int(total)
+    return None
+
+
 def free_device_bytes(device: torch.device) -> int:
     """Bytes a new allocation on `device` can use now.
 
     CUDA: the driver's free figure plus what torch's caching allocator holds but does not use,
-    since torch hands that back to us before asking the driver. MPS: the recommended working set
-    minus what is allocated. CPU: available RAM.
+    since torch hands that back to us before asking the driver; where it cannot be known without
+    creating a context (no NVML, no context yet), the GPU's total: only a size larger than the whole
+    GPU is refused here, and the allocation itself, in the process that makes it, finds out the rest
+    (torch's out-of-memory error is caught). MPS: the recommended working set minus what is
+    allocated. CPU: available RAM.
     """
     if device.type == "cuda":
-        free, _total = torch.cuda.mem_get_info(device)
-        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        index = device.index or 0
+        known = gpu_memory(index)
+        free = int(torch.cuda.get_device_properties(index).total_memory) if known is None else known[0]
+        cached = 0  # blocks this process cached there: none without a context, and then nothing is asked
+        if has_cuda_context(index):
+            cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
         return int(free + max(0, cached))
     if device.type == "mps":
         return int(torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory())
     return ram_info().available_bytes
 
 
-def release_device_memory(device: torch.device) -> None:
-    """Give cached blocks back after an out-of-memory error, so the next size starts clean."""
+def release_device_memory(device: torch.device) -> bool:
+    """Give cached blocks back (after an out-of-memory error, at the end of a job); True if it was done now.
+
+    torch's `empty_cache` frees the cached blocks of every GPU of the process and waits for each, so on
+    CUDA it runs only where no other thread of this process holds a GPU (a job timing it): otherwise it
+    is left for the last GPU job of the process to end (`release_pending_cache`).
+    """
     if device.type == "cuda":
-        torch.cuda.empty_cache()
-    elif device.type == "mps":
+        return _empty_cuda_cache()
+    if device.type == "mps":
         torch.mps.empty_cache()
+        return True
+    return False
+
+
+_cache_pending = False  # a CUDA cache release was put off while another GPU was being timed
+
+
+def _empty_cuda_cache() -> bool:
+    global _cache_pending
+    with device_lock.devices_held_elsewhere() as others:
+        if any(d.startswith("cuda") for d in others):
+            _cache_pending = True
+            return False
+        _cache_pending = False
+        torch.cuda.empty_cache()  # other threads' claims wait for this: no job starts timing a GPU meanwhile
+        return True
+
+
+def release_pending_cache() -> bool:
+    """The CUDA cache release put off while another GPU was timed, now if no other GPU is; True if done."""
+    return _empty_cuda_cache() if _cache_pending else False

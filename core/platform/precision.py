@@ -69,7 +69,12 @@ def tf32_enabled() -> bool:
 
 
 class _SharedSetting:
-    """A lock that holders of one value share: the state is set by the first and restored by the last."""
+    """A lock that holders of one value share: the state is set by the first and restored by the last.
+
+    A job's own hold (`job=True`: every CUDA job holds the IEEE setting it assumes for its whole length)
+    gives way to a block of the job's own thread asking for the other value: the job lets go of its
+    hold, waits for the other value like anyone, and takes its own back (waiting again) when the block ends.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
@@ -78,38 +83,64 @@ class _SharedSetting:
         self._before: str | bool = False  # what the first holder found, restored by the last
         self._waiting = {True: 0, False: 0}  # threads waiting, by the value they want
         self._owners: dict[int, int] = {}  # thread id -> how many blocks it holds (nesting)
+        self._jobs: dict[int, bool] = {}  # thread id -> the value its job holds (a hold that gives way)
+        self._job_holds: dict[int, int] = {}  # thread id -> how many of its holds are its jobs' (nested jobs)
+
+    def _acquire(self, me: int, enabled: bool) -> None:
+        """Under the condition: wait for `enabled` unless this thread holds it already, then hold it."""
+        if not self._owners.get(me):
+            self._waiting[enabled] += 1
+            try:  # join holders of the same value unless someone waits for the other one
+                while not (self._holders == 0 or (self._value == enabled and not self._waiting[not enabled])):
+                    self._cond.wait()
+            finally:
+                self._waiting[enabled] -= 1
+        if self._holders == 0:
+            self._before = _read()
+            _write(_wanted(enabled))
+            self._value = enabled
+        self._holders += 1
+        self._owners[me] = self._owners.get(me, 0) + 1
+
+    def _release(self, me: int) -> None:
+        self._holders -= 1
+        self._owners[me] -= 1
+        if not self._owners[me]:
+            del self._owners[me]
+        if self._holders == 0:
+            _write(self._before)
+            self._value = None
+        self._cond.notify_all()
 
     @contextmanager
-    def hold(self, enabled: bool) -> Iterator[None]:
+    def hold(self, enabled: bool, *, job: bool = False) -> Iterator[None]:
         me = threading.get_ident()
         with self._cond:
-            if self._owners.get(me) and self._value != enabled:
+            if job and me in self._jobs:  # a job nested in a job of this thread: one more hold of the outer's value
+                enabled = self._jobs[me]
+            jobs_held = self._job_holds.get(me, 0)
+            gives_way = (not job and jobs_held and self._owners.get(me) == jobs_held and self._value != enabled)
+            if gives_way:  # every hold of this thread is its job's: let go of them all for the block
+                for _ in range(jobs_held):
+                    self._release(me)
+            elif self._owners.get(me) and self._value != enabled:
                 raise RuntimeError("a TF32 block nested in a block with the other setting would wait for itself")
-            if not self._owners.get(me):
-                self._waiting[enabled] += 1
-                try:  # join holders of the same value unless someone waits for the other one
-                    while not (self._holders == 0 or (self._value == enabled and not self._waiting[not enabled])):
-                        self._cond.wait()
-                finally:
-                    self._waiting[enabled] -= 1
-            if self._holders == 0:
-                self._before = _read()
-                _write(_wanted(enabled))
-                self._value = enabled
-            self._holders += 1
-            self._owners[me] = self._owners.get(me, 0) + 1
+            self._acquire(me, enabled)
+            if job:
+                self._jobs[me] = enabled
+                self._job_holds[me] = jobs_held + 1
         try:
             yield
         finally:
             with self._cond:
-                self._holders -= 1
-                self._owners[me] -= 1
-                if not self._owners[me]:
-                    del self._owners[me]
-                if self._holders == 0:
-                    _write(self._before)
-                    self._value = None
-                self._cond.notify_all()
+                self._release(me)
+                if job:
+                    self._job_holds[me] -= 1
+                    if not self._job_holds[me]:
+                        del self._job_holds[me], self._jobs[me]
+                elif gives_way:
+                    for _ in range(jobs_held):
+                        self._acquire(me, self._jobs[me])
 
 
 _TF32 = _SharedSetting()
@@ -120,3 +151,16 @@ def tf32_state(enabled: bool) -> Iterator[bool]:
     """Hold the TF32 setting at `enabled` for a block, shared with jobs wanting the same; yields the setting."""
     with _TF32.hold(enabled):
         yield tf32_enabled()
+
+
+@contextmanager
+def job_precision() -> Iterator[None]:
+    """A CUDA job's float32 setting for its whole length: TF32 off (IEEE), shared with every job wanting it.
+
+    Training, the Why-parallel sections, the roofline's probes and every other float32 CUDA path of a job
+    assume it without asking; without this hold they would inherit "TF32 on" from a sweep timing another
+    GPU of the process at the time, and come out several times faster on an A100. A block of the job
+    itself asking for TF32 on (a sweep's TF32 series) waits for the other jobs' IEEE blocks to end.
+    """
+    with _TF32.hold(False, job=True):
+        yield

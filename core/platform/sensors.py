@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import psutil
 import torch
+
+from core.platform import gpu_ids
+from core.results.matmul import PointClock
 
 NVML_CLOCK_SM = 1  # nvmlClockType_t
 NVML_TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
@@ -51,11 +55,11 @@ class ClockReading:
     reasons: tuple[str, ...] = ()  # the active throttle reasons (GPU)
     throttled: bool | None = None  # None: the GPU's reasons were not read (no GPU, no NVML)
 
-    def point_fields(self) -> dict[str, Any]:
-        """The MatmulPoint fields this reading fills."""
-        return {"cpu_mhz": self.cpu_mhz, "gpu_sm_mhz": self.gpu_sm_mhz, "gpu_temperature_c": self.gpu_temperature_c,
-                "gpu_power_w": self.gpu_power_w, "throttle": ", ".join(self.reasons) or None,
-                "throttled": self.throttled}
+    def record(self) -> PointClock:
+        """The reading as a saved point keeps it (the reasons joined: "sw_power_cap, hw_thermal")."""
+        return PointClock(cpu_mhz=self.cpu_mhz, gpu_sm_mhz=self.gpu_sm_mhz, gpu_temperature_c=self.gpu_temperature_c,
+                          gpu_power_w=self.gpu_power_w, throttle=", ".join(self.reasons) or None,
+                          throttled=self.throttled)
 
 
 def cpu_mhz() -> float | None:
@@ -83,36 +87,39 @@ def nvml() -> ModuleType | None:
         return _nvml
 
 
-def _handle(lib: ModuleType, device: torch.device) -> Any:
-    """NVML's handle of a CUDA device: by PCI bus id where torch gives it (NVML numbers GPUs its own way,
-    and CUDA_VISIBLE_DEVICES renumbers CUDA's), else by index."""
-    props = torch.cuda.get_device_properties(device.index or 0)
-    bus, dev, domain = (getattr(props, k, None) for k in ("pci_bus_id", "pci_device_id", "pci_domain_id"))
-    if all(isinstance(v, int) for v in (bus, dev, domain)):
-        return lib.nvmlDeviceGetHandleByPciBusId(f"{domain:08X}:{bus:02X}:{dev:02X}.0")
-    return lib.nvmlDeviceGetHandleByIndex(device.index or 0)
-
-
 def _reasons(lib: ModuleType, handle: Any) -> int:
     read = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or lib.nvmlDeviceGetCurrentClocksThrottleReasons
     return int(read(handle))
 
 
+def _field(read: Callable[[], float]) -> float | None:
+    """One NVML figure, or None where this GPU or driver does not give it (NVMLError_NotSupported and kin):
+    each read on its own, so a driver without one call still gives the others."""
+    try:
+        return float(read())
+    except Exception:  # noqa: BLE001 - NVML's errors have no common base outside pynvml
+        return None
+
+
 def gpu_reading(device: torch.device) -> ClockReading:
-    """SM clock, temperature, power and throttle reasons of a CUDA device; all None without NVML."""
+    """SM clock, temperature, power and throttle reasons of a CUDA device, each None where not measured
+    (no NVML, a GPU NVML cannot be sure is this one, a field the driver does not give)."""
     lib = nvml() if device.type == "cuda" else None
     if lib is None:
         return ClockReading()
     try:
-        handle = _handle(lib, device)
-        bits = _reasons(lib, handle)
-        reasons = tuple(name for bit, name in THROTTLE_REASONS.items() if bits & bit)
-        return ClockReading(gpu_sm_mhz=float(lib.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM)),
-                            gpu_temperature_c=float(lib.nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU)),
-                            gpu_power_w=lib.nvmlDeviceGetPowerUsage(handle) / 1000.0,  # milliwatts
-                            reasons=reasons, throttled=bool(reasons))
-    except Exception:  # noqa: BLE001 - NVMLError_NotSupported and kin: not measured
+        handle = gpu_ids.nvml_handle(lib, device.index or 0)
+    except Exception:  # noqa: BLE001 - the driver refused the lookup: not measured
+        handle = None
+    if handle is None:
         return ClockReading()
+    bits = _field(lambda: _reasons(lib, handle))
+    reasons = () if bits is None else tuple(name for bit, name in THROTTLE_REASONS.items() if int(bits) & bit)
+    power_mw = _field(lambda: lib.nvmlDeviceGetPowerUsage(handle))
+    return ClockReading(gpu_sm_mhz=_field(lambda: lib.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM)),
+                        gpu_temperature_c=_field(lambda: lib.nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU)),
+                        gpu_power_w=None if power_mw is None else power_mw / 1000.0,  # milliwatts
+                        reasons=reasons, throttled=None if bits is None else bool(reasons))
 
 
 def read_clocks(device: torch.device) -> ClockReading:

@@ -20,6 +20,7 @@ import torch
 from core.platform import clock
 from core.platform.devices import synchronize
 from core.errors import DashboardError
+from core.results.matmul import quantile  # the one rule, shared with a saved point's statistics
 
 MIN_BLOCK_S = 0.010  # 10 ms per timed block: a clock read plus a sync (~10 us) stays below 0.1%
 MAX_CALLS_PER_BLOCK = 1_000_000
@@ -60,11 +61,11 @@ class Measurement:
 
     @property
     def q1_s(self) -> float:
-        return _quantile(self.times_s, 0.25)
+        return quantile(self.times_s, 0.25)
 
     @property
     def q3_s(self) -> float:
-        return _quantile(self.times_s, 0.75)
+        return quantile(self.times_s, 0.75)
 
     @property
     def iqr_s(self) -> float:
@@ -74,14 +75,6 @@ class Measurement:
     def timed_s(self) -> float:
         """Seconds spent inside timed blocks (the warm-up excluded)."""
         return sum(self.times_s) * self.calls_per_block
-
-
-def _quantile(values: tuple[float, ...], q: float) -> float:
-    """Linear-interpolated quantile, the same rule as numpy's default and torch's Measurement."""
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def time_block(fn: Callable[[], object], calls: int, device: torch.device, *, sync: bool = True) -> float:

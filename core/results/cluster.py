@@ -11,6 +11,7 @@ and the `stragglers` at the largest size every rank measured, named only outside
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import ClassVar
 
 from pydantic import Field
@@ -18,7 +19,8 @@ from pydantic.dataclasses import dataclass
 
 from core.results import fields as f
 from core.results.load import MachineLoad
-from core.results.machine import MachineInfo
+from core.results.machine import Machine, unknown_machine
+from core.results.result_kind import Frame, ResultKind
 from core.results.schema import Declared, Kind
 
 KIND = "cluster"
@@ -106,7 +108,7 @@ class ClusterRun(Kind):
     wall_s: f.Number = None
     finished_at: f.OptionalTimestamp = None
     settings: f.Settings = Field(default_factory=dict)
-    machine: MachineInfo = Field(default_factory=dict)  # rank 0's machine
+    machine: Machine = Field(default_factory=unknown_machine)  # rank 0's machine
     load: MachineLoad | None = None  # how busy rank 0's machine was as the run started
 
     @property
@@ -131,3 +133,25 @@ class ClusterRun(Kind):
                              for s in self.stragglers)
             return f"{where}{rate}; straggler: {slow}"
         return f"{where}{rate}; straggler: {'none' if self.straggler_call == NONE else 'cannot tell'}"
+
+
+# ---- the kind's record (core/results/result_kind.py): what the store's tables, the import and the pages read
+
+# A rank's point: `median_s` as a sweep's (the median seconds per call), `phase` together or alone.
+RANK_COLUMNS = ("device_title", "device", "rank", "hostname", "phase", "n", "median_s", "gflops", "others_cores", "busy")
+
+
+def _rows(run: ClusterRun, device_title: Callable[[str], str]) -> Iterator[tuple[str, dict[str, object]]]:
+    """One row per (rank, phase, n): each rank's line together and alone (its title is its own, not the machine's)."""
+    for record in run.ranks:
+        title = f"{record.device} ({record.device_name})"
+        for phase, points in (("together", record.together), ("alone", record.alone)):
+            series = f"rank {record.rank} {record.hostname} {title} {phase}"
+            for point in sorted(points, key=lambda p: p.n):
+                yield series, {"device_title": title, "device": record.device, "rank": record.rank,
+                               "hostname": record.hostname, "phase": phase, "n": point.n, "median_s": point.seconds,
+                               "gflops": point.gflops, "others_cores": point.others_cores, "busy": point.busy}
+
+
+RESULT_KIND = ResultKind(name=KIND, schema=ClusterRun, title="every device at once", detect=("ranks",),
+                         frame=Frame(RANK_COLUMNS, _rows))

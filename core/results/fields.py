@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Annotated, Any, TypeVar
 
@@ -29,6 +30,7 @@ MAX_MESSAGE_CHARS = 2000  # notes and messages a run carries
 MAX_REVIEW_CHARS = 100_000  # one "try your own review" text
 FROM_FILE = "from_file"  # validation context: reading a saved or imported result, not building one
 PATH = "path"  # validation context: where the value being read sits in its file
+INLINE = "stored"  # a nested record whose keys sit in its parent's JSON object (a point's stored statistics)
 MAX_INT = 2**53  # a count larger than this is not a measurement (and JSON numbers lose precision there)
 
 
@@ -200,6 +202,24 @@ Items = Annotated[tuple[T, ...], BeforeValidator(_none_as_empty)]  # a list; nul
 Measured = Annotated[tuple[T, ...], AfterValidator(_one_at_least_in_a_file)]  # empty while running; not in a file
 
 
+@dataclass(frozen=True)
+class Shown:
+    """How a field reads in a table a person reads: its label and unit, declared once in the field's annotation
+    (`median_s: Annotated[Number, Shown("median", "ms", 1e3)]`), so the race page, the CLI and every CSV take
+    them from the declaration (core.results.table). `scale` turns the stored value (seconds) into `unit`;
+    `read`: the attribute shown instead of the field (a point's `label` for its `series`)."""
+
+    label: str
+    unit: str = ""
+    scale: float = 1.0
+    read: str | None = None
+
+    @property
+    def header(self) -> str:
+        """'median ms', 'GFLOP/s', 'samples': the column's name in a human table."""
+        return f"{self.label} {self.unit}" if self.unit and self.label else self.label or self.unit
+
+
 def omitted_when_none(value: Any) -> bool:
     """For Field(exclude_if=...): an optional key a later version added is written only when set,
     so a run without it has the same JSON as before the key existed."""
@@ -240,7 +260,7 @@ def write(obj: Any) -> dict[str, Any]:
 def _message(exc: ValidationError, path: str, json_names: dict[str, str] | None = None) -> DashboardError:
     errors = exc.errors(include_url=False)
     error = next((e for e in errors if e["type"] == "missing"), errors[0])  # a missing key first, as a reader lists them
-    loc = list(error["loc"])
+    loc = [p for p in error["loc"] if p != INLINE]  # a record read from its parent's own keys
     if loc and isinstance(loc[0], str):
         loc[0] = (json_names or {}).get(loc[0], loc[0])  # the key as the file spells it
     where = path + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)

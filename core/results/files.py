@@ -19,8 +19,8 @@ from typing import Any
 from core.errors import DashboardError
 from core.results import fields as f
 from core.results import jsonio
-from core.results.kinds import detect_kind, read_result
-from core.results.machine import read_machine
+from core.results.kinds import detect_keys, detect_kind, read_result
+from core.results.machine import read_machine, unknown_machine
 from core.results.runs import MAX_LABEL_CHARS, RunRecord, content_uid
 
 MAX_IMPORT_BYTES = 20 * 2**20  # 20 MiB a file; a whole class's export of hundreds of runs is a few MB
@@ -81,11 +81,11 @@ def _read_bare(obj: dict[str, Any]) -> RunRecord:
     kind = detect_kind(obj)
     if kind is None:
         keys = ", ".join(repr(k)[:40] for k in list(obj)[:5]) or "none"
-        raise DashboardError(f"this JSON is not a result file: it has none of the keys 'results' (matmul), "
-                             f"'epochs' (train), 'points' and 'devices' (roofline) or 'runs' (an export); its keys: {keys}. {WHAT_TO_IMPORT}")
+        raise DashboardError(f"this JSON is not a result file: it has none of the keys {detect_keys()} "
+                             f"or 'runs' (an export); its keys: {keys}. {WHAT_TO_IMPORT}")
     jsonio.check_size(obj, kind, MAX_RUN_CHARS)
     result = read_result(kind, obj, kind)
-    machine = read_machine(obj["machine"], f"{kind}.machine") if isinstance(obj.get("machine"), dict) else {}
+    machine = read_machine(obj["machine"], f"{kind}.machine") if isinstance(obj.get("machine"), dict) else unknown_machine()
     return RunRecord(uid=content_uid(obj), kind=kind, created_at=utc_now(), label="", machine=machine, settings={},
                      versions={}, result=result)
 

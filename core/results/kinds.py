@@ -1,8 +1,11 @@
-"""Every kind of result, by the one name the JSON, the store, the CLI and the pages all use.
+"""Every kind of result, by the one name the JSON, the store, the CLI and the pages all use: the one list.
 
-To add a kind (the Why parallel sections, later scaling runs): write its module
-beside matmul.py, train.py and roofline.py (a frozen dataclass with `kind`, `devices`, `headline`,
-`to_json()` and `from_json(obj, path)`, plus KIND and VERSION), and add it to SCHEMAS.
+A kind is one module beside matmul.py, train.py, roofline.py and cluster.py: a frozen pydantic dataclass
+subclassing `schema.Kind` (with `kind`, `schema_version`, `devices` and `headline`) and, at the module's end,
+its `RESULT_KIND` record (core/results/result_kind.py: title, detection keys, tidy table, ...). Add that
+record to `RESULT_KINDS` below (and its type to `Result`); the import, the store's tables and CSV, the
+Results page's filter and the Class board walk the list. How the Results page draws it is its view in
+core/charts/results.py.
 
 Upgrades (documented here, done in `read_result`): a payload without `schema_version` is
 version 1. Version 1 matmul objects said `"kind": "matmul_race"` or had no kind; they are read
@@ -19,18 +22,39 @@ from core.results import fields as f
 from core.results import cluster, matmul, roofline, train
 from core.results.cluster import ClusterRun
 from core.results.matmul import MatmulSweep
+from core.results.result_kind import ResultKind
 from core.results.roofline import RooflineRun
 from core.results.train import TrainRun
 
 Result = Union[MatmulSweep, TrainRun, RooflineRun, ClusterRun]
-SCHEMAS: dict[str, type[MatmulSweep] | type[TrainRun] | type[RooflineRun] | type[ClusterRun]] = {
-    matmul.KIND: MatmulSweep, train.KIND: TrainRun, roofline.KIND: RooflineRun, cluster.KIND: ClusterRun}
-VERSIONS = {matmul.KIND: matmul.VERSION, train.KIND: train.VERSION, roofline.KIND: roofline.VERSION,
-            cluster.KIND: cluster.VERSION}
-KINDS = tuple(SCHEMAS)  # ("matmul", "train", "roofline", "cluster")
-OLD_NAMES = {name: matmul.KIND for name in matmul.OLD_KIND_NAMES}
-KIND_TITLES = {"matmul": "matmul sweep", "train": "training run", "roofline": "roofline",
-               "cluster": "every device at once"}
+RESULT_KINDS: tuple[ResultKind, ...] = (  # in the order listings, filters and tables show them
+    matmul.RESULT_KIND,
+    train.RESULT_KIND,
+    roofline.RESULT_KIND,
+    cluster.RESULT_KIND,
+)
+
+
+def derived(result_kinds: tuple[ResultKind, ...]) -> dict[str, Any]:
+    """The lookups this module derives from a list of kinds (a test registers a made-up kind through it)."""
+    return {"BY_NAME": {k.name: k for k in result_kinds}, "SCHEMAS": {k.name: k.schema for k in result_kinds},
+            "KINDS": tuple(k.name for k in result_kinds), "KIND_TITLES": {k.name: k.title for k in result_kinds},
+            "OLD_NAMES": {old: k.name for k in result_kinds for old in k.old_names}}
+
+
+# Callers read these as `kinds.KINDS` when they need them (not copied at import), so the list stays the one source
+BY_NAME: dict[str, ResultKind] = derived(RESULT_KINDS)["BY_NAME"]
+SCHEMAS: dict[str, type[Any]] = derived(RESULT_KINDS)["SCHEMAS"]
+KINDS: tuple[str, ...] = derived(RESULT_KINDS)["KINDS"]  # ("matmul", "train", "roofline", "cluster")
+KIND_TITLES: dict[str, str] = derived(RESULT_KINDS)["KIND_TITLES"]
+OLD_NAMES: dict[str, str] = derived(RESULT_KINDS)["OLD_NAMES"]
+
+
+def result_kind(name: str) -> ResultKind:
+    """The record of the kind called `name` (its current name), or a DashboardError listing the kinds."""
+    if name not in BY_NAME:
+        raise DashboardError(f"unknown kind of run {name!r}; use one of {', '.join(KINDS)}")
+    return BY_NAME[name]
 
 
 def kind_name(value: Any, path: str) -> str:
@@ -47,29 +71,26 @@ def detect_kind(value: Any) -> str | None:
         return None
     if "kind" in value:
         return kind_name(value["kind"], "kind")
-    if "results" in value:
-        return matmul.KIND
-    if "epochs" in value:
-        return train.KIND
-    if "points" in value and "devices" in value:
-        return roofline.KIND
-    if "ranks" in value:
-        return cluster.KIND
-    return None
+    return next((k.name for k in RESULT_KINDS if k.marks(value)), None)
+
+
+def detect_keys() -> str:
+    """The keys `detect_kind` looks for, in words: "'results' (matmul), 'epochs' (train), ..."."""
+    return ", ".join(" and ".join(f"'{key}'" for key in k.detect) + f" ({k.name})" for k in RESULT_KINDS)
 
 
 def read_result(kind: str, value: Any, path: str = "payload") -> Result:
     """The typed result of `kind` from its JSON object (any version this dashboard reads), or a
     DashboardError naming the first bad field."""
-    if kind not in SCHEMAS:
-        raise DashboardError(f"unknown kind of run {kind!r}; use one of {', '.join(KINDS)}")
+    spec = result_kind(kind)
     obj = f.obj(value, path)
     if "kind" in obj and kind_name(obj["kind"], f"{path}.kind") != kind:
         raise DashboardError(f"{path}.kind: this is a {obj['kind']!r} result, saved as {kind!r}")
     version = obj.get("schema_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise f.fail(f"{path}.schema_version", "a whole number >= 1", version)
-    if version > VERSIONS[kind]:
+    if version > spec.version:
         raise DashboardError(f"{path}: a {kind} result of schema version {version}, newer than this dashboard "
-                             f"reads ({VERSIONS[kind]}); update the dashboard")
-    return SCHEMAS[kind].from_json(obj, path)
+                             f"reads ({spec.version}); update the dashboard")
+    result: Result = spec.schema.from_json(obj, path)
+    return result

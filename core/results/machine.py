@@ -1,24 +1,52 @@
-"""The machine a run ran on, as `core.platform.hardware.inspect_machine().to_dict()` writes it.
+"""The machine a run ran on, as `core.platform.hardware.inspect_machine().record()` gives it: a typed `Machine`.
 
 Checked on import, so `"gpus": 5` or a GPU without an index is refused with its path instead of
-failing later in a legend. A result keeps the machine as the plain object it came as: keys this
-version does not know are kept, and `Machine` only declares what must hold of the ones it does.
+failing later in a legend. Every reader takes the typed record (`machine.gpus[0].name`), never a dict.
+Its JSON is the object it was read from, key for key: keys this version does not know are kept
+(`extra`) and written back, and a key a file left out stays out (`keys`), so a run's machine reads and
+writes as it came; `{}` is an unknown machine.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import PlainValidator
+from pydantic import Field, PlainValidator, SerializerFunctionWrapHandler, model_serializer, model_validator
 from pydantic.dataclasses import dataclass
 
 from core.results import fields as f
+from core.results.schema import Declared, field_names
 
 OptionalCount = Annotated[int | None, PlainValidator(lambda v: None if v is None else f.count_between(0)(v))]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Cpu:
+class Open(Declared):
+    """A record written back as it was read: unknown keys kept in `extra`, absent keys left out (`keys`)."""
+
+    extra: dict[str, Any] = Field(default_factory=dict, repr=False)
+    keys: tuple[str, ...] | None = Field(default=None, repr=False)  # the keys it was read with; None: built here
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_as_read(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        known = set(field_names(cls)) - {"extra", "keys"}
+        return {**{k: v for k, v in data.items() if k in known},
+                "extra": {k: v for k, v in data.items() if k not in known}, "keys": tuple(data)}
+
+    @model_serializer(mode="wrap")
+    def _write_as_read(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        extra, keys = data.pop("extra", {}), data.pop("keys", None)
+        if keys is None:
+            return {**data, **extra}
+        return {k: data[k] if k in data else extra[k] for k in keys if k in data or k in extra}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cpu(Open):
     name: f.OptionalText = None
     capability: f.OptionalText = None
     physical_cores: OptionalCount = None
@@ -29,7 +57,7 @@ class Cpu:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Gpu:
+class Gpu(Open):
     index: f.Count
     name: f.OptionalText = None
     compute_capability: f.OptionalText = None
@@ -39,7 +67,7 @@ class Gpu:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Machine:
+class Machine(Open):
     cpu: Cpu | None = None
     gpus: f.Items[Gpu] = ()
     mps_available: f.OptionalFlag = None
@@ -48,19 +76,18 @@ class Machine:
     cuda_version: f.OptionalText = None
     notes: f.Items[f.Note] = ()
 
-
-def read_machine(value: Any, path: str) -> dict[str, Any]:
-    """The machine object, checked and kept as it came; {} reads as an unknown machine."""
-    f.read(Machine, value, path)
-    result: dict[str, Any] = value
-    return result
+    def gpu(self, index: int) -> Gpu | None:
+        """The GPU with this CUDA index, if the record names it."""
+        return next((g for g in self.gpus if g.index == index), None)
 
 
-def _checked(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise f.Expected("a JSON object")
-    f.check(Machine, value)
-    return value
+def unknown_machine() -> Machine:
+    """A machine nothing is known of: written as {}."""
+    return Machine(keys=())
 
 
-MachineInfo = Annotated[dict[str, Any], PlainValidator(_checked)]  # a result's `machine` field
+def read_machine(value: Any, path: str) -> Machine:
+    """The machine object, checked; {} reads as an unknown machine."""
+    machine: Machine = f.read(Machine, value, path)
+    return machine
+

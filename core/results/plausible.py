@@ -4,21 +4,22 @@ An export is plain JSON, so anyone can edit one: "an NVIDIA H100 at 999,999 GFLO
 reads field by field. These checks catch what an edit breaks and a real run never does:
 
 - a date more than a day ahead (a clock a few hours off is allowed: time zones, a laptop's drift);
-- a matmul point whose GFLOP/s is not 2·n³ / median time (the engine computes it exactly so), or
-  whose quartiles are not in order (min ≤ q1 ≤ median ≤ q3 ≤ max);
 - a point on a GPU named in `PEAKS` faster than that GPU's dense peak for its dtype by more than
   `PEAK_MARGIN` (no measured product can beat its hardware's peak).
 
 Policy: an implausible run is refused, and the whole file with it (imports are all or nothing,
 see core.results.files), in one line naming the run and the field. Refusing rather than keeping
 the run flagged: a flagged run would still be drawn next to the class's measurements and would
-need a flag on every chart and filter, while an honest run never fails these checks (the engine
-writes GFLOP/s from the times; the peaks are the fastest model of each name, with 10 % to spare).
+need a flag on every chart and filter, while an honest run never fails these checks (the peaks are the
+fastest model of each name, with 10 % to spare).
+
+A point's statistics are not checked against each other here: they are derived from its samples
+(core.results.matmul.MatmulPoint), GFLOP/s from its median, so they cannot disagree; a sample-less
+version 1 file's stored quartiles are checked for order where they are read.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -29,7 +30,6 @@ from core.results.runs import RunRecord
 
 FUTURE_SLACK = timedelta(days=1)  # a run dated more than this ahead of the server's clock is refused
 PEAK_MARGIN = 0.10  # over a GPU's table peak by more than this is refused
-GFLOPS_TOLERANCE = 0.01  # relative: GFLOP/s against 2·n³ / median_s (rounding in a hand-made file)
 
 
 @dataclass(frozen=True)
@@ -88,25 +88,13 @@ def check_imported(record: RunRecord, path: str, now: datetime | None = None) ->
         raise _refused(f"{path}.created_at: {record.created_at} is in the future (more than a day ahead of this "
                        f"server's clock)")
     if isinstance(record.result, MatmulSweep):
-        gpus = {g.get("index"): str(g.get("name") or "") for g in record.machine.get("gpus") or []
-                if isinstance(g, dict)}
+        gpus = {g.index: g.name or "" for g in record.machine.gpus}
         for i, point in enumerate(record.result.results):
             _check_point(point, f"{path}.payload.results[{i}]", gpus)
 
 
-def _check_point(point: MatmulPoint, path: str, gpus: dict[object, str]) -> None:
-    median, gflops = point.median_s, point.gflops
-    if median is not None and gflops is not None and median > 0:
-        expected = 2 * point.n**3 / median / 1e9
-        if not math.isclose(gflops, expected, rel_tol=GFLOPS_TOLERANCE):
-            raise _refused(f"{path}.gflops: {gflops:.6g} GFLOP/s does not match its own time "
-                           f"(2·n³ / median_s = {expected:.6g} for n = {point.n})")
-    order = [("min_s", point.min_s), ("q1_s", point.q1_s), ("median_s", median), ("q3_s", point.q3_s),
-             ("max_s", point.max_s)]
-    known = [(name, value) for name, value in order if value is not None]
-    for (low_name, low), (high_name, high) in zip(known, known[1:]):
-        if low > high * (1 + 1e-9):
-            raise _refused(f"{path}: {low_name} = {low:.6g} s is above {high_name} = {high:.6g} s")
+def _check_point(point: MatmulPoint, path: str, gpus: dict[int, str]) -> None:
+    gflops = point.gflops
     if gflops is None or not point.device.startswith("cuda"):
         return
     index = int(point.device.split(":")[1]) if ":" in point.device else 0

@@ -1,6 +1,6 @@
 """The roofline run's result: what `python -m core roofline --json` prints and the store keeps (kind "roofline").
 
-Version 1. Each measured series (a device, a dtype, and on the CPU a thread count) has its roofs
+Version 2 (this one; version 1 read too). Each measured series (a device, a dtype, and on the CPU a thread count) has its roofs
 in `devices`; every timed product of the sweep is a row of `points`, with its arithmetic
 intensity, its rate and the model's prediction for it. A field the machine could not give (no
 GPU: the copy rates; no clock: the theoretical peak) is null, never a made-up number.
@@ -9,8 +9,10 @@ Later keys: each series' `spreads` (the lowest and highest repeat of each consta
 constants whose repeats disagreed, or that were measured while the machine was busy) and `notes`,
 written only when set, so an older file (no key: not known) reads and writes as before; the run's
 `predicted_crossover_low`/`_high` (the crossover the constants' spread allows), null when unknown; the
-run's `verdicts` and `measured_crossover` (the Matmul race's call per size and crossover interval, written
-only when set), with which `measured_crossover_n` is the size inside a found interval and null otherwise.
+run's `verdicts` and `measured_crossover` (the Matmul race's call per size and its crossover record, written
+only when set). Version 2 keeps the measured size in that record (`n`, inside a found interval); version 1
+had it beside the record as `measured_crossover_n` (and, before the verdicts, alone), which
+core.results.crossover.upgrade_roofline moves into the record as a file is read.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from pydantic.dataclasses import dataclass
 
 from core.results import fields as f
 from core.results.load import MachineLoad
-from core.results.machine import MachineInfo
-from core.results.matmul import CrossoverInterval, Verdict
+from core.results.machine import Machine, unknown_machine
+from core.results.crossover import FOUND, ROOFLINE_VERSION, UNCLEAR, Crossover, Verdict, upgrade_roofline
+from core.results.result_kind import ResultKind
 from core.results.schema import Declared, Kind
 
 KIND = "roofline"
-VERSION = 1
+VERSION = ROOFLINE_VERSION  # 2
 LATE = Field(default=None, exclude_if=f.omitted_when_none)  # a key a later release added: written only when set
 
 
@@ -108,6 +111,11 @@ class RooflinePoint(Declared):
     end_to_end_s: f.Number = None
     predicted_end_to_end_s: f.Number = None
 
+    @property
+    def label(self) -> str:
+        """The series this point belongs to (files without `series` name it by its device)."""
+        return self.series or self.device
+
 
 @dataclass(frozen=True, kw_only=True)
 class RooflineRun(Kind):
@@ -120,7 +128,6 @@ class RooflineRun(Kind):
     devices_roofs: f.Measured[DeviceRoofs]
     points: tuple[RooflinePoint, ...]
     predicted_crossover_n: f.OptionalSize
-    measured_crossover_n: f.OptionalSize
     challenger: f.OptionalText = None  # the two series compared: "cuda:0 float32" vs "cpu float32 2 threads"
     baseline: f.OptionalText = None
     notes: f.Items[f.Note] = ()
@@ -128,14 +135,26 @@ class RooflineRun(Kind):
     wall_s: f.Number = None
     finished_at: f.OptionalTimestamp = None
     settings: f.Settings = Field(default_factory=dict)
-    machine: MachineInfo = Field(default_factory=dict)
+    machine: Machine = Field(default_factory=unknown_machine)
     load: MachineLoad | None = LATE  # how busy the machine was as it started; None in files older than the field
     predicted_crossover_low: f.OptionalSize = None  # the crossover the constants' spread allows, from ... (always
     predicted_crossover_high: f.OptionalSize = None  # written; null in older files) ... to (null with a low: beyond
     # the model's search range)
     verdicts: tuple[Verdict, ...] | None = LATE  # the pair's call per size, the Matmul race's rule (core.matmul.verdict)
-    measured_crossover: CrossoverInterval | None = LATE  # the measured crossover as an interval with a call; with it,
-    # measured_crossover_n is set only where the call is "found" (older files: the medians' crossover, no call)
+    measured_crossover: Crossover | None = LATE  # the measured crossover (core.results.crossover); older files
+    # without verdicts: the medians' size, found or none
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """Version 1's `measured_crossover_n` into the record (core.results.crossover, the one place)."""
+        return upgrade_roofline(data)
+
+    @property
+    def measured_crossover_n(self) -> int | None:
+        """The measured crossover size: only where it was found."""
+        c = self.measured_crossover
+        return c.n if c is not None and c.call == FOUND else None
 
     @property
     def noisy_series(self) -> list[str]:
@@ -150,8 +169,12 @@ class RooflineRun(Kind):
     def headline(self) -> str:
         peaks = ", ".join(f"{d.series} {d.peak_gflops or 0:.0f} GFLOP/s, {d.bandwidth_gbs or 0:.0f} GB/s"
                           for d in self.devices_roofs)
-        unclear = self.measured_crossover is not None and self.measured_crossover.call == "unclear"
+        unclear = self.measured_crossover is not None and self.measured_crossover.call == UNCLEAR
         measured = "cannot tell" if unclear else self.measured_crossover_n or "-"
         cross = ("" if self.predicted_crossover_n is None and self.measured_crossover_n is None and not unclear else
                  f"; crossover predicted {self.predicted_crossover_n or '-'}, measured {measured}")
         return peaks + cross
+
+
+# ---- the kind's record (core/results/result_kind.py); the Results page overlays its roofs, it has no tidy table
+RESULT_KIND = ResultKind(name=KIND, schema=RooflineRun, title="roofline", detect=("points", "devices"))

@@ -11,20 +11,20 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import Field, PlainSerializer, PlainValidator, SerializerFunctionWrapHandler, ValidationInfo, model_serializer, model_validator
 from pydantic.dataclasses import dataclass
 
 from core.errors import DashboardError
 from core.results import fields as f
-from core.results.kinds import KINDS, SCHEMAS, Result, kind_name, read_result
-from core.results.machine import MachineInfo
+from core.results import kinds
+from core.results.kinds import Result, kind_name, read_result
+from core.results.machine import Machine
 from core.results.schema import Declared
 
 MAX_LABEL_CHARS = 200
 MAX_VERSION_CHARS = 200
-SCHEMA_TYPES = tuple(SCHEMAS.values())
 MEASURED, IMPORTED, NOTEBOOK = "measured", "imported", "notebook"
 SOURCES = (MEASURED, IMPORTED, NOTEBOOK)
 _UNSET = Field(default=None, exclude_if=f.omitted_when_none)  # an optional key, written only when set  # measured on this server (a page or the CLI), imported, Colab notebook
@@ -40,7 +40,7 @@ def _kind(value: Any) -> str:
     try:
         return kind_name(value, "kind")
     except DashboardError:
-        raise f.Expected(f"one of {', '.join(KINDS)}") from None
+        raise f.Expected(f"one of {', '.join(kinds.KINDS)}") from None
 
 
 def _source(value: Any) -> str:
@@ -50,9 +50,9 @@ def _source(value: Any) -> str:
 
 
 def _result(value: Any) -> Result:
-    if not isinstance(value, SCHEMA_TYPES):
+    if not isinstance(value, tuple(kinds.SCHEMAS.values())):
         raise f.Expected("a JSON object")  # the payload was not an object, so it was not read
-    return value
+    return cast(Result, value)  # one of the registered kinds' types (the list is read when called)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +87,7 @@ class RunRecord(Declared):
     kind: Annotated[str, PlainValidator(_kind)]  # the result's kind ("matmul_race" files read as "matmul")
     created_at: f.Timestamp  # ISO 8601, UTC, "2025-01-31T14:05:00Z"
     label: f.AnyText  # optional name given by the user, e.g. "Ana's laptop"
-    machine: MachineInfo  # inspect_machine().to_dict(); {} when unknown
+    machine: Machine  # inspect_machine().record(); {} when unknown
     settings: Annotated[dict[str, Any], PlainValidator(_object)]  # the options the run was started with
     versions: dict[str, f.OptionalText]  # python, torch, ... at the time of the run
     result: Annotated[Result, PlainValidator(_result), PlainSerializer(lambda r: r.to_json())]  # "payload" in JSON

@@ -46,7 +46,9 @@ def columns(cls: type[Any]) -> list[str]:
     """A declared type's JSON keys, in order: its fields, then what it derives (`computed_field`s).
     What a table of such rows has as columns."""
     derived = getattr(cls, "__pydantic_decorators__", None)
-    return field_names(cls) + (list(derived.computed_fields) if derived is not None else [])
+    declared = getattr(cls, "__pydantic_fields__", {})
+    kept = [name for name in field_names(cls) if name not in declared or not declared[name].exclude]
+    return kept + (list(derived.computed_fields) if derived is not None else [])
 
 
 @dataclass(frozen=True, kw_only=True)

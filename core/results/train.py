@@ -12,6 +12,7 @@ epoch has neither.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PlainValidator, SerializerFunctionWrapHandler, model_serializer
@@ -20,7 +21,8 @@ from pydantic.dataclasses import dataclass
 from core.results import fields as f
 from core.results.guess import Guess
 from core.results.load import MachineLoad
-from core.results.schema import Declared, Kind
+from core.results.result_kind import Frame, ResultKind
+from core.results.schema import Declared, Kind, field_names
 
 KIND = "train"
 VERSION = 2
@@ -113,3 +115,25 @@ class TrainRun(Kind):
     def headline(self) -> str:
         accuracy = f"accuracy {self.test_accuracy:.1%}" if self.test_accuracy is not None else "no accuracy"
         return f"{preset_title(self.preset)}: {accuracy} in {self.train_seconds or 0:.1f} s, {len(self.epochs)} epochs"
+
+
+# ---- the kind's record (core/results/result_kind.py): what the store's tables, the import and the pages read
+
+# Every column of a saved epoch but a partial report's batch counts; `elapsed_s` is the table's own
+# (training seconds summed, for a race by wall time), not the report's (evaluation included).
+EPOCH_FIELDS = [c for c in field_names(TrainEpoch) if c not in ("batches_done", "n_batches", "elapsed_s")]
+
+
+def _rows(run: TrainRun, device_title: Callable[[str], str]) -> Iterator[tuple[str, dict[str, object]]]:
+    """One row per epoch; `elapsed_s` sums the epochs' seconds, for a race by wall time."""
+    title = device_title(run.device)
+    elapsed = 0.0
+    for epoch in sorted(run.epochs, key=lambda e: e.epoch):
+        elapsed += epoch.seconds or 0.0
+        yield f"{title} {preset_title(run.preset)}", {"device": run.device, "device_title": title,
+                                                     **{name: getattr(epoch, name) for name in EPOCH_FIELDS},
+                                                     "elapsed_s": elapsed}
+
+
+RESULT_KIND = ResultKind(name=KIND, schema=TrainRun, title="training run", detect=("epochs",),
+                         frame=Frame(("device", "device_title", *EPOCH_FIELDS, "elapsed_s"), _rows), board=True)

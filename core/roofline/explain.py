@@ -5,8 +5,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from core.matmul.verdict import CROSSOVER_UNCLEAR, FOUND, any_throttled, describe
 from core.platform.units import number, seconds
+from core.results.crossover import FOUND, UNCLEAR, sentence
 from core.results.roofline import RooflineRun
 from core.roofline.spread import names_of
 
@@ -69,26 +69,20 @@ def crossover_ratio(run: RooflineRun) -> float | None:
     return run.predicted_crossover_n / run.measured_crossover_n
 
 
-def measured_busy(run: RooflineRun) -> bool:
-    """Was a verdict of the pair withheld because other programs took cores it needed?"""
-    return any(v.busy for v in run.verdicts or ())
-
-
 def measured_text(run: RooflineRun) -> str:
-    """What the sweep says about the crossover, by the Matmul race's verdicts; older files (no call) by their size."""
-    c = run.measured_crossover
-    if c is None:
-        return ("the sweep found none in its range" if run.measured_crossover_n is None
-                else f"the sweep measured it at n ≈ {run.measured_crossover_n:,}")
-    if c.call == FOUND and run.measured_crossover_n is not None:
-        return f"the sweep measured it at n ≈ {run.measured_crossover_n:,} ({describe(c)})"
-    return f"the sweep: {describe(c, busy=measured_busy(run), throttled=any_throttled(run.verdicts or ()))}"
+    """What the sweep says about the crossover, by the Matmul race's verdicts; older files (no verdicts) by their size."""
+    c, n = run.measured_crossover, run.measured_crossover_n
+    if c is None or run.verdicts is None:
+        return "the sweep found none in its range" if n is None else f"the sweep measured it at n ≈ {n:,}"
+    if c.call == FOUND and n is not None:
+        return f"the sweep measured it at n ≈ {n:,} ({sentence(c, run.verdicts)})"
+    return f"the sweep: {sentence(c, run.verdicts)}"
 
 
 def cannot_tell(run: RooflineRun) -> bool:
     """Should the page show the reading as a warning: a noisy constant, or a measured crossover the verdicts
     could not call?"""
-    unclear = run.measured_crossover is not None and run.measured_crossover.call == CROSSOVER_UNCLEAR
+    unclear = run.measured_crossover is not None and run.measured_crossover.call == UNCLEAR
     return bool(run.noisy_series) or unclear
 
 

@@ -4,7 +4,7 @@
 Matmul race, measures each constant REPEATS times with the series' probes taking turns
 (core.roofline.spread makes them a constant with its spread and its noisy flag), times every size
 with the race's own paired rounds (`core.matmul.paired.time_interleaved`),
-finds the measured crossover by the race's own verdicts (`core.matmul.verdict.pair_crossover`),
+finds the measured crossover by the race's own rule (`core.matmul.crossover.crossover_of` on its verdicts),
 and returns the result record (`core.results.roofline.RooflineRun`) that the CLI prints, the page
 draws and the store saves. With a GPU the comparison is the GPU against the CPU; without one it is
 all CPU threads against one, so the prediction can be checked on any machine.
@@ -22,16 +22,18 @@ from typing import Any
 import torch
 
 from core.errors import DashboardError
-from core.matmul.verdict import PairCrossover, pair_crossover
+from core.matmul.crossover import comparisons, crossover_of, sweep_verdicts
 from core.matmul.engine import (DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_memory,
                                 memory_need)
 from core.matmul.paired import time_interleaved
-from core.matmul.sweep import SweepConfig, comparisons, plan_series
+from core.matmul.sweep import SweepConfig, plan_series
 from core.platform import timing
 from core.platform.hardware import inspect_machine
+from core.results.machine import Machine, unknown_machine
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.platform.machine_load import cpu_reading, others_between, usable_cores
 from core.platform.units import number, quantity
+from core.results.crossover import Crossover, Verdict
 from core.results.matmul import MatmulPoint
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun, Spread
 from core.roofline import probes, theory
@@ -82,7 +84,8 @@ def plan(config: RooflineConfig) -> tuple[list[Series], tuple[Series, Series] | 
     series = list(plan_series(SweepConfig(sizes=config.sizes, devices=config.devices, dtypes=(config.dtype,),
                                           threads=threads)).series)
     pairs = comparisons(series)
-    return series, (pairs[0] if pairs else None)
+    by_label = {s.label: s for s in series}
+    return series, ((by_label[pairs[0][0]], by_label[pairs[0][1]]) if pairs else None)
 
 
 Probe = Callable[[], float]  # one repeat's figure of one constant
@@ -237,7 +240,7 @@ def run_roofline(config: RooflineConfig, hooks: JobHooks | None = None) -> Roofl
     series, pair = plan(config)
     sizes = config.sizes + (GPU_SIZES if any(s.is_gpu for s in series) and config.sizes == DEFAULT_SIZES else ())
     config = replace(config, sizes=sizes)
-    machine = inspect_machine().to_dict()
+    machine = inspect_machine().record()
     notes: list[str] = []
     total = REPEATS + len(config.sizes)
     roofs: list[DeviceRoofs] = []
@@ -296,30 +299,32 @@ def crossover_bounds(challenger: DeviceRoofs, baseline: DeviceRoofs) -> tuple[in
 
 def assemble(config: RooflineConfig, series: Sequence[Series], pair: tuple[Series, Series] | None,
              roofs: Sequence[DeviceRoofs], results: Sequence[MatmulPoint], *, notes: Sequence[str] = (),
-             stopped: bool = False, wall_s: float | None = None, machine: dict[str, Any] | None = None) -> RooflineRun:
+             stopped: bool = False, wall_s: float | None = None, machine: Machine | None = None) -> RooflineRun:
     """The record from what was measured: each series' peak is its best product, then the model's predictions."""
     by_label = {r.series: r for r in roofs}
     fitted = {s.label: peak_of(s, results, by_label[s.label]) for s in series if s.label in by_label}
     models = {label: model_of(r) for label, r in fitted.items()}
     points = tuple(point_of(r, models.get(r.label)) for r in results)
-    predicted = low = high = measured = None
+    predicted = low = high = None
+    verdicts, measured = None, None
     if pair is not None:
         challenger, baseline = (fitted.get(p.label) for p in pair)
         if challenger is not None and baseline is not None:
             predicted, low, high = crossover_bounds(challenger, baseline)
-        measured = measured_crossover(results, pair)
+        verdicts, measured = measured_crossover(results, pair)
     return RooflineRun(
         devices_roofs=tuple(fitted.values()), points=points, predicted_crossover_n=predicted,
-        measured_crossover_n=None if measured is None else measured.n,
-        verdicts=None if measured is None else measured.verdicts,
-        measured_crossover=None if measured is None else measured.interval, challenger=pair[0].label if pair else None,
+        verdicts=verdicts, measured_crossover=measured, challenger=pair[0].label if pair else None,
         baseline=pair[1].label if pair else None, notes=tuple(notes), stopped=stopped, wall_s=wall_s,
         finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), settings=config.to_dict(),
-        machine=machine if machine is not None else {}, predicted_crossover_low=low,
+        machine=machine if machine is not None else unknown_machine(), predicted_crossover_low=low,
         predicted_crossover_high=None if low is None else high)
 
 
-def measured_crossover(results: Sequence[MatmulPoint], pair: tuple[Series, Series]) -> PairCrossover:
-    """The Matmul race's crossover rule on the sweep (core.matmul.verdict.pair_crossover): a call per size
-    from the samples, the interval with its call, and a size only where it is found."""
-    return pair_crossover(results, pair[0].label, pair[1].label)
+def measured_crossover(results: Sequence[MatmulPoint],
+                       pair: tuple[Series, Series]) -> tuple[tuple[Verdict, ...], Crossover]:
+    """The Matmul race's crossover rule on the sweep (core.matmul.crossover.crossover_of): a call per size
+    from the samples, and the crossover record with its call and a size only where it is found."""
+    labels = (pair[0].label, pair[1].label)
+    verdicts = tuple(sweep_verdicts([labels], results))
+    return verdicts, crossover_of(results, *labels, verdicts=verdicts)

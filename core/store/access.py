@@ -20,8 +20,25 @@ import os
 import secrets
 from dataclasses import dataclass
 
+from core.results.runs import MEASURED
+
 INSTRUCTOR_KEY_ENV = "GPU_VS_CPU_INSTRUCTOR_KEY"
 MIN_KEY_CHARS = 8  # a shorter key is guessed by a class in an afternoon
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who saves a run: a browser session's token (it may delete the run later; None: the command line, whose
+    runs only the instructor deletes) and where the run was measured (core.results.runs: here, or the notebook)."""
+
+    token: str | None = None
+    source: str = MEASURED
+
+    def __repr__(self) -> str:  # the token never lands in a log through a repr
+        return f"Owner(token={'set' if self.token else None}, source={self.source!r})"
+
+
+COMMAND_LINE = Owner()  # a run saved by `python -m core ... --save`: measured here, no browser owns it
 
 
 @dataclass(frozen=True)

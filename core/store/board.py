@@ -14,9 +14,14 @@ from typing import Literal, Protocol
 
 from core.errors import DashboardError
 from core.plain_text import for_markdown, message_markdown
-from core.results.runs import SOURCES
+from core.results.csvio import csv_text
+from core.results.files import utc_now
+from core.results.machine import unknown_machine
+from core.results.matmul import MatmulSweep
+from core.results.runs import MEASURED, SOURCES, Provenance, RunRecord
 from core.store.access import Access
 from core.store.database import Store, open_store
+from core.store.frames import tidy_frame
 from core.store.records import RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun
 
 DEFAULT_COMPARE = 6  # newest runs drawn by default; more make an unreadable legend
@@ -159,3 +164,15 @@ def exports(url: str | None, run_ids: Sequence[int]) -> list[Export]:
 
     return [Export("json", build("json"), "gpu-vs-cpu-results.json", "application/json"),
             Export("csv", build("csv"), "gpu-vs-cpu-results.csv", "text/csv")]
+
+
+def sweep_csv(url: str | None, sweep: MatmulSweep, run_id: int | None, label: str = "") -> Callable[[], bytes]:
+    """The race page's CSV download, built when pressed: a saved sweep's is the Results export of its run, byte for
+    byte (one table builder, core.store.frames); one not saved (stopped, or the store failed) is the same table
+    with run number 0, as measured now."""
+    if run_id is not None:
+        return exports(url, [run_id])[1].data
+    unsaved = RunRecord(uid="unsaved", kind=sweep.kind, created_at=sweep.finished_at or utc_now(), label=label,
+                        machine=sweep.machine or unknown_machine(), settings=sweep.settings, versions={}, result=sweep,
+                        provenance=Provenance(source=MEASURED))
+    return lambda: csv_text(tidy_frame([StoredRun(0, unsaved)])).encode()

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Guess
+from core.results import kinds
 from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun, preset_title
 from core.store.database import Store
@@ -30,7 +31,9 @@ DEFAULT_REFRESH_S = 5.0  # how often an open board asks the store whether anythi
 MIN_REFRESH_S, MAX_REFRESH_S = 1.0, 60.0
 
 
-CHARTED_KINDS = ("matmul", "train")  # what the board charts (crossovers, speed-ups, epochs) and guesses: read in full
+def charted_kinds() -> tuple[str, ...]:
+    """What the board charts (crossovers, speed-ups, epochs) and guesses, read in full: the kinds whose record says so."""
+    return tuple(k.name for k in kinds.RESULT_KINDS if k.board)
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class ClassBoard:
     """The runs a board shows, newest first, and the store version they were read at.
 
     Every row comes from the store's listing summaries (no payload decoded, as the Results page's listing);
-    only the runs the board charts (`CHARTED_KINDS`), and one run of any machine that has none of those
+    only the runs the board charts (`charted_kinds()`), and one run of any machine that has none of those
     (its hardware), are read in full, into `full`.
     """
 
@@ -75,8 +78,9 @@ def _read_full(store: Store, board: ClassBoard) -> ClassBoard:
     shown = {row.run_id for row in board.runs}
     full = [run for run in board.full if run.run_id in shown]
     have = {run.run_id for run in full}
-    wanted = [row.run_id for row in board.runs if row.kind in CHARTED_KINDS and row.run_id not in have]
-    covered = {run.machine_label for run in full} | {row.machine_label for row in board.runs if row.kind in CHARTED_KINDS}
+    charted = charted_kinds()
+    wanted = [row.run_id for row in board.runs if row.kind in charted and row.run_id not in have]
+    covered = {run.machine_label for run in full} | {row.machine_label for row in board.runs if row.kind in charted}
     for row in board.runs:  # a machine with no charted run: one of its runs, for the CPUs and GPUs in the room
         if row.machine_label not in covered and row.run_id not in have:
             wanted.append(row.run_id)
@@ -104,8 +108,8 @@ def guess_text(guess: Guess | None) -> str:
 
 
 def run_guess(run: StoredRun) -> Guess | None:
-    result = run.result
-    return result.guess if isinstance(result, (MatmulSweep, TrainRun)) else None
+    guess = getattr(run.result, "guess", None)  # the kinds a student guesses before (a sweep, a training run)
+    return guess if isinstance(guess, Guess) else None
 
 
 @dataclass(frozen=True)
@@ -228,10 +232,9 @@ def room_hardware(board: ClassBoard) -> list[Hardware]:
     machines = {run.machine_label: run.machine for run in board.full}
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for machine in machines.values():
-        cpu = machine.get("cpu")
-        counts[("CPU", str(cpu.get("name") or "unknown CPU") if isinstance(cpu, dict) else "unknown CPU")] += 1
-        gpus = {str(g.get("name") or "GPU") for g in machine.get("gpus") or [] if isinstance(g, dict)}
-        if machine.get("mps_available"):
+        counts[("CPU", (machine.cpu.name if machine.cpu is not None else None) or "unknown CPU")] += 1
+        gpus = {g.name or "GPU" for g in machine.gpus}
+        if machine.mps_available:
             gpus.add("Apple GPU (MPS)")
         for name in gpus or {"no GPU"}:
             counts[("GPU", name)] += 1

@@ -1,40 +1,29 @@
 """Tidy tables of saved runs, for overlays, listings and CSV export.
 
-Matmul runs give one row per (run, series, size), a series being a device with its dtype, TF32 and
-threads; training runs one row per (run, epoch); runs on every rank one row per (run, rank, phase, size).
-Each row carries the run's id, time, machine and a `series` name, so a chart draws one line per
-series and can put a laptop's CPU beside a lab's GPU.
+Each kind declares its own table (its `ResultKind.frame`, core/results/result_kind.py): matmul runs give
+one row per (run, series, size), a series being a device with its dtype, TF32 and threads; training runs
+one row per (run, epoch); runs on every rank one row per (run, rank, phase, size). Here every row gets the
+run's id, time, machine and a `series` name, so a chart draws one line per series and can put a laptop's
+CPU beside a lab's GPU; `tidy_frame` (the CSV export) walks the list of kinds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import pandas as pd
 
-from core.results import MatmulPoint, MatmulSweep, TrainEpoch, TrainRun
-from core.results.cluster import ClusterRun
-from core.results.matmul import POINT_COLUMNS
-from core.results.train import preset_title
-from core.results.schema import field_names
+from core.results import kinds
+from core.results.kinds import result_kind
+from core.results.result_kind import Frame
 from core.store.records import BUSY_MARK, QUIET_MARK, UNKNOWN_MARK, RunSummary, StoredRun, device_title
 from core.store.records import load_mark as _result_load_mark
 
-__all__ = ["BUSY_MARK", "QUIET_MARK", "UNKNOWN_MARK", "listing_frame", "load_mark", "matmul_frame", "rank_frame",
-           "tidy_frame", "train_frame"]
+__all__ = ["BUSY_MARK", "QUIET_MARK", "UNKNOWN_MARK", "kind_columns", "kind_frame", "listing_frame", "load_mark",
+           "tidy_frame"]
 
 RUN_COLUMNS = ["run_id", "kind", "created_at", "label", "machine", "source"]
-# Every column of the saved row except its raw samples (a list) and its own series name (the frame's
-# `series` names the run too); a field added to MatmulPoint appears here by itself.
-MATMUL_FIELDS = [c for c in POINT_COLUMNS if c not in ("series", "times_s")]
-# Every column of a saved epoch but a partial report's batch counts; `elapsed_s` is the frame's own
-# (training seconds summed, for a race by wall time), not the report's (evaluation included).
-EPOCH_FIELDS = [c for c in field_names(TrainEpoch) if c not in ("batches_done", "n_batches", "elapsed_s")]
-MATMUL_COLUMNS = [*RUN_COLUMNS, "series", "device_title", *MATMUL_FIELDS]
-TRAIN_COLUMNS = [*RUN_COLUMNS, "series", "device", "device_title", *EPOCH_FIELDS, "elapsed_s"]
-# A rank's point: `median_s` as a sweep's (the median seconds per call), `phase` together or alone.
-RANK_COLUMNS = [*RUN_COLUMNS, "series", "device_title", "device", "rank", "hostname", "phase", "n", "median_s", "gflops",
-                "others_cores", "busy"]
 LISTING_COLUMNS = ["run", "saved (UTC)", "kind", "machine", "label", "devices", "result", "load", "source"]
 
 
@@ -43,82 +32,44 @@ def _run_columns(run: StoredRun) -> dict[str, object]:
             "machine": run.machine_label, "source": run.source}
 
 
-def _series(run: StoredRun, title: str, extra: str = "") -> str:
-    name = f"#{run.run_id} {title}{' ' + extra if extra else ''}{' (imported)' if run.imported else ''}"
+def _series(run: StoredRun, title: str) -> str:
+    name = f"#{run.run_id} {title}{' (imported)' if run.imported else ''}"
     return f"{name} · {run.label}" if run.label else name
 
 
-def _variant(point: MatmulPoint) -> str:
-    """What sets a sweep's series apart on one device: dtype, plus TF32 and CPU threads when recorded.
-
-    A sweep comparing 1 and 2 CPU threads (or TF32 off and on) has two rows per size on one
-    device; without these in the name they would be drawn as one zigzag line.
-    """
-    parts = [point.dtype]
-    if point.tf32 is not None:
-        parts.append(f"TF32 {'on' if point.tf32 else 'off'}")
-    if point.threads is not None:
-        parts.append(f"{point.threads} thread{'s' if point.threads != 1 else ''}")
-    return " ".join(parts)
+def _frame(kind: str) -> Frame:
+    frame = result_kind(kind).frame
+    if frame is None:
+        raise ValueError(f"results of kind {kind!r} have no tidy table")
+    return frame
 
 
-def matmul_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """One row per measured (run, series, n), sorted by size within each series."""
+def kind_columns(kind: str) -> list[str]:
+    """The columns of `kind`'s table: the run's, `series`, then the kind's own."""
+    return [*RUN_COLUMNS, "series", *_frame(kind).columns]
+
+
+def kind_frame(kind: str, runs: Sequence[StoredRun]) -> pd.DataFrame:
+    """One row per what `kind` measured (a size, an epoch, ...) of its runs among `runs`, each with its run's columns."""
+    frame, schema = _frame(kind), result_kind(kind).schema
     rows = []
     for run in runs:
-        if not isinstance(run.result, MatmulSweep):
+        if not isinstance(run.result, schema):
             continue
-        for point in run.result.results:
-            title = device_title(run.machine, point.device)
-            row = {**_run_columns(run), "series": _series(run, title, _variant(point)), "device_title": title}
-            row.update({name: getattr(point, name) for name in MATMUL_FIELDS})
-            rows.append(row)
-    frame = pd.DataFrame(rows, columns=MATMUL_COLUMNS)
-    return frame.sort_values(["run_id", "series", "n"], kind="stable").reset_index(drop=True)
-
-
-def train_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """One row per (run, epoch); `elapsed_s` sums the epochs' seconds, for a race by wall time."""
-    rows = []
-    for run in runs:
-        if not isinstance(run.result, TrainRun):
-            continue
-        device = run.result.device
-        title = device_title(run.machine, device)
-        elapsed = 0.0
-        for epoch in sorted(run.result.epochs, key=lambda e: e.epoch):
-            elapsed += epoch.seconds or 0.0
-            row = {**_run_columns(run), "series": _series(run, title, preset_title(run.result.preset)), "device": device,
-                   "device_title": title}
-            row.update({name: getattr(epoch, name) for name in EPOCH_FIELDS})
-            row["elapsed_s"] = elapsed
-            rows.append(row)
-    return pd.DataFrame(rows, columns=TRAIN_COLUMNS)
-
-
-def rank_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """One row per (run, rank, phase, n) of the runs on every rank: each rank's line together and alone."""
-    rows = []
-    for run in runs:
-        if not isinstance(run.result, ClusterRun):
-            continue
-        for record in run.result.ranks:
-            title = f"{record.device} ({record.device_name})"
-            for phase, points in (("together", record.together), ("alone", record.alone)):
-                series = _series(run, f"rank {record.rank} {record.hostname} {title}", phase)
-                rows += [{**_run_columns(run), "series": series, "device_title": title, "device": record.device,
-                          "rank": record.rank, "hostname": record.hostname, "phase": phase, "n": point.n,
-                          "median_s": point.seconds, "gflops": point.gflops, "others_cores": point.others_cores,
-                          "busy": point.busy} for point in sorted(points, key=lambda p: p.n)]
-    return pd.DataFrame(rows, columns=RANK_COLUMNS)
+        rows += [{**_run_columns(run), "series": _series(run, series), **values}
+                 for series, values in frame.rows(run.result, partial(device_title, run.machine))]
+    table = pd.DataFrame(rows, columns=kind_columns(kind))
+    return table.sort_values(list(frame.order), kind="stable").reset_index(drop=True) if frame.order else table
 
 
 def tidy_frame(runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """Every kind in one table (the CSV export): the columns of each, empty where they do not apply."""
-    parts = [f for f in (matmul_frame(runs), train_frame(runs), rank_frame(runs)) if not f.empty]
-    columns = list(dict.fromkeys([*MATMUL_COLUMNS, *TRAIN_COLUMNS, *RANK_COLUMNS]))
+    """Every kind in one table (the CSV export): the columns of the kinds present, empty where they do not
+    apply; runs of one kind give that kind's table alone (one sweep's is the race page's CSV, byte for byte)."""
+    tabulated = [k.name for k in kinds.RESULT_KINDS if k.frame is not None]
+    parts = [f for f in (kind_frame(kind, runs) for kind in tabulated) if not f.empty]
     if not parts:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=list(dict.fromkeys(c for kind in tabulated for c in kind_columns(kind))))
+    columns = list(dict.fromkeys(c for part in parts for c in part.columns))
     return pd.concat(parts, ignore_index=True).reindex(columns=columns)
 
 

@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
 
-from core.results import Result, RunRecord
+from core.results.kinds import Result
+from core.results.machine import Machine
+from core.results.runs import RunRecord
 from core.results.runs import IMPORTED, Provenance, provenance_of
 
 UNKNOWN_MACHINE = "unknown machine"
@@ -54,7 +56,7 @@ class StoredRun:
         return self.record.label
 
     @property
-    def machine(self) -> dict[str, Any]:
+    def machine(self) -> Machine:
         return self.record.machine
 
     @property
@@ -108,7 +110,7 @@ def run_title(run_id: int, kind: str, who: str, imported: bool, created_at: str)
 
 def load_mark(result: Result) -> str:
     """'busy: noisy' for a run timed while other programs kept the machine busy, 'quiet', or '' if not recorded."""
-    load = result.load
+    load = getattr(result, "load", None)  # a kind that records no machine load (not every kind does) says nothing
     return UNKNOWN_MARK if load is None else BUSY_MARK if load.busy else QUIET_MARK
 
 
@@ -214,27 +216,27 @@ def pick_runs(runs: Sequence[StoredRun], *, machines: Collection[str] = (), devi
             and (not sources or r.provenance.source in sources)]
 
 
-def machine_label(machine: dict[str, Any]) -> str:
+def machine_label(machine: Machine) -> str:
     """CPU name plus GPU names: what a teacher recognises in a filter ('Xeon ... + NVIDIA H200')."""
-    cpu = (machine.get("cpu") or {}).get("name") if isinstance(machine.get("cpu"), dict) else None
-    gpus = [g.get("name") or "GPU" for g in machine.get("gpus") or [] if isinstance(g, dict)]
+    cpu = machine.cpu.name if machine.cpu is not None else None
+    gpus = [g.name or "GPU" for g in machine.gpus]
     parts = [cpu] if cpu else []
     if gpus:
         parts.append(" + ".join(dict.fromkeys(gpus)))
-    elif machine.get("mps_available"):
+    elif machine.mps_available:
         parts.append("Apple GPU (MPS)")
     return " + ".join(parts) if parts else UNKNOWN_MACHINE
 
 
-def device_title(machine: dict[str, Any], device: str) -> str:
+def device_title(machine: Machine, device: str) -> str:
     """'cuda:0 (NVIDIA H200)', 'cpu (AMD EPYC ...)': a device key named by its hardware."""
     name = None
     if device.startswith("cuda"):
         index = int(device.split(":")[1]) if ":" in device and device.split(":")[1].isdecimal() else 0
-        gpus = [g for g in machine.get("gpus") or [] if isinstance(g, dict)]
-        name = next((g.get("name") for g in gpus if g.get("index") == index), None)
-    elif device == "cpu" and isinstance(machine.get("cpu"), dict):
-        name = machine["cpu"].get("name")
+        gpu = machine.gpu(index)
+        name = gpu.name if gpu is not None else None
+    elif device == "cpu" and machine.cpu is not None:
+        name = machine.cpu.name
     elif device == "mps":
         name = "Apple GPU"
     return f"{device} ({name})" if name else device

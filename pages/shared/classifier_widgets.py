@@ -1,6 +1,6 @@
 """The Review classifier's widget layouts: where the reviews come from, the run's settings, the latest run's metrics.
 
-Not a page (app.py does not list it). Widget keys are `clf_*`; what they mean lives in core
+Not a page (app.py does not list it); it starts no job and downloads nothing (the pages do, through core). Widget keys are `clf_*`; what they mean lives in core
 (`DataChoice`, `ClassifierConfig`).
 """
 
@@ -11,23 +11,20 @@ from typing import Any
 
 import streamlit as st
 
-from core.classifier.datasets import BUILTIN_DATASETS, fetch, is_cached
+from core.classifier.datasets import BUILTIN_DATASETS, is_cached
 from core.classifier.baseline import BaselineResult
 from core.classifier.features import WEIGHTINGS, Features
 from core.classifier.loaders import Reviews
-from core.charts.classifier import METRICS, overlay, preset_race_chart, scaling_chart
+from core.charts.classifier import METRICS, overlay, preset_race_chart
 from core.classifier.model import INPUT_MODES, MAX_NB_LOGIT, PRESETS, ClassifierConfig, preset_config
 from core.classifier.preset_race import CHAIN_TITLE, PresetRace
 from core.classifier.runs import RunRecord, table_rows
-from core.classifier.scaling import WORKER_COUNTS, measure_scaling, worker_data
+from core.classifier.training import predict
 from core.classifier.shared_builds import SharedBuilds
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload, Workbench
-from core.errors import DashboardError
-from core.plain_text import message_markdown
 from core.results.guess import TRAIN_EXAMPLE
 from core.platform.devices import NEEDS_GPU, available_devices, has_gpu
 from core.platform.units import percent, readable
-from pages.shared.device_wait import page_job
 from pages.shared.notices import gpu_badge, load_notice
 
 
@@ -44,8 +41,9 @@ def workbench() -> Workbench:
     return bench
 
 
-def data_choice() -> DataChoice:
-    """The reviews radio, with a Download button for a built-in set not in the cache yet, an uploader or a path."""
+def data_choice(*, offer_download: bool = True) -> DataChoice:
+    """The reviews radio, with a Download button (`clf_download`, which the page acts on) for a built-in set not in
+    the cache yet, an uploader or a path. Nothing is downloaded here."""
     choices = {name: f"{name}: {ds.title}" for name, ds in BUILTIN_DATASETS.items()}
     choices |= {UPLOAD: "upload a file", PATH: "a folder or file on this server"}
     source = st.radio("Reviews", list(choices), format_func=choices.get, key="clf_source", horizontal=True)
@@ -60,16 +58,11 @@ def data_choice() -> DataChoice:
     ds = BUILTIN_DATASETS[source]
     if is_cached(source):
         st.caption(f"{ds.title} ({ds.citation}) is in the cache.")
-    elif st.button(f"Download {source} ({ds.approx_mb:g} MB)", key="clf_download", icon=":material/download:"):
-        bar = st.progress(0.0, text=f"downloading {source}")
-        try:
-            fetch(source, progress=lambda done, total: bar.progress(min(1.0, done / total) if total else 0.0,
-                                                                   text=f"{done / 2**20:.1f} MiB"))
-            st.success(f"{source} downloaded and verified.")
-        except DashboardError as exc:
-            st.error(message_markdown(exc))
-    else:
+    elif offer_download:  # pressed: the page reads the reviews, downloading them first (core.classifier.workbench)
+        st.button(f"Download {source} ({ds.approx_mb:g} MB)", key="clf_download", icon=":material/download:")
         st.caption(f"Not downloaded yet ({ds.approx_mb:g} MB from {ds.url}); Train downloads it too.")
+    else:
+        st.caption(f"Not downloaded yet ({ds.approx_mb:g} MB from {ds.url}); the run downloads it first.")
     return DataChoice(source)
 
 
@@ -212,29 +205,6 @@ SCALING_TEXT = (
     "preset's few big full-batch steps would spend far less of their time adding counts.")
 
 
-def scaling_section(choice: DataChoice, settings: SettingsForm) -> None:
-    """Measure the mini-batch preset on 1 and 2 worker processes (a button) and draw the last measurement."""
-    st.subheader("More workers: data-parallel scaling")
-    st.caption(SCALING_TEXT)
-    status = st.empty()
-    if st.button(f"Measure {' and '.join(map(str, WORKER_COUNTS))} workers", key="clf_scale"):
-        try:
-            data, config = worker_data(choice), settings.config()
-            if config.preset != "minibatch":  # the lecture preset's settings: scale the mini-batch preset instead
-                config = preset_config("minibatch", device=config.device)
-            with page_job("clf_scale", on_progress=lambda step: status.info(step.message), end_run=False) as turn:
-                st.session_state.clf_scaling = measure_scaling(data, config, hooks=turn.hooks)
-            status.empty()
-        except DashboardError as exc:
-            status.error(message_markdown(exc))
-    scaling = st.session_state.get("clf_scaling")
-    if scaling is not None and scaling.points:
-        st.plotly_chart(scaling_chart(scaling), key="clf_scaling_chart")
-        st.dataframe(readable([{"workers": p.workers, "s / epoch": p.seconds_per_epoch,
-                                "all-reduce share": percent(p.allreduce_share), "test accuracy": percent(p.test_accuracy)}
-                               for p in scaling.points]), hide_index=True, key="clf_scaling_table")
-
-
 def run_history(bench: Workbench) -> None:
     """Every run of this session on one chart, by epoch or by wall time (the race), and as a table."""
     st.subheader("Run history")
@@ -247,3 +217,14 @@ def run_history(bench: Workbench) -> None:
     if st.button("Clear history", key="clf_clear"):
         bench.runs.clear()
         st.rerun()
+
+
+def try_your_review(bench: Workbench) -> None:
+    """A text box scored by the latest run's kept epoch (or a hint to train first)."""
+    st.subheader("Try your own review")
+    if bench.model is None:
+        st.caption("Train a run first; its kept epoch then scores your text.")
+        return
+    text = st.text_area("Your review", key="clf_review", placeholder="a moving, beautifully acted film")
+    if st.button("How positive is it?", key="clf_predict") and text.strip():
+        st.metric(f"p(positive), {bench.model[0]}", f"{predict(bench.model[1], [text])[0]:.1%}")

@@ -9,14 +9,16 @@ once after a run finishes. Who may delete what is core.store.access.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from core.errors import DashboardError
-from core.store import DATABASE_URL_ENV, board, open_store
-from core.store.access import INSTRUCTOR_KEY_ENV, Access, configured_key, key_matches, new_owner_token
-from core.store.records import RunFilter, RunListing, StoredRun
+from core.results.kinds import Result
+from core.store import board, key_guard
+from core.store.database import DATABASE_URL_ENV, open_store
+from core.store.access import INSTRUCTOR_KEY_ENV, Access, Owner, configured_key, new_owner_token
+from core.store.records import RunFilter, RunListing
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
 OWNER_TOKEN = "board_owner_token"  # session state: this session's secret owner token (never shown)
 SESSION_TAG = "board_session_tag"  # session state: a short name for the session in an import's provenance
 INSTRUCTOR_MODE = "board_instructor"  # session state: True once the right key was entered
-KEY_TRIES = "board_key_tries"  # session state: wrong keys entered, capped by MAX_KEY_TRIES
-MAX_KEY_TRIES = 5  # wrong keys a session may try before the key field is locked for it
 
 
 def _secret(name: str) -> object | None:
@@ -67,26 +67,22 @@ def access() -> Access:
 
 
 def enter_key(entered: str) -> bool | None:
-    """Check a key typed on the page: True (instructor mode from now on), False (wrong), None (locked:
-    too many wrong tries in this session). Nothing of the key is kept or shown."""
-    tries = int(st.session_state.get(KEY_TRIES, 0))
-    if tries >= MAX_KEY_TRIES:
-        return None
-    if key_matches(instructor_key(), entered):
+    """Check a key typed on the page: True (instructor mode from now on), False (wrong), None (locked: too
+    many wrong keys from this client or on this server, core.store.key_guard). Nothing of the key is kept or shown."""
+    outcome = key_guard.SERVER_GUARD.check(instructor_key(), entered, st.context.ip_address)
+    if outcome:
         st.session_state[INSTRUCTOR_MODE] = True
-        return True
-    st.session_state[KEY_TRIES] = tries + 1
-    return False
+    return outcome
 
 
-def save_run(kind: str, payload: dict[str, Any], settings: dict[str, Any], *, label: str = "") -> int | None:
+def save_run(result: Result, *, label: str = "") -> int | None:
     """Save a finished run for the Results page; a store that fails is a warning, never a lost run.
 
     Call it after the run's results are already in st.session_state, so nothing depends on it.
     """
     try:
         store = open_store(store_url())
-        run_id = store.save(kind, payload, settings, label=label, owner_token=owner_token())
+        run_id = store.save(result, label=label, owner=Owner(owner_token()))
     except DashboardError as exc:
         st.warning(f"The run was not saved to the Results page: {exc}", icon=":material/save:")
         return None
@@ -132,28 +128,18 @@ def compared(run_ids: list[int], version: tuple[str, int, int]) -> RunListing:
     return _compared_at(store_url(), tuple(run_ids), version)
 
 
-def _figure(chart: str, runs: list[StoredRun], options: tuple[str, ...]) -> go.Figure | None:
-    from core.charts.results import matmul_overlay, train_overlay  # plotly: only the Results page pays for it
-    from core.charts.roofline import roofline_overlay
-    from core.store.frames import matmul_frame, train_frame
-
-    if chart == "matmul":
-        sweeps = matmul_frame(runs)
-        return None if sweeps.empty else matmul_overlay(sweeps, options[0], reference=options[1] == "reference")
-    if chart == "train":
-        trainings = train_frame(runs)
-        return None if trainings.empty else train_overlay(trainings, options[0], options[1])
-    return roofline_overlay(runs)
-
-
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _figure_at(url: str | None, chart: str, run_ids: tuple[int, ...], options: tuple[str, ...],
-               version: tuple[str, int, int]) -> go.Figure | None:
-    return _figure(chart, _compared_at(url, run_ids, version).runs, options)
+def _figures_at(url: str | None, kind: str, run_ids: tuple[int, ...], choices: tuple[str | bool, ...],
+                version: tuple[str, int, int]) -> list[tuple[str, go.Figure]]:
+    from core.charts.results import view_of  # plotly: only the Results page pays for it
+
+    return view_of(kind).figures(_compared_at(url, run_ids, version).runs, choices)
 
 
-def figure(chart: str, run_ids: list[int], version: tuple[str, int, int], *options: str) -> go.Figure | None:
-    """A Results chart ('matmul', 'train' or 'roofline') of the chosen runs, None when none is of its kind;
-    built once per board version, choice and options (a Plotly figure of six runs costs a few hundred ms,
-    every session and rerun showing the newest runs shares it; st.plotly_chart copies, never changes it)."""
-    return _figure_at(store_url(), chart, tuple(run_ids), tuple(options), version)
+def figures(kind: str, run_ids: list[int], version: tuple[str, int, int],
+            choices: tuple[str | bool, ...] = ()) -> list[tuple[str, go.Figure]]:
+    """A kind's Results figures of the chosen runs (its view in core.charts.results), none when none is of
+    its kind; built once per board version, choice and choices (a Plotly figure of six runs costs a few
+    hundred ms, every session and rerun showing the newest runs shares it; st.plotly_chart copies, never
+    changes it)."""
+    return _figures_at(store_url(), kind, tuple(run_ids), tuple(choices), version)

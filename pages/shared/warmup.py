@@ -4,11 +4,12 @@ The first view of Results in a server process used to pay ~1 s of CPU (more on a
 pandas and the result types (pydantic dataclasses built at import) and loading plotly's and Arrow's first-use
 code; every later view found them loaded. app.py calls `start()` after each script run: the first call starts
 one daemon thread that imports them while the user reads the page they opened, so the page itself never waits
-for it (it starts after the page has rendered) and a later Results view finds them loaded. A view that comes
-while the thread is still importing waits for it to finish (`wait`, before every page run): two threads entering
-one package's modules from different ends at once can meet a partly initialized module (`core.results`' package
-imports its kinds, and a page may import `core.results.matmul` first), which a browser test caught as
-"cannot import name ... from partially initialized module"; one thread importing at a time cannot.
+for it (it starts after the page has rendered) and a later Results view finds them loaded.
+
+No page waits for it either: a page importing a module the thread is importing waits for that one module (Python's
+per-module import lock), and since no package `__init__` imports its own modules (tests/test_warmup.py), two
+threads entering a package from two ends cannot meet a partly initialized module. (They once could: core.results'
+and core.store's `__init__`s imported their submodules, and every page waited for the whole warm-up.)
 A module that fails here fails again, with its own message, on the page that needs it.
 """
 
@@ -18,16 +19,13 @@ import importlib
 import threading
 
 # The Results page's imports, heaviest first, in the order the page reaches them
-MODULES = ("pandas", "pyarrow", "pydantic", "plotly.graph_objects", "core.results", "core.store", "core.store.frames",
-           "core.store.board", "core.charts.results", "core.charts.ranks", "core.results.cluster", "core.lecture",
-           "core.platform.units", "core.errors", "core.store.access", "core.store.records", "pages.shared.entry",
-           "pages.shared.board_widgets", "pages.shared.result_store")
-
-WAIT_S = 120.0  # a page waits at most this for the warm-up (it takes ~1-3 s of CPU); then it imports alone
+MODULES = ("pandas", "pyarrow", "pydantic", "plotly.graph_objects", "core.results.kinds", "core.store.frames",
+           "core.store.board", "core.charts.results", "core.charts.ranks", "core.lecture", "core.platform.units",
+           "core.errors", "core.store.access", "core.store.records", "pages.shared.entry", "pages.shared.board_widgets",
+           "pages.shared.result_store", "pages.shared.results_widgets")
 
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
-_done = threading.Event()
 
 
 def start() -> threading.Thread:
@@ -40,18 +38,6 @@ def start() -> threading.Thread:
         return _thread
 
 
-def wait(timeout_s: float = WAIT_S) -> bool:
-    """Before a page runs: let a warm-up in progress finish, so that page and warm-up never import at once.
-
-    True when no warm-up is running (not started, or done); a no-op once it is done.
-    """
-    with _lock:
-        started = _thread is not None
-    if not started or _done.is_set() or threading.current_thread() is _thread:
-        return True
-    return _done.wait(timeout_s)
-
-
 def _warm() -> None:
     try:
         for name in MODULES:
@@ -59,8 +45,6 @@ def _warm() -> None:
         _first_use()
     except Exception:  # noqa: BLE001: a warm-up only; the page that needs a module reports its failure
         pass
-    finally:
-        _done.set()
 
 
 def _first_use() -> None:

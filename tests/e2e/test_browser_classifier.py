@@ -108,8 +108,8 @@ def test_lecture_preset_trains_and_both_presets_compare(page, streamlit_url, tmp
     screenshot(page, "review_classifier_both_presets")
 
 
-def test_scaling_section_measures_one_and_two_workers(page, streamlit_url, e2e_home):
-    """The data-parallel section starts real torchrun workers from the page and draws compute + all-reduce bars."""
+def test_scaling_page_measures_one_and_two_workers(page, streamlit_url, e2e_home):
+    """The Data-parallel scaling page starts real torchrun workers from the page and draws compute + all-reduce bars."""
     from tests.review_fixtures import write_rt_folder
 
     reviews = toy_reviews(40)
@@ -118,8 +118,8 @@ def test_scaling_section_measures_one_and_two_workers(page, streamlit_url, e2e_h
                              [t for t, y in zip(reviews.texts, reviews.labels) if y == 0])
     page.goto(streamlit_url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Review classifier").click()
-    page.get_by_role("heading", name="Review classifier").wait_for()
+    page.get_by_role("link", name="Data-parallel scaling").click()
+    page.get_by_role("heading", name="Data-parallel scaling").wait_for()
     wait_for_idle(page)
     page.get_by_text("a folder or file on this server").click()
     wait_for_idle(page)

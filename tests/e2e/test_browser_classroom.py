@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from core.store import open_store
+from core.store.database import open_store
 from core.store.database import SQLITE_FILE
 from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
 from tests.e2e.test_browser_matmul import _press, _slider

@@ -1,9 +1,11 @@
 """The Colab notebook's export, imported on the Results page, overlaid with a sweep measured here."""
 
+from dataclasses import replace
+
 import pytest
 
 from core.matmul.sweep import SweepConfig, run_sweep
-from core.store import open_store
+from core.store.database import open_store
 from core.store.database import SQLITE_FILE
 from tests.e2e.conftest import assert_no_exception, screenshot, upload, wait_for_idle
 from tests.notebook_runner import EXPORT, run_notebook
@@ -18,7 +20,7 @@ def test_the_notebooks_export_imports_and_overlays_with_a_local_cpu_sweep(page, 
     for run in store.list_runs():
         store.delete(run.run_id)
     local = run_sweep(SweepConfig(sizes=(64, 128, 256), threads=(1,), budget_s=0.2))
-    local_id = store.save("matmul", local.to_json(), {"sizes": "64..256"}, label="local CPU")
+    local_id = store.save(replace(local, settings={"sizes": "64..256"}), label="local CPU")
 
     page.goto(streamlit_url)
     wait_for_idle(page)

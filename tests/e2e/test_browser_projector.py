@@ -10,8 +10,8 @@ from tests.review_fixtures import csv_bytes, toy_reviews
 
 pytestmark = pytest.mark.browser
 WIDTH, HEIGHT = 1280, 720
-PAGES = ["Start here", "Hardware check", "Matmul race", "Roofline", "Review classifier", "Why parallel", "Results",
-         "Class board"]
+PAGES = ["Start here", "Hardware check", "Matmul race", "Every device at once", "Roofline", "Review classifier",
+         "Data-parallel scaling", "Why parallel", "Results", "Class board"]
 HEADINGS = {"Start here": "When does a GPU beat a CPU"}  # a page whose title is not its name in the menu
 VISIBLE_PX = 24  # at least this much of an element's top inside the viewport counts as seen
 MAIN = '[data-testid="stMainBlockContainer"]'

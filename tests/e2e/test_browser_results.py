@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from core.store import open_store
+from core.store.database import open_store
 from core.store.database import SQLITE_FILE
 from tests.e2e.conftest import assert_no_exception, screenshot, upload, wait_for_idle
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
+from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 pytestmark = pytest.mark.browser
 
@@ -24,9 +24,9 @@ def seeded(e2e_home):
     for run in store.list_runs():
         store.delete(run.run_id)
     ids = (
-        store.save("matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024, 2048)), {"sizes": "256..2048"}, label="Ana"),
-        store.save("matmul", matmul_payload(LAB, sizes=(256, 512, 1024, 2048, 4096)), {"sizes": "256..4096"}),
-        store.save("train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB),
+        save_payload(store, "matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024, 2048)), {"sizes": "256..2048"}, label="Ana"),
+        save_payload(store, "matmul", matmul_payload(LAB, sizes=(256, 512, 1024, 2048, 4096)), {"sizes": "256..4096"}),
+        save_payload(store, "train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB),
     )
     return store, ids
 

@@ -1,0 +1,50 @@
+"""The Matmul race's result blocks: the crossovers under Run, the verdict per size, the synchronize notes and
+the three charts. Not a page (app.py does not list it); each draws a finished or partial sweep as core gives it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.charts.matmul import gflops_figure, speedup_figure, sync_bug_notes, time_figure, verdict_table
+from core.lecture import LECTURE_SENTENCE
+from core.platform.units import readable
+from core.results.crossover import sentence
+from core.results.matmul import MatmulSweep
+
+VERDICT_CAPTION = ("ratio: the slower median over the faster (compared: the second over the first); the 95 % "
+                   "interval is a bootstrap of the samples. *unclear* when the interval straddles 1 by more "
+                   "than 5 %, with fewer than 3 samples, or when other programs took CPU during that size.")
+CPU_ONLY_SYNC = ("No *forgot to synchronize* figure: the CPU runs each product to the end before returning, "
+                 "so there is nothing asynchronous to forget. On a GPU the difference is dramatic.")
+
+
+def crossovers(shown: MatmulSweep) -> None:
+    """The headline first (as Results and the Class board show it), then the other comparisons."""
+    for c in shown.shown_crossovers:
+        box = {"found": st.success, "unclear": st.warning}.get(c.call, st.info)
+        box(f"**{c.title.capitalize()}:** {sentence(c, shown.verdicts)}")
+
+
+def verdicts(shown: MatmulSweep) -> None:
+    """Faster, same or cannot tell, per size, in an expander."""
+    if shown.verdicts:
+        with st.expander("Verdict per size: faster, same, or cannot tell"):
+            st.caption(VERDICT_CAPTION)
+            st.dataframe(readable(verdict_table(shown.verdicts)), hide_index=True, key="mm_verdicts")
+
+
+def charts(frame: pd.DataFrame, shown: MatmulSweep) -> None:
+    """The synchronize notes, then time, GFLOP/s and speed-up in three tabs, and what the skipped sizes were."""
+    for note in sync_bug_notes(frame):
+        st.warning(note, icon=":material/timer_off:")
+    if frame["unsynced_s"].isna().all():
+        st.caption(CPU_ONLY_SYNC)
+    t1, t2, t3 = st.tabs(["Time", "GFLOP/s", "Speed-up"])
+    t1.plotly_chart(time_figure(frame, cache=shown.cache), key="mm_time_chart")
+    t2.plotly_chart(gflops_figure(frame, cache=shown.cache), key="mm_gflops_chart")
+    t3.plotly_chart(speedup_figure(frame, shown.crossovers), key="mm_speedup_chart")
+    st.caption(f"Black markers: {LECTURE_SENTENCE}. Bars: interquartile range of the samples.")
+    for skip in shown.skipped:
+        st.warning(f"Skipped n = {skip.n:,} on {skip.series}: {skip.message}", icon=":material/skip_next:")
