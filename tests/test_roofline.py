@@ -283,7 +283,7 @@ def test_gpu_copy_rates_are_repeated_in_the_rounds_with_their_spread(fake_cuda, 
     assert roofs.threads is None and roofs.theoretical_gflops == pytest.approx(132 * 1.0 * 2 * 128)
     assert (roofs.h2d_gbs, roofs.d2h_gbs, roofs.h2d_pinned_gbs, roofs.d2h_pinned_gbs) == (12.0, 10.0, 25.0, 20.0)
     assert roofs.spread("d2h_pinned_gbs") == (8.0, 20.0) and roofs.spread("h2d_gbs") == (11.0, 12.0)
-    assert roofs.noisy == ("d2h_pinned_gbs",) and "ranged from 8 to 20 GB/s" in (roofs.notes or ("",))[0]
+    assert roofs.noisy == ("d2h_pinned_gbs",) and "ranged from 8 GB/s to 20 GB/s" in (roofs.notes or ("",))[0]
     assert roofs.bandwidth_gbs == 3000.0 and roofs.launch_s == 8e-6 and roofs.peak_gflops is None
     assert roofline_run.roofs_of(cpu, found[cpu.label]).h2d_gbs is None  # the CPU has nothing to copy
 

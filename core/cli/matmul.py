@@ -6,6 +6,7 @@ import argparse
 import sys
 from dataclasses import replace
 
+from core.cli import HELP
 from core.cli.output import format_table, print_json
 from core.results.table import human_rows
 from core.cli.results import add_save_options, check_save_options, save_if_requested
@@ -27,7 +28,7 @@ EXAMPLE = "--sizes 256,512,1024"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("matmul", help="time C = A @ B across sizes on the CPU and GPU; find the crossover")
+    p = sub.add_parser("matmul", help=HELP["matmul"])
     p.add_argument("--sizes", help=f"comma-separated matrix sizes n, e.g. {EXAMPLE} (default: 64 to 2048 by doubling)")
     p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps (default: cpu and the first GPU, if any)")
     p.add_argument("--dtype", default="float32", help=f"comma-separated dtypes to compare: {', '.join(DTYPES)}")

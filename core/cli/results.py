@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cli.output import TABLE_WIDTH, format_table, print_json
+from core.cli import HELP
+from core.cli.output import TABLE_WIDTH, cut_cells, format_table, print_json, wrap
 from core.errors import DashboardError
 from core.results.files import check_label
 from core.results import kinds
@@ -22,6 +23,7 @@ from core.store.frames import listing_frame
 from core.store.records import RunFilter
 
 SAVED = "saved (UTC)"  # core.store.frames.LISTING_COLUMNS
+RESULT = "result"
 ELIDED = ("label", "machine", "devices", "result")  # cut in this order to fit: the result keeps the most
 
 
@@ -39,7 +41,7 @@ def _add_filters(parser: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("results", help="list, export, import or delete saved runs")
+    p = sub.add_parser("results", help=HELP["results"])
     actions = p.add_subparsers(dest="results_command", required=True, parser_class=type(p))
 
     ls = actions.add_parser("list", help="saved runs, newest first")
@@ -100,14 +102,18 @@ def run_list(args: argparse.Namespace) -> int:
     chosen = RunFilter.of(*([value] if value is not None else None for value in (args.machine, args.device, args.kind)))
     listing = store.read_summaries(chosen)
     runs = listing.runs
-    print(f"{len(runs)} saved run(s) in the {store.describe()}")
+    print(wrap(f"{len(runs)} saved run(s) in the {store.describe()}"))
     if runs:
         frame = listing_frame(runs)
         if args.wide:
             print(format_table(list(frame.columns), frame.values.tolist()))
         else:
             frame[SAVED] = frame[SAVED].str[5:16]  # 'MM-DD HH:MM': the year and seconds make room for the result
-            print(format_table(list(frame.columns), frame.values.tolist(), max_width=TABLE_WIDTH, elide=ELIDED))
+            headers, rows = list(frame.columns), frame.values.tolist()
+            print(format_table(headers, rows, max_width=TABLE_WIDTH, elide=ELIDED))
+            cut = cut_cells(headers, rows, RESULT, max_width=TABLE_WIDTH, elide=ELIDED)
+            if cut:  # the answer is what the list is for: a cut one is shown whole below
+                print("\n" + wrap([f"#{rows[i][0]}: {rows[i][headers.index(RESULT)]}" for i in cut]))
     for bad in listing.unreadable:
         print(f"run #{bad.run_id} cannot be read ({bad.reason}); `python -m core results delete {bad.run_id}` "
               "removes it", file=sys.stderr)
