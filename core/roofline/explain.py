@@ -56,7 +56,9 @@ def model_error_text(run: RooflineRun) -> str:
         return skipped
     series, n, worst = errors.worst
     return (f"Model against the sweep for n ≥ {errors.min_n}: median |error| "
-            f"{whole_percent(errors.median_abs)} over {errors.count} products; worst {'+' if worst > 0 else ''}{whole_percent(worst)} ({series}, n = {n:,}). Small products fit in cache, so the "
+            f"{whole_percent(errors.median_abs)} over {errors.count} products; "
+            f"worst {'+' if worst > 0 else ''}{whole_percent(worst)} ({series}, n = {n:,}). "
+            "Small products fit in cache, so the "
             "bandwidth roof (measured from RAM) overstates their cost, and mid-size ones run below the peak the "
             "largest reach; on a busy machine a second thread can stall for milliseconds, which no constant predicts."
             + (" " + skipped if skipped else ""))
