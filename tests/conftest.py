@@ -61,7 +61,8 @@ class FakeCuda:
     def __init__(self, count: int = 1, model: GpuModel | None = None, *, uuids: list[str] | None = None,
                  exclusive_process: bool = False) -> None:
         self.count = count
-        self.uuids = uuids  # per visible index, as torch's props.uuid prints: a permuted list plays CUDA_VISIBLE_DEVICES
+        # per visible index, as torch's props.uuid prints: a permuted list plays CUDA_VISIBLE_DEVICES
+        self.uuids = uuids
         self.exclusive_process = exclusive_process  # compute mode EXCLUSIVE_PROCESS: one process's context per GPU
         self.model = model
         self.events: list[str] = []  # e.g. ["sync", "clock", ...] when a test also fakes the clock
@@ -129,7 +130,8 @@ class FakeCuda:
 
 
 def install_fake_cuda(monkeypatch, fake: FakeCuda, *, nvml: bool = True) -> FakeCuda:
-    """Stand `fake` in for torch.cuda; with NVML for it (as a machine with NVIDIA's driver has) unless `nvml` is False."""
+    """Stand `fake` in for torch.cuda; with NVML for it (as a machine with NVIDIA's driver has) unless `nvml`
+    is False."""
     for name in ("is_available", "device_count", "get_device_properties", "mem_get_info", "synchronize"):
         monkeypatch.setattr(torch.cuda, name, getattr(fake, name))
     monkeypatch.setattr(torch._C, "_cuda_hasPrimaryContext", fake.has_primary_context, raising=False)
@@ -214,6 +216,9 @@ def isolated_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GPU_VS_CPU_LOCK_DIR", str(root / "locks"))
     monkeypatch.delenv("DATABASE_URL", raising=False)  # never write test runs to a real class board
     monkeypatch.setenv("GPU_VS_CPU_LOAD_PROBE_S", "0.02")  # the real probe, short: it counts toward a job's time cap
+    from core.store import key_guard
+
+    monkeypatch.setattr(key_guard, "SERVER_GUARD", key_guard.KeyGuard())  # wrong keys counted per server: per test here
     return root
 
 
