@@ -16,7 +16,7 @@ from core.matmul.series import DTYPES, supported_dtypes
 from core.platform.devices import resolve_device
 
 MIN_SIZE = 16  # smallest n the page offers; the CLI accepts any n >= 1
-TF32_CHOICES: dict[str, tuple[bool, ...]] = {"off": (False,), "on": (True,), "both": (False, True)}  # page radio, CLI --tf32
+TF32_CHOICES: dict[str, tuple[bool, ...]] = {"off": (False,), "on": (True,), "both": (False, True)}  # radio, --tf32
 
 
 def log_sizes(lo: int, hi: int, per_doubling: int = 1) -> tuple[int, ...]:

@@ -21,7 +21,8 @@ from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize
 
 @dataclass
 class SweepCollector:
-    """One sweep's plan (its config and series), every result and skip as it arrives, and the returned result once there."""
+    """One sweep's plan (its config and series), every result and skip as it arrives, and the returned result
+    once there."""
 
     plan: Plan  # made once by `start`, and passed to run_sweep
     results: list[MatmulPoint] = field(default_factory=list)

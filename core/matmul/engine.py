@@ -123,7 +123,8 @@ def product(ops: Operands) -> Callable[[], torch.Tensor]:
     return functools.partial(torch.matmul, ops.a, ops.b, out=ops.c)
 
 
-def measure_unsynced(fn: Callable[[], object], device: torch.device, truth: Measurement, *, budget_s: float) -> Measurement:
+def measure_unsynced(fn: Callable[[], object], device: torch.device, truth: Measurement, *,
+                     budget_s: float) -> Measurement:
     """The "forgot to synchronize" figure: the clock read right after the calls are queued.
 
     Uses the synchronized measurement's block size, so both figures time the same number of

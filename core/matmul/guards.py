@@ -102,7 +102,8 @@ def check_memory(need: MemoryNeed) -> None:
             f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.device_bytes)} (inputs "
             f"{_gib(need.inputs_bytes)}, output {_gib(need.output_bytes)}, workspace {_gib(need.workspace_bytes)}"
             + (f", cold-cache flush buffer {_gib(need.flush_bytes)}" if need.flush_bytes else "")
-            + (f", reference and host copies {_gib(need.host_bytes)}" if need.device == "cpu" and need.host_bytes else "")
+            + (f", reference and host copies {_gib(need.host_bytes)}"
+               if need.device == "cpu" and need.host_bytes else "")
             + f") but only {_gib(free)} is free; choose a smaller size"
         )
     if need.device != "cpu" and need.host_bytes:

@@ -46,7 +46,7 @@ def releasing_on_oom(work: Callable[[], T], devices: Sequence[torch.device], wha
     """
     try:
         return work()
-    except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
+    except Exception as exc:  # only out-of-memory is handled, the rest re-raised
         if not is_out_of_memory(exc):
             raise
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__

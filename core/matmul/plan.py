@@ -103,7 +103,8 @@ def plan_series(config: SweepConfig, load: MachineLoad | None = None) -> Plan:
             if device.type == "cpu":
                 asked += [Series(name, dtype, threads=t) for t in dict.fromkeys(config.threads)]
             elif device.type == "cuda" and dtype == "float32":
-                asked += [Series(name, dtype, tf32=t) for t in dict.fromkeys(t and has_tf32(device) for t in config.tf32)]
+                settings = dict.fromkeys(t and has_tf32(device) for t in config.tf32)
+                asked += [Series(name, dtype, tf32=t) for t in settings]
             else:
                 asked.append(Series(name, dtype))
     return Plan(config, tuple(asked), tuple(notes), load)

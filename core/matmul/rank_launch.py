@@ -157,7 +157,8 @@ class _Follower:
             seen = dict(self.seen)
         peer_named = [m for r, m in sorted(self.errors.items()) if "seen from rank" in m]  # by heartbeats
         own = [m for r, m in sorted(self.errors.items())
-               if not any(x in m for x in ("another rank", "waited", "could not join the other ranks", "seen from rank"))]
+               if not any(x in m for x in ("another rank", "waited", "could not join the other ranks",
+                                           "seen from rank"))]
         if own:
             return own[0]
         missing = [r for r in range(self.ranks) if r not in seen]
@@ -166,7 +167,8 @@ class _Follower:
                     f"{timeout_s:g} s process-group timeout)")
         stopped = [s for s in seen.values() if s.stopped]
         if stopped:
-            return f"rank {stopped[0].rank} on {stopped[0].hostname} hung: its process was stopped (pid {stopped[0].pid})"
+            first = stopped[0]
+            return f"rank {first.rank} on {first.hostname} hung: its process was stopped (pid {first.pid})"
         ended = sorted((s for s in seen.values() if s.ended_at is not None), key=lambda s: (s.ended_at, s.rank))
         if ended and (len(ended) == 1 or ended[0].ended_at != ended[1].ended_at):
             return f"rank {ended[0].rank} on {ended[0].hostname} died (pid {ended[0].pid}) before the run finished"

@@ -294,7 +294,8 @@ def _machine_lock(distributed: bool, rank: _Rank, places: list[Place],
 
 
 def measure_ranks(config: RanksConfig, *, distributed: bool = False, hooks: JobHooks | None = None,
-                  environ: dict[str, str] | None = None, say: Callable[[Event], None] | None = None) -> ClusterRun | None:
+                  environ: dict[str, str] | None = None,
+                  say: Callable[[Event], None] | None = None) -> ClusterRun | None:
     """This rank's part of the run; rank 0 returns the whole run, every other rank None.
 
     `say` gets this rank's events (`joining`, and on rank 0 `progress`): the launched worker prints them

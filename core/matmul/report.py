@@ -20,7 +20,7 @@ from core.results.load import MachineLoad
 from core.results.machine import Machine
 from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize
 
-RESULT_COLUMNS = [c.key for c in table.columns(MatmulPoint)]  # the results frame's columns: the point's, clock flattened
+RESULT_COLUMNS = [c.key for c in table.columns(MatmulPoint)]  # the results frame's: the point's, clock flattened
 
 
 def results_frame(results: Sequence[MatmulPoint]) -> pd.DataFrame:
@@ -35,8 +35,9 @@ def throttle_notes(results: Sequence[MatmulPoint]) -> list[str]:
         hot = [p for p in results if p.label == label and p.clock.throttled]
         reasons = ", ".join(dict.fromkeys(r for p in hot for r in (p.clock.throttle or "").split(", ") if r))
         sizes = ", ".join(f"{p.n:,}" for p in hot)
+        one = len(hot) == 1
         notes.append(f"{label}: the GPU throttled ({reasons or 'reason not given'}) while n = {sizes} "
-                     f"{'was' if len(hot) == 1 else 'were'} timed, so {'that size ran' if len(hot) == 1 else 'those sizes ran'} "
+                     f"{'was' if one else 'were'} timed, so {'that size ran' if one else 'those sizes ran'} "
                      "below its full clock; marked in the table's 'throttled' column")
     return notes
 
@@ -57,7 +58,8 @@ def clock_summary(results: Sequence[MatmulPoint]) -> str | None:
         parts.append(f"CPU {cpu}")
     for device in dict.fromkeys(p.device for p in results if p.is_gpu):
         rows = [p for p in results if p.device == device]
-        spans = [_span([p.clock.gpu_sm_mhz for p in rows], "MHz"), _span([p.clock.gpu_temperature_c for p in rows], "°C"),
+        spans = [_span([p.clock.gpu_sm_mhz for p in rows], "MHz"),
+                 _span([p.clock.gpu_temperature_c for p in rows], "°C"),
                  _span([p.clock.gpu_power_w for p in rows], "W")]
         if any(spans):
             parts.append(f"{device} SM " + ", ".join(x for x in spans if x))
