@@ -8,7 +8,8 @@
   overrun the budget is predicted from the sizes measured so far and skipped; a series with no history is
   calibrated on smaller sizes first, with the probe the loop hands it (core.matmul.engine.probe_seconds).
 
-`refusal` asks both for one size of one series and says why it is skipped, as the saved `SkippedSize`.
+`refusal` asks both for one size of one series and says why it is skipped, as the saved `SkippedSize`; the
+Roofline's sweep asks both through `rate_refusal`, its time guard reckoned from the best rate so far.
 """
 
 from __future__ import annotations
@@ -211,3 +212,21 @@ def refusal(options: MatmulOptions, guard: TimeGuard, s: Series, n: int) -> Skip
     except RanOutOfMemory as exc:  # a calibration probe
         return skipped_size(s, n, "out_of_memory", str(exc))
     return None if refused is None else skipped_size(s, n, "time", refused)
+
+
+def rate_refusal(s: Series, n: int, best_flops: float | None, budget_s: float) -> str | None:
+    """The Roofline's sweep: why size n of series s is not timed, or None.
+
+    Its time guard reckons from the best rate the series has reached so far (one stalled size, a descheduled
+    thread, must not skip the rest), its memory guard counts the copies a GPU series times end to end.
+    """
+    guess = 2 * n**3 / best_flops if best_flops is not None else 0.0
+    if GUARD_CALLS * guess > budget_s:
+        return (f"n={n:,} on {s.label} skipped: at least {guess:.3g} s per product (2n^3 at the best rate so far), "
+                f"so warm-up plus one timed product would overrun the {budget_s:g} s budget; "
+                "raise the budget to time it")
+    try:
+        check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=s.is_gpu, check_error=False))
+    except DoesNotFit as exc:
+        return f"n={n:,} on {s.label} skipped: {exc}"
+    return None
