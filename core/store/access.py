@@ -76,6 +76,20 @@ def owner_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+SERVER_MARK = "server"  # the mark of a run no browser session owns: the command line, or saved before owners existed
+MARK_CHARS = 6  # 16.7 million marks: a student would need that many fresh sessions to draw a classmate's
+
+
+def session_mark(stored_owner: str | None) -> str:
+    """A short mark for the browser session that saved a run, from the owner hash the store keeps: the Class
+    board shows it beside a name, so two sessions typing "Ana" are two groups, told apart. The token is the
+    server's random secret, so no one can choose a session whose mark is another's; the mark is a digest of
+    the hash, so it does not reveal the hash either."""
+    if not stored_owner:
+        return SERVER_MARK
+    return hashlib.sha256(f"class board mark:{stored_owner}".encode()).hexdigest()[:MARK_CHARS]
+
+
 def configured_key(secret: object | None = None) -> str | None:
     """The instructor key: `secret` (the page passes Streamlit's secret) else the environment; None when unset."""
     for value in (secret, os.environ.get(INSTRUCTOR_KEY_ENV)):

@@ -5,12 +5,15 @@ server little, a refresh first asks the store for its version (`Store.version()`
 highest id, one cheap query) and reads nothing more when it has not changed; when runs were only
 added, it reads just the new ids; only a delete (the count falls behind the ids) rereads the newest
 MAX_BOARD_RUNS. Rows are read from the store's listing summaries (no payload decoded); payloads only for
-the sweeps and training runs the board charts, and for one run of a machine that has neither. The board is ordered by arrival (run id), newest first: a projector shows what just
-landed, whatever date an imported file claims.
+the sweeps and training runs the board charts, and for one run of a machine that has neither. The board is
+ordered by arrival (run id), newest first: a projector shows what just landed, whatever date an imported file
+claims, and its "arrived" column is the store's own clock at the insert (`RunSummary.stored_at`), never that date.
 
-What the board shows is derived here, without streamlit or plotly: the rows grouped by name or
-machine, the guesses against the measured crossovers and speed-ups (the same `crossover` and
-`headline` the race page and Results use), and the CPUs and GPUs in the room.
+What the board shows is derived here, without streamlit or plotly: the rows grouped by name and the browser
+session that saved them (a name always carries that session's mark, so a classmate's name or a machine's typed
+in another session is a group of its own), or by machine; where each came from (an imported run says so); the
+guesses against the measured crossovers and speed-ups (the same `crossover` and `headline` the race page and
+Results use), and the CPUs and GPUs in the room.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Gues
 from core.results import kinds
 from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun, preset_title
+from core.store.access import session_mark
 from core.store.database import Store
 from core.store.records import RunSummary, StoredRun
 
@@ -95,9 +99,33 @@ def _read_full(store: Store, board: ClassBoard) -> ClassBoard:
     return replace(board, full=tuple(full))
 
 
+WHO_HELP = ("a name is followed by the mark of the browser session that saved the run ('server': the command "
+            "line), so two students typing one name are two groups; runs without a name are grouped by machine")
+ARRIVED_HELP = "when the run reached the board, by the server's clock (an imported file's own dates are not used)"
+MACHINE_GROUP = "machine: "  # how the board names a group of unnamed runs: by their machine, said to be one
+
+
+def group_key(run: RunSummary | StoredRun) -> tuple[str, str, str]:
+    """Which group a run belongs to on the board: ('name', its name, its session's mark), else ('machine', its
+    machine, ''). A name is one person's only within one browser session: two sessions that both type "Ana",
+    or a name equal to a machine's, make groups of their own (issue 30)."""
+    if run.label:
+        return "name", run.label, session_mark(run.owner)
+    return "machine", run.machine_label, ""
+
+
 def who(run: RunSummary | StoredRun) -> str:
-    """The group a run belongs to on the board: its name, else its machine."""
-    return run.label or run.machine_label
+    """How the board names a run's group: its name with the mark of the session that saved it ('Ana · 3fa2c1';
+    'server' for the command line), else its machine, said to be one ('machine: AMD EPYC'). A name is never
+    shown bare, so a student cannot post under a classmate's name, or a machine's, unnoticed."""
+    what, name, mark = group_key(run)
+    return f"{name} · {mark}" if what == "name" else f"{MACHINE_GROUP}{name}"
+
+
+def arrived(run: RunSummary) -> str:
+    """'HH:MM' (UTC) of when the run reached the store, by the server's clock; '' when the store did not record it
+    (runs stored before it did). Never the time the run, or an imported file, claims."""
+    return run.stored_at[11:16]
 
 
 def guess_text(guess: Guess | None) -> str:
@@ -116,24 +144,27 @@ def run_guess(run: StoredRun) -> Guess | None:
 class BoardRow:
     """One line of the board's table."""
 
-    who: str
+    who: str  # who(): a name with its session's mark, or 'machine: ...'
     machine: str
     run_id: int
-    when: str  # 'HH:MM' (UTC) of the run's arrival
+    when: str  # arrived(): 'HH:MM' (UTC) by the server's clock
     kind: str
+    source: str  # 'measured', 'imported', 'imported (notebook)', 'notebook': an imported run says so
     result: str
     guess: str
 
 
 def grouped_rows(board: ClassBoard) -> list[BoardRow]:
-    """Every run as a row, grouped by name or machine (the group with the newest run first), newest first within."""
+    """Every run as a row, grouped by name and session, or by machine (the group with the newest run first),
+    newest first within."""
     full = {run.run_id: run for run in board.full}
-    groups: dict[str, list[RunSummary]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[RunSummary]] = defaultdict(list)
     for run in board.runs:  # newest first, so groups come out ordered by their newest run
-        groups[who(run)].append(run)
-    return [BoardRow(who=name, machine=run.machine_label, run_id=run.run_id, when=run.created_at[11:16],
-                     kind=run.kind, result=run.headline, guess=guess_text(run_guess(full[run.run_id]) if run.run_id in full else None))
-            for name, runs in groups.items() for run in runs]
+        groups[group_key(run)].append(run)
+    return [BoardRow(who=who(run), machine=run.machine_label, run_id=run.run_id, when=arrived(run), kind=run.kind,
+                     source=run.source, result=run.headline,
+                     guess=guess_text(run_guess(full[run.run_id]) if run.run_id in full else None))
+            for runs in groups.values() for run in runs]
 
 
 

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from core.platform.paths import data_dir
 from core.results import files, jsonio
 from core.results.runs import RunRecord
 from core.results.kinds import read_result
-from core.results.runs import MEASURED, Provenance
+from core.results.runs import IMPORTED, MEASURED, Provenance
 from core.store import url_redaction
 from core.store.access import COMMAND_LINE, INSTRUCTOR, Access, Owner, owner_hash
 from core.results.csvio import csv_text
@@ -59,7 +59,7 @@ SUMMARY_BATCH = 500  # rows per step when schema 3 writes the summaries of a boa
 
 RUN_COLUMNS = ("id, uid, kind, created_at, label, machine_json, settings_json, versions_json, payload_json, "
                "provenance_json, owner")
-SUMMARY_COLUMNS = "id, kind, created_at, label, machine_label, source, owner, summary_json"
+SUMMARY_COLUMNS = "id, kind, created_at, label, machine_label, source, owner, summary_json, stored_at"
 NOT_YOURS = ("run #{run_id} was saved by another browser session: only that session, or the instructor "
              "(with the instructor key), can delete it")
 
@@ -246,10 +246,30 @@ def _add_session_saves(tx: _Tx) -> None:
     tx.run("CREATE INDEX IF NOT EXISTS gvc_session_saves_owner ON gvc_session_saves(owner, saved_at)")
 
 
+def _add_stored_at(tx: _Tx) -> None:
+    """Schema 5: when each run reached this store, by the server's clock (`created_at` is what the run, or an
+    imported file, claims): the Class board's "arrived" column (issue 30). Runs saved before: a measured or
+    notebook run was saved by `Store.save`, whose `created_at` is the server's clock at the save; an imported
+    run's provenance recorded the server's clock at the import; a row whose provenance cannot be read keeps ''."""
+    tx.run("ALTER TABLE gvc_runs ADD COLUMN stored_at TEXT NOT NULL DEFAULT ''")
+    tx.run(f"UPDATE gvc_runs SET stored_at = created_at WHERE source <> '{IMPORTED}'")
+    last = 0
+    while rows := tx.run("SELECT id, provenance_json FROM gvc_runs WHERE source = ? AND id > ? ORDER BY id LIMIT ?",
+                         (IMPORTED, last, SUMMARY_BATCH)):
+        last = int(rows[-1][0])
+        for run_id, text in rows:
+            try:
+                at = jsonio.loads(text, what="its provenance").get("imported_at") if text else None
+            except (DashboardError, AttributeError):
+                at = None
+            if isinstance(at, str) and len(at) <= 40:
+                tx.run("UPDATE gvc_runs SET stored_at = ? WHERE id = ?", (at, run_id))
+
+
 # MIGRATIONS[i] takes schema version i to i + 1, inside the same transaction that records it.
 # To change the schema, append a function; never edit one that has shipped.
 MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables, _add_provenance_and_owner, _add_summaries,
-                                           _add_session_saves]
+                                           _add_session_saves, _add_stored_at]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -506,7 +526,9 @@ class Store:
         read: dict[int, RunSummary | UnreadableRun | None] = {int(row[0]): _row_to_summary(row) for row in rows}
         if missing := [i for i, summary in read.items() if summary is None]:
             full = self.read_runs(run_ids=missing)
-            read.update({r.run_id: r.summary for r in full.runs} | {r.run_id: r for r in full.unreadable})
+            arrived = {int(row[0]): str(row[-1] or "") for row in rows}
+            read.update({r.run_id: replace(r.summary, stored_at=arrived.get(r.run_id, "")) for r in full.runs}
+                        | {r.run_id: r for r in full.unreadable})
             self._refresh_summaries(full.runs)
         return SummaryListing([r for r in read.values() if isinstance(r, RunSummary)],
                               [r for r in read.values() if isinstance(r, UnreadableRun)])
@@ -629,14 +651,15 @@ def _stored_uids(tx: _Tx, uids: Sequence[str]) -> set[str]:
 def _insert(tx: _Tx, record: RunRecord, owner_token: str | None = None) -> int | None:
     """Insert a checked record with its device rows; None when its uid is already stored."""
     provenance = record.provenance or Provenance(source=MEASURED)
+    now = files.utc_now()  # the server's clock: when the run arrived, whatever the run or its file claims
     rows = tx.run(
         "INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
-        "versions_json, payload_json, provenance_json, owner, source, sort_at, summary_json) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING RETURNING id",
+        "versions_json, payload_json, provenance_json, owner, source, sort_at, summary_json, stored_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING RETURNING id",
         (record.uid, record.kind, record.created_at, record.label, machine_label(record.machine),
          jsonio.dumps(record.machine), jsonio.dumps(record.settings), jsonio.dumps(record.versions),
          jsonio.dumps(record.result), jsonio.dumps(provenance), owner_hash(owner_token) if owner_token else None,
-         provenance.source, min(record.created_at, files.utc_now()), jsonio.dumps(summary_facts(record))),
+         provenance.source, min(record.created_at, now), jsonio.dumps(summary_facts(record)), now),
     )
     if not rows:
         return None
@@ -665,7 +688,7 @@ def _row_to_run(row: tuple) -> StoredRun | UnreadableRun:
 def _row_to_summary(row: tuple) -> RunSummary | None:
     """A listing row from its columns and stored summary; None when it has none, or one of another summary
     version or that cannot be read (it is derived: the run is read in full instead, and its summary rewritten)."""
-    run_id, kind, created_at, label, machine, source, owner, summary = row
+    run_id, kind, created_at, label, machine, source, owner, summary, stored_at = row
     if summary is None:
         return None
     try:
@@ -674,7 +697,7 @@ def _row_to_summary(row: tuple) -> RunSummary | None:
             return None
         return RunSummary(int(run_id), str(kind), str(created_at), str(label), str(machine),
                           tuple(str(d) for d in facts["devices"]), str(facts["headline"]), str(facts["load"]),
-                          str(source), str(facts["shown"]), owner)
+                          str(source), str(facts["shown"]), owner, str(stored_at or ""))
     except (DashboardError, KeyError, TypeError, ValueError):
         return None
 
