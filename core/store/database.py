@@ -30,7 +30,6 @@ from core.results.kinds import read_result
 from core.results.runs import IMPORTED, MEASURED, Provenance
 from core.store import url_redaction
 from core.store.access import COMMAND_LINE, INSTRUCTOR, Access, Owner, owner_hash
-from core.results.csvio import csv_text
 from core.results.kinds import Result
 from core.results.machine import Machine, read_machine
 from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun, machine_label,
@@ -581,26 +580,51 @@ class Store:
         return listing.runs[0]
 
     def export_json(self, run_ids: Sequence[int] | None = None) -> bytes:
-        """An export file (all runs, or the given ones, oldest first) that `import_json` reads back."""
-        return export_bytes(self._oldest_first(run_ids))
+        """An export file (all runs, or the given ones, oldest first) that `import_json` reads back, in memory:
+        for a few runs (a file of a whole board is written a batch at a time by core.store.export)."""
+        return self._export("json", run_ids)
 
     def export_csv(self, run_ids: Sequence[int] | None = None) -> bytes:
-        """The tidy table of the runs (one row per run and device and size, or per run and epoch)."""
-        from core.store.frames import tidy_frame
+        """The tidy table of the runs (one row per run and device and size, or per run and epoch), in memory."""
+        return self._export("csv", run_ids)
 
-        return csv_text(tidy_frame(self._oldest_first(run_ids))).encode()
+    def _export(self, fmt: str, run_ids: Sequence[int] | None) -> bytes:
+        import io
 
-    def _oldest_first(self, run_ids: Sequence[int] | None) -> list[StoredRun]:
-        if run_ids is None:
-            runs = self.list_runs()
-        else:  # in chunks: a page shows thousands of runs after a few "show more", past SQLite's parameter limit
+        from core.store.export import write_export
+
+        out = io.BytesIO()
+        write_export(self, out, fmt, run_ids)
+        return out.getvalue()
+
+    def export_order(self, run_ids: Sequence[int] | None = None,
+                     runs: RunFilter = RunFilter()) -> list[tuple[int, str, str]]:
+        """(id, created_at, kind) of the runs an export holds (`run_ids`, else all `runs` matches), oldest first:
+        three small columns, so a board of 10,000 runs is listed without reading a payload."""
+        chosen: list[Sequence[int] | None] = [None]
+        if run_ids is not None:  # in chunks: past SQLite's parameter limit, and a page may show thousands
             ids = list(run_ids)
-            runs = [r for start in range(0, len(ids), UID_CHUNK) for r in self.list_runs(run_ids=ids[start:start + UID_CHUNK])]
-        return sorted(runs, key=lambda r: (r.created_at, r.run_id))
+            chosen = [ids[start:start + UID_CHUNK] for start in range(0, len(ids), UID_CHUNK)]
+        found: dict[int, tuple[int, str, str]] = {}
+        with self._transaction(write=False) as tx:
+            for chunk in chosen:
+                if (query := _where(runs, chunk)) is None:
+                    continue
+                where, params = query
+                for run_id, created_at, kind in tx.run(f"SELECT r.id, r.created_at, r.kind FROM gvc_runs r "
+                                                       f"WHERE {where}", params):
+                    found[int(run_id)] = (int(run_id), str(created_at), str(kind))
+        return sorted(found.values(), key=lambda row: (row[1], row[0]))
 
-
-def export_bytes(runs: Sequence[StoredRun]) -> bytes:
-    return files.export_text([r.record for r in runs]).encode()
+    def runs_in_batches(self, run_ids: Sequence[int], batch: int) -> Iterator[list[StoredRun]]:
+        """The readable runs among `run_ids`, in that order, `batch` at a time (unreadable ones left out, as
+        `list_runs` leaves them): what an export holds in memory at once."""
+        ids = list(run_ids)
+        for start in range(0, len(ids), max(1, batch)):
+            chunk = ids[start:start + max(1, batch)]
+            read = {run.run_id: run for part in range(0, len(chunk), UID_CHUNK)
+                    for run in self.list_runs(run_ids=chunk[part:part + UID_CHUNK])}
+            yield [read[run_id] for run_id in chunk if run_id in read]
 
 
 def _run_key(run_id: Any) -> int:
