@@ -29,7 +29,8 @@ from core.results.runs import RunRecord
 from core.results.kinds import read_result
 from core.results.runs import IMPORTED, MEASURED, Provenance
 from core.store import url_redaction
-from core.store.access import COMMAND_LINE, INSTRUCTOR, Access, Owner, owner_hash
+from core.store.access import (COMMAND_LINE, INSTRUCTOR, OWNER_KEPT_DAYS, Access, Owner, owner_hash,
+                               token_shape)
 from core.results.kinds import Result
 from core.results.machine import Machine, read_machine
 from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun, machine_label,
@@ -265,10 +266,19 @@ def _add_stored_at(tx: _Tx) -> None:
                 tx.run("UPDATE gvc_runs SET stored_at = ? WHERE id = ?", (at, run_id))
 
 
+def _add_issued_owners(tx: _Tx) -> None:
+    """Schema 6: the owner tokens this server issued to browsers (their SHA-256, as `owner`), so a token a
+    browser hands back after a reload is taken only if the server made it (core.store.access.OWNER_COOKIE)."""
+    tx.run("""CREATE TABLE IF NOT EXISTS gvc_owners (
+        owner TEXT PRIMARY KEY,
+        issued_at TEXT NOT NULL)""")
+    tx.run("CREATE INDEX IF NOT EXISTS gvc_owners_issued ON gvc_owners(issued_at)")
+
+
 # MIGRATIONS[i] takes schema version i to i + 1, inside the same transaction that records it.
 # To change the schema, append a function; never edit one that has shipped.
 MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables, _add_provenance_and_owner, _add_summaries,
-                                           _add_session_saves, _add_stored_at]
+                                           _add_session_saves, _add_stored_at, _add_issued_owners]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -448,6 +458,25 @@ class Store:
             run_id = _insert(tx, record, owner.token)
         assert run_id is not None, "a fresh uuid cannot collide"
         return run_id
+
+    def issue_owner(self, token: str) -> None:
+        """Record that this server gave `token` to a browser (its hash only), so `issued_owner` takes it back after
+        a reload; tokens issued more than OWNER_KEPT_DAYS ago are forgotten meanwhile."""
+        since = (datetime.now(timezone.utc) - timedelta(days=OWNER_KEPT_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self._transaction() as tx:
+            tx.run("DELETE FROM gvc_owners WHERE issued_at < ?", (since,))
+            tx.run("INSERT INTO gvc_owners (owner, issued_at) VALUES (?, ?) ON CONFLICT (owner) DO NOTHING",
+                   (owner_hash(token), files.utc_now()))
+
+    def issued_owner(self, token: str) -> bool:
+        """Did this server issue `token` (within OWNER_KEPT_DAYS)? What a browser hands back is taken only then:
+        a token a student made up, or one from another server, is not, so nobody chooses their owner token."""
+        if not token_shape(token):
+            return False
+        since = (datetime.now(timezone.utc) - timedelta(days=OWNER_KEPT_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self._transaction(write=False) as tx:
+            return bool(tx.run("SELECT 1 FROM gvc_owners WHERE owner = ? AND issued_at >= ?",
+                               (owner_hash(token), since)))
 
     def delete(self, run_id: int, access: Access = INSTRUCTOR) -> None:
         """Delete one run, readable or not, if `access` allows it (the default, the command line's, does)."""
