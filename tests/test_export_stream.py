@@ -94,6 +94,9 @@ def test_the_pages_download_is_bounded_and_says_what_to_do_past_it(mixed, monkey
     for got in (f.data().decode() for f in board.exports(None, ids)):
         assert "more than this page builds" in got and "python -m core results export" in got
         assert len(got) < 1000
+    assert 500 < store.payload_chars(ids) < len(whole)
+    monkeypatch.setattr(database.Store, "list_runs", lambda *a, **k: pytest.fail("read a run"))
+    assert "more than this page builds" in board.exports(None, ids)[0].data().decode(), "known before reading"
 
 
 def test_an_export_too_big_to_import_again_says_so(mixed, tmp_path, capsys, monkeypatch):

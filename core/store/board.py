@@ -165,7 +165,10 @@ def exports(url: str | None, run_ids: Sequence[int]) -> list[Export]:
         def data() -> bytes:
             out = io.BytesIO()
             try:
-                write_export(open_store(url), out, fmt, ids, limit_bytes=PAGE_EXPORT_BYTES)
+                store = open_store(url)
+                if fmt == "json" and store.payload_chars(ids) > PAGE_EXPORT_BYTES:  # certain before any run is read
+                    return too_big_text(len(ids), fmt).encode()
+                write_export(store, out, fmt, ids, limit_bytes=PAGE_EXPORT_BYTES)
             except ExportTooBig:
                 return too_big_text(len(ids), fmt).encode()
             except DashboardError as exc:

@@ -645,6 +645,18 @@ class Store:
                     found[int(run_id)] = (int(run_id), str(created_at), str(kind))
         return sorted(found.values(), key=lambda row: (row[1], row[0]))
 
+    def payload_chars(self, run_ids: Sequence[int]) -> int:
+        """The characters of the chosen runs' stored payloads: less than their JSON export, known from one query
+        per UID_CHUNK ids, so a download certain to be too big is refused before any run is read."""
+        ids, total = list(run_ids), 0
+        with self._transaction(write=False) as tx:
+            for start in range(0, len(ids), UID_CHUNK):
+                if (query := _where(RunFilter(), ids[start:start + UID_CHUNK])) is not None:
+                    where, params = query
+                    total += int(tx.run(f"SELECT COALESCE(SUM(LENGTH(r.payload_json)), 0) FROM gvc_runs r "
+                                        f"WHERE {where}", params)[0][0])
+        return total
+
     def runs_in_batches(self, run_ids: Sequence[int], batch: int) -> Iterator[list[StoredRun]]:
         """The readable runs among `run_ids`, in that order, `batch` at a time (unreadable ones left out, as
         `list_runs` leaves them): what an export holds in memory at once."""
