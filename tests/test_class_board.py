@@ -125,6 +125,26 @@ def test_an_imported_run_says_so_and_arrives_by_the_servers_clock():
     assert refresh(store).runs[1].created_at == "2020-01-01T03:33:00Z", "the claim is kept, only not shown as arrival"
 
 
+def test_an_imported_runs_measurement_is_drawn_open_and_counted_in_the_legend():
+    store = open_store()
+    found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
+    save_payload(store, "matmul", _matmul(crossover=found))
+    store.import_json(json.dumps(as_saved("matmul", _matmul(crossover=found))).encode(), file="x.json")
+    save_payload(store, "train", _train("cpu", 4.0), machine=LAB)
+    gpu = {"uid": "gpu-run", "kind": "train", "created_at": "2025-01-01T00:00:00Z", "label": "", "machine": LAB,
+           "settings": {}, "versions": {}, "payload": as_saved("train", _train("cuda:0", 0.5))}
+    store.import_json(json.dumps(gpu).encode(), file="y.json")
+    board = refresh(store)
+    spread = crossover_spread(board)
+    assert spread.measured_imported == [True, False]
+    fig = spread_figure(spread, title="t", x_title="n")
+    measured = next(t for t in fig.data if t.name.startswith("measured ("))
+    assert list(measured.marker.symbol) == ["diamond-open", "diamond"]
+    assert fig.data[-1].name == "1 of them imported (open)"
+    assert epoch_spread(board).measured_imported == [True, False]
+    assert speedup_spread(board).measured_imported == [True], "a speed-up from an imported GPU run is imported"
+
+
 def test_an_older_board_gets_arrival_times_from_what_it_recorded(tmp_path):
     """Schema 5: a measured run's own time was the server's at its save; an imported one's, its provenance's."""
     from core.store import database

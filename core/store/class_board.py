@@ -178,6 +178,7 @@ class Spread:
     none_guessed: int = 0  # "no crossover" guesses
     none_measured: int = 0  # runs that found no crossover (or, for speed-ups, could not tell)
     measured_presets: list[str] = field(default_factory=list)  # training: each measurement's preset, for the legend
+    measured_imported: list[bool] = field(default_factory=list)  # each measurement: from an imported run (drawn open)
 
     @property
     def empty(self) -> bool:
@@ -191,7 +192,7 @@ class Spread:
 def crossover_spread(board: ClassBoard) -> Spread:
     """Crossover guesses (n) against the crossovers the class's sweeps measured: each sweep's
     `headline_crossover`, the one the race page shows first and Results lists."""
-    guessed, measured, intervals, none_g, none_m = [], [], [], 0, 0
+    guessed, measured, intervals, none_g, none_m, imported = [], [], [], 0, 0, []
     for run in board.full:
         sweep = run.result
         if not isinstance(sweep, MatmulSweep):
@@ -205,9 +206,10 @@ def crossover_spread(board: ClassBoard) -> Spread:
             none_m += 1
         elif c.call == "found" and (n := c.n or c.n_high) is not None:
             measured.append(float(n))
+            imported.append(run.imported)
             if c.n_high is not None:
                 intervals.append((float(c.n_low or c.n_high / 2), float(c.n_high)))
-    return Spread(guessed, measured, intervals, none_g, none_m)
+    return Spread(guessed, measured, intervals, none_g, none_m, measured_imported=imported)
 
 
 def _epoch_median(run: TrainRun) -> float | None:
@@ -219,7 +221,7 @@ def speedup_spread(board: ClassBoard) -> Spread:
     """The GPU's speed-up: guesses against each machine's measured CPU over GPU seconds per epoch
     (the newest CPU and GPU runs of one preset on one machine, as a race saves them)."""
     guessed: list[float] = []
-    newest: dict[tuple[str, str | None, bool], float] = {}  # (machine, preset, on a GPU) -> seconds per epoch
+    newest: dict[tuple[str, str | None, bool], tuple[float, bool]] = {}  # (machine, preset, GPU) -> (s/epoch, imported)
     for run in board.full:  # newest first: the first seen is kept
         train = run.result
         if not isinstance(train, TrainRun):
@@ -228,15 +230,16 @@ def speedup_spread(board: ClassBoard) -> Spread:
             guessed.append(train.guess.value)
         seconds = _epoch_median(train)
         if seconds:
-            newest.setdefault((run.machine_label, train.preset, train.device != "cpu"), seconds)
-    pairs = [(cpu / newest[(m, p, True)], preset_title(p)) for (m, p, gpu), cpu in newest.items()
-             if not gpu and (m, p, True) in newest]
-    return Spread(guessed, [s for s, _ in pairs], measured_presets=[p for _, p in pairs])
+            newest.setdefault((run.machine_label, train.preset, train.device != "cpu"), (seconds, run.imported))
+    pairs = [(cpu / newest[(m, p, True)][0], preset_title(p), imported or newest[(m, p, True)][1])
+             for (m, p, gpu), (cpu, imported) in newest.items() if not gpu and (m, p, True) in newest]
+    return Spread(guessed, [s for s, _, _ in pairs], measured_presets=[p for _, p, _ in pairs],
+                  measured_imported=[i for _, _, i in pairs])
 
 
 def epoch_spread(board: ClassBoard) -> Spread:
     """Seconds per epoch: guesses against every training run's median epoch."""
-    guessed, measured, presets = [], [], []
+    guessed, measured, presets, imported = [], [], [], []
     for run in board.full:
         train = run.result
         if not isinstance(train, TrainRun):
@@ -246,7 +249,8 @@ def epoch_spread(board: ClassBoard) -> Spread:
         if (seconds := _epoch_median(train)) is not None:
             measured.append(seconds)
             presets.append(preset_title(train.preset))
-    return Spread(guessed, measured, measured_presets=presets)
+            imported.append(run.imported)
+    return Spread(guessed, measured, measured_presets=presets, measured_imported=imported)
 
 
 @dataclass(frozen=True)
