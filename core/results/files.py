@@ -122,8 +122,9 @@ def decode_json_bytes(data: bytes) -> Any:
         raise too_big(None if len(data) == MAX_IMPORT_BYTES + 1 else len(data))
     if not data.strip():
         raise DashboardError(f"the file is empty; {WHAT_TO_IMPORT}")
+    text = _decode_text(data)  # its message says what to choose already
     try:
-        return jsonio.loads(_decode_text(data))
+        return jsonio.loads(text)
     except DashboardError as exc:
         raise DashboardError(f"{exc}; {WHAT_TO_IMPORT}") from None
 
