@@ -25,6 +25,7 @@ import psutil
 
 from core.errors import DashboardError
 from core.matmul.rank_worker import RanksConfig, check_config
+from core.matmul.ranks import oversubscription
 from core.platform import torchrun
 from core.platform.device_lock import JobCancelled
 from core.platform.devices import cuda_count
@@ -53,6 +54,17 @@ def rank_devices(config: RanksConfig, ranks: int, gpus: int) -> list[str]:
         raise DashboardError(f"--ranks {ranks} CPU ranks is more than twice this machine's {usable_cores()} usable "
                              f"cores; use at most {most}: more processes only take turns on the same cores")
     return ["cpu"]
+
+
+def crowding(config: RanksConfig, ranks: int, gpus: int) -> str | None:
+    """What to say before a run whose CPU ranks would outnumber this machine's usable cores with their threads
+    (allowed, as Why parallel's processes are, but such a run names no straggler: core.matmul.ranks); None when
+    they fit, or the ranks are on GPUs."""
+    if ranks < 2 or rank_devices(config, ranks, gpus) != ["cpu"]:
+        return None
+    cores = usable_cores()
+    threads = config.threads or max(1, cores // ranks)
+    return oversubscription(ranks, threads * ranks, cores) if threads * ranks > cores else None
 
 
 def check_fits(config: RanksConfig, ranks: int, devices: list[str]) -> None:

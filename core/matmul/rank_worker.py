@@ -235,6 +235,7 @@ def _sweep(rank: _Rank, config: RanksConfig, report: Callable[[str, int, int], N
     dist.barrier()
     return RankRecord(rank=rank.env.rank, hostname=rank.host, device=device_key(rank.device),
                       device_name=device_name(rank.device, rank.threads), threads=rank.threads,
+                      cores=rank.cores if rank.device.type == "cpu" else None,
                       together=tuple(together), alone=tuple(alone))
 
 
