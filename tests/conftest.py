@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -40,13 +42,15 @@ class GpuModel:
     clock_rate: int  # kHz, as CUDA reports the boost clock
     has_bf16: bool  # native bfloat16 matmuls (compute capability 8.0 and newer)
     has_tf32: bool  # TF32 tensor cores (compute capability 8.0 and newer)
+    power_cap_w: float = 400.0  # the board's default power limit (T4 70 W, A100 SXM4 400 W, H100 SXM5 700 W)
 
 
 GPU_MODELS = {
-    "T4": GpuModel("Tesla T4", 7, 5, 15 * GIB, 40, 1_590_000, has_bf16=False, has_tf32=False),
+    "T4": GpuModel("Tesla T4", 7, 5, 15 * GIB, 40, 1_590_000, has_bf16=False, has_tf32=False, power_cap_w=70.0),
     "A100-40GB": GpuModel("NVIDIA A100-SXM4-40GB", 8, 0, 40 * GIB, 108, 1_410_000, has_bf16=True, has_tf32=True),
     "A100-80GB": GpuModel("NVIDIA A100-SXM4-80GB", 8, 0, 80 * GIB, 108, 1_410_000, has_bf16=True, has_tf32=True),
-    "H100": GpuModel("NVIDIA H100 80GB HBM3", 9, 0, 80 * GIB, 132, 1_980_000, has_bf16=True, has_tf32=True),
+    "H100": GpuModel("NVIDIA H100 80GB HBM3", 9, 0, 80 * GIB, 132, 1_980_000, has_bf16=True, has_tf32=True,
+                     power_cap_w=700.0),
 }
 
 
@@ -80,6 +84,16 @@ class FakeCuda:
         self.contexts: set[int] = set()  # devices on which this process created a CUDA context (mem_get_info,
         # synchronize do)
         self.child_contexts: set[int] = set()  # contexts another process (a rank, a worker) opened
+        self.load_w: dict[int, float] = {}  # by CUDA index: the watts the work running now would draw uncapped
+
+    @contextmanager
+    def running(self, watts: float, index: int = 0) -> Iterator[None]:
+        """Work runs on GPU `index` while inside, wanting `watts` (the fake NVML caps it at the board's limit)."""
+        self.load_w[index] = watts
+        try:
+            yield
+        finally:
+            self.load_w.pop(index, None)
 
     def _maybe_fail(self, what: str) -> None:
         if self.sticky_error is not None:
@@ -141,7 +155,12 @@ def install_fake_cuda(monkeypatch, fake: FakeCuda, *, nvml: bool = True) -> Fake
 class FakeGpuNvml(ModuleType):
     """pynvml for a FakeCuda: its GPUs by NVML's own numbering (PCI order) and UUID, their free memory.
 
-    NVML creates no CUDA context; the handles a test's code looked up are in `handles`."""
+    NVML creates no CUDA context; the handles a test's code looked up are in `handles`.
+    Its sensors follow the work (FakeCuda.running): idle, the GPU shows only the idle bit and its full clock; under
+    load it draws what the work wants up to its power cap, and at the cap sets `sw_power_cap` and lowers its clock
+    in proportion; a GPU in `thermal` also slows for heat (`sw_thermal`, 60 % of its clock) while work runs."""
+
+    IDLE, POWER_CAP, SW_THERMAL = 0x1, 0x4, 0x20  # nvmlClocksEventReasons bits
 
     def __init__(self, cuda: FakeCuda, nvml_uuids: list[str]) -> None:
         super().__init__("pynvml")
@@ -149,6 +168,28 @@ class FakeGpuNvml(ModuleType):
         self.handles: list[tuple[str, object]] = []
         self.free: dict[str, int] = {}  # by UUID, where a test sets it; else the FakeCuda's `free` as it is now
         self.sm_mhz: dict[str, int] = {u: 1410 for u in nvml_uuids}  # the SM clock, by UUID
+        self.thermal: set[str] = set()  # UUIDs of GPUs that slow down for heat while work runs
+        model = cuda.model
+        self.power_cap_w = model.power_cap_w if model is not None else 400.0
+        if model is not None:
+            self.sm_mhz = {u: model.clock_rate // 1000 for u in nvml_uuids}
+
+    def _load_w(self, handle) -> float:
+        """What the work on this GPU wants now (0 idle), found by the CUDA index its UUID has."""
+        order = self.cuda.uuids or self.nvml_uuids
+        return self.cuda.load_w.get(order.index(handle), 0.0) if handle in order else 0.0
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle) -> int:
+        load = self._load_w(handle)
+        if not load:
+            return self.IDLE
+        return (self.POWER_CAP if load >= self.power_cap_w else 0) | (self.SW_THERMAL if handle in self.thermal else 0)
+
+    def nvmlDeviceGetPowerUsage(self, handle) -> int:
+        return int(1000 * (min(self._load_w(handle), self.power_cap_w) or 0.3 * self.power_cap_w))  # milliwatts
+
+    def nvmlDeviceGetTemperature(self, handle, sensor) -> int:
+        return 40 if not self._load_w(handle) else 90 if handle in self.thermal else 70
 
     def nvmlInit(self) -> None:
         pass
@@ -164,7 +205,10 @@ class FakeGpuNvml(ModuleType):
         return self.nvml_uuids[index]
 
     def nvmlDeviceGetClockInfo(self, handle, kind):
-        return self.sm_mhz[handle]
+        load, clock = self._load_w(handle), self.sm_mhz[handle]
+        if load:
+            clock = int(clock * min(1.0, self.power_cap_w / load) * (0.6 if handle in self.thermal else 1.0))
+        return clock
 
     def nvmlDeviceGetMemoryInfo(self, handle):
         if "nvml_memory" in self.cuda.fail:
