@@ -43,14 +43,16 @@ class GpuModel:
     has_bf16: bool  # native bfloat16 matmuls (compute capability 8.0 and newer)
     has_tf32: bool  # TF32 tensor cores (compute capability 8.0 and newer)
     power_cap_w: float = 400.0  # the board's default power limit (T4 70 W, A100 SXM4 400 W, H100 SXM5 700 W)
+    l2_bytes: int = 40 * 2**20  # L2_cache_size (T4 4 MB, A100 40 MB, H100 50 MB)
 
 
 GPU_MODELS = {
-    "T4": GpuModel("Tesla T4", 7, 5, 15 * GIB, 40, 1_590_000, has_bf16=False, has_tf32=False, power_cap_w=70.0),
+    "T4": GpuModel("Tesla T4", 7, 5, 15 * GIB, 40, 1_590_000, has_bf16=False, has_tf32=False, power_cap_w=70.0,
+                  l2_bytes=4 * 2**20),
     "A100-40GB": GpuModel("NVIDIA A100-SXM4-40GB", 8, 0, 40 * GIB, 108, 1_410_000, has_bf16=True, has_tf32=True),
     "A100-80GB": GpuModel("NVIDIA A100-SXM4-80GB", 8, 0, 80 * GIB, 108, 1_410_000, has_bf16=True, has_tf32=True),
     "H100": GpuModel("NVIDIA H100 80GB HBM3", 9, 0, 80 * GIB, 132, 1_980_000, has_bf16=True, has_tf32=True,
-                     power_cap_w=700.0),
+                     power_cap_w=700.0, l2_bytes=50 * 2**20),
 }
 
 
@@ -76,7 +78,7 @@ class FakeCuda:
         else:
             self.props = SimpleNamespace(name=model.name, total_memory=model.total_memory, major=model.major,
                                          minor=model.minor, multi_processor_count=model.multi_processor_count,
-                                         clock_rate=model.clock_rate)
+                                         clock_rate=model.clock_rate, L2_cache_size=model.l2_bytes)
         self.free = int(self.props.total_memory * 3 // 4)
         self.fail: set[str] = set()  # names of queries that should raise
         self.pending_error: str | None = None  # queued by a kernel, raised at the next synchronize
@@ -85,6 +87,18 @@ class FakeCuda:
         # synchronize do)
         self.child_contexts: set[int] = set()  # contexts another process (a rank, a worker) opened
         self.load_w: dict[int, float] = {}  # by CUDA index: the watts the work running now would draw uncapped
+        self.gpu_s = 0.0  # the GPU's own timeline, which CUDA events stamp; a test's "kernels" advance it (`work`)
+
+    def work(self, seconds: float) -> None:
+        """A kernel of `seconds` runs on the GPU: its timeline moves on (the host's clock does not)."""
+        self.events.append("kernel")
+        self.gpu_s += seconds
+
+    def Event(self, enable_timing: bool = False, **_: object) -> FakeEvent:
+        return FakeEvent(self, enable_timing)
+
+    def current_stream(self, device=None) -> SimpleNamespace:
+        return SimpleNamespace(device=device)
 
     @contextmanager
     def running(self, watts: float, index: int = 0) -> Iterator[None]:
@@ -142,9 +156,31 @@ class FakeCuda:
         self._maybe_fail("synchronize")
 
 
+class FakeEvent:
+    """torch.cuda.Event on a FakeCuda: `record` stamps the GPU's timeline (FakeCuda.gpu_s) and is logged in its
+    `events` ("record"), as is `synchronize` ("event sync")."""
+
+    def __init__(self, cuda: FakeCuda, enable_timing: bool) -> None:
+        self.cuda, self.enable_timing, self.at = cuda, enable_timing, None
+
+    def record(self, stream=None) -> None:
+        self.cuda._maybe_fail("event")
+        self.cuda.events.append("record")
+        self.at = self.cuda.gpu_s
+
+    def synchronize(self) -> None:
+        self.cuda.events.append("event sync")
+        self.cuda._maybe_fail("event")
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        assert self.enable_timing and end.enable_timing and self.at is not None and end.at is not None
+        return (end.at - self.at) * 1e3  # milliseconds, as CUDA's
+
+
 def install_fake_cuda(monkeypatch, fake: FakeCuda, *, nvml: bool = True) -> FakeCuda:
     """Stand `fake` in for torch.cuda; with NVML for it (as a machine with NVIDIA's driver has) unless `nvml` is False."""
-    for name in ("is_available", "device_count", "get_device_properties", "mem_get_info", "synchronize"):
+    for name in ("is_available", "device_count", "get_device_properties", "mem_get_info", "synchronize", "Event",
+                 "current_stream"):
         monkeypatch.setattr(torch.cuda, name, getattr(fake, name))
     monkeypatch.setattr(torch._C, "_cuda_hasPrimaryContext", fake.has_primary_context, raising=False)
     nvml_ids = fake.uuids or [f"fake-{i}" for i in range(fake.count)]

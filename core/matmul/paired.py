@@ -30,7 +30,8 @@ neither the slowdown nor the clock of the work); a size the GPU was slowed durin
 one it ran at its power cap says so.
 
 With cold caches (options.cache, core.platform.cache) every block is one call, each preceded by
-its device's flush outside the clock; the flushes' cost counts against the size's budget.
+its device's flush outside the clock (timing.time_after_flush: a GPU's call timed by CUDA events
+recorded after the flush, not by the host clock); the flushes' cost counts against the size's budget.
 """
 
 from __future__ import annotations
@@ -127,12 +128,15 @@ class _Contender:
     def block(self, calls: int) -> float:
         with timing.torch_threads(self.cpu_threads) as threads, engine.tf32_matmul(self.tf32_setting) as tf32:
             self.threads, self.tf32 = threads, tf32
-            if self.flush is not None:
-                self.flush()  # before time_block's first clock read (which waits for it on a GPU)
             if self.sampler is None:
-                return timing.time_block(engine.product(self.ops), calls, self.device)
+                return self._timed(calls)
             with self.sampler.working():
-                return timing.time_block(engine.product(self.ops), calls, self.device)
+                return self._timed(calls)
+
+    def _timed(self, calls: int) -> float:
+        if self.flush is not None:  # cold: one call, the flush before it never timed (CUDA events on a GPU)
+            return timing.time_after_flush(engine.product(self.ops), self.device, self.flush)
+        return timing.time_block(engine.product(self.ops), calls, self.device)
 
 
 def _contenders(series: Sequence[Series], n: int, options: MatmulOptions) -> list[_Contender]:
