@@ -25,10 +25,22 @@ def test_the_sweep_planner_plans_tf32_and_bfloat16_only_where_the_gpu_has_them(a
         assert any("bfloat16 is not supported on cuda:0" in n for n in plan.notes)
 
 
-def test_tf32_alone_on_a_t4_times_plain_float32(gpu_model):
+def test_tf32_alone_on_a_t4_times_plain_float32_and_says_so(gpu_model):
     gpu_model("T4")
     plan = plan_series(SweepConfig(devices=("cuda",), tf32=(True,)))
     assert [(s.label, s.tf32) for s in plan.series] == [("cuda:0 float32 TF32 off", False)]
+    assert any(n.startswith("TF32 on: cuda:0 has no TF32 tensor cores") for n in plan.notes)  # not silently (issue 33)
+
+
+@pytest.mark.parametrize("name", list(GPU_MODELS))
+def test_the_tf32_choice_is_offered_only_where_it_changes_something(gpu_model, name):
+    from core.matmul.sweep import tf32_unavailable
+
+    model = gpu_model(name).model
+    reason = tf32_unavailable(["cuda:0", "cpu"])
+    assert (reason is None) == model.has_tf32
+    assert reason is None or "cuda:0 has no TF32 tensor cores" in reason
+    assert "no CUDA GPU is among the devices" in tf32_unavailable(["cpu"])
 
 
 def test_the_notebook_plan_on_each_gpu(any_gpu):

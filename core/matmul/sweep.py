@@ -77,6 +77,17 @@ def tf32_settings(choice: str) -> tuple[bool, ...]:
         raise DashboardError(f"TF32 must be one of {', '.join(TF32_CHOICES)}, not {choice!r}") from None
 
 
+def tf32_unavailable(devices: Sequence[str]) -> str | None:
+    """Why the TF32 choice would change nothing for these devices (the page disables it with this), else None."""
+    gpus = [device_key(resolve_device(d)) for d in devices if d.startswith("cuda")]
+    if not gpus:
+        return "only CUDA float32 uses TF32, and no CUDA GPU is among the devices"
+    if not any(has_tf32(torch.device(g)) for g in gpus):
+        return (f"{', '.join(gpus)} {'has' if len(gpus) == 1 else 'have'} no TF32 tensor cores (compute capability "
+                "8.0 and newer have them): float32 is timed with TF32 off")
+    return None
+
+
 def thread_choices() -> list[int]:
     """CPU thread counts a user may compare: 1 to the logical core count."""
     return list(range(1, (os.cpu_count() or 1) + 1))
@@ -208,6 +219,8 @@ def plan_series(config: SweepConfig, load: MachineLoad | None = None) -> Plan:
                     series.append(Series(name, dtype, threads=count))
             elif device.type == "cuda" and dtype == "float32":
                 series += [Series(name, dtype, tf32=t) for t in dict.fromkeys(t and has_tf32(device) for t in config.tf32)]
+                if True in config.tf32 and not has_tf32(device):
+                    notes.append(f"TF32 on: {tf32_unavailable([name])}; no TF32-on series there")
             else:
                 series.append(Series(name, dtype))
     if load is not None and None in config.threads and "cpu" in devices:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from core.matmul.sweep import (
     TF32_CHOICES, SweepConfig, default_race_threads, dtype_choices, log_sizes, size_choices, tf32_settings,
-    thread_choices,
+    tf32_unavailable, thread_choices,
 )
 from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import NEEDS_GPU, available_devices
@@ -87,10 +87,11 @@ def sweep_form(gpu_here: bool) -> SweepForm:
         budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget",
                                   help="Per size and series. A size whose series cannot yet be told apart samples "
                                        "on, up to twice this.")
+        no_tf32 = tf32_unavailable(devices)
         tf32 = st.radio("TF32 for CUDA float32", list(TF32_CHOICES), horizontal=True, key="mm_tf32",
-                        disabled=not any(d.startswith("cuda") for d in devices),
-                        help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it, so it is off "
-                             "unless a CUDA GPU is among the devices.")
+                        disabled=no_tf32 is not None,
+                        help="TF32 tensor cores: faster, less exact." + (f" Off here: {no_tf32}." if no_tf32 else ""))
+        tf32 = "off" if no_tf32 else tf32
         unsynced = st.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced", disabled=not gpu_here,
                                help="the classic bug: reading the clock without synchronizing. "
                                     + ("" if gpu_here else f"It {NEEDS_GPU}: on a CPU nothing is asynchronous."))
