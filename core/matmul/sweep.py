@@ -25,6 +25,7 @@ import torch
 from core.matmul import verdict
 from core.matmul.crossover import comparisons, sweep_crossovers, sweep_verdicts
 from core.matmul.paired import time_interleaved
+from core.matmul.round_memory import round_refusals
 from core.platform.cache import check_cache
 from core.platform.devices import device_key, resolve_device
 from core.errors import DashboardError
@@ -463,6 +464,10 @@ def run_sweep(config: SweepConfig, hooks: JobHooks | None = None) -> MatmulSweep
                 else:
                     skipped.append(skip)
                     emit("skipped", s, n, skipped=skip)
+            for s, message in round_refusals(ready, n, config.options).items():  # held together in the round
+                ready.remove(s)
+                skipped.append(skipped_size(s, n, "memory", message))
+                emit("skipped", s, n, skipped=skipped[-1])
             if not ready:
                 continue
             try:
