@@ -69,6 +69,28 @@ def test_cublas_allocation_failures_are_out_of_memory():
     assert not engine.is_out_of_memory(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED"))
 
 
+def test_cublas_not_initialized_after_a_sticky_error_names_the_dead_context(gpu_model, monkeypatch):
+    """Issue 33: after a device-side assert cuBLAS cannot create its handle either; read as out of memory, every
+    later size said "choose a smaller size" while the context was dead."""
+    from core.platform.devices import DeadContext
+
+    fake = gpu_model("T4")
+    monkeypatch.setattr(engine, "release_device_memory", lambda device: None)
+    text = "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
+
+    def fails() -> None:
+        raise RuntimeError(text)
+    torch.cuda.synchronize(CUDA)  # the process computes on the GPU: it has a context there
+    with pytest.raises(engine.RanOutOfMemory):  # a full GPU: out of memory, as before
+        engine._releasing_on_oom(fails, CUDA, "n=8192 float32")
+    fake.raise_later()
+    with pytest.raises(RuntimeError, match="device-side assert"):
+        torch.cuda.synchronize(CUDA)
+    with pytest.raises(DeadContext, match=r"cuda:0 was broken by an earlier error \(CUDA error: device-side assert"
+                                          r" triggered\).*not a lack of memory. Restart"):
+        engine._releasing_on_oom(fails, CUDA, "n=8192 float32")
+
+
 def test_a_cublas_allocation_failure_skips_the_size(gpu_model, monkeypatch):
     gpu_model("T4")
     released = []

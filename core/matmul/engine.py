@@ -25,7 +25,7 @@ import torch
 
 from core.platform import timing
 from core.platform.cache import cache_flush, flush_bytes
-from core.platform.devices import device_key, is_async, resolve_device, synchronize
+from core.platform.devices import dead_context, device_key, is_async, resolve_device, synchronize
 from core.errors import DashboardError
 from core.platform.memory import free_device_bytes, release_device_memory
 from core.platform.precision import tf32_state
@@ -375,6 +375,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
     if isinstance(exc, OutOfMemoryError):
         return True
     text = str(exc).lower()
+    if isinstance(exc, RuntimeError) and "cublas_status" in text and (dead := dead_context(exc)) is not None:
+        raise dead from exc  # a context broken by an earlier error: not a lack of memory (issue 33)
     return isinstance(exc, RuntimeError) and any(t in text for t in OUT_OF_MEMORY_TEXTS)
 
 
