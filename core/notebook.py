@@ -260,7 +260,8 @@ class NotebookRuns:
             if run.settings.get(STEP_KEY) == step:
                 self.store.delete(run.run_id)
         results = [read_result(kind, payload) for payload in payloads]
-        return [self.store.save(replace(r, settings={**r.settings, STEP_KEY: step}), label=self.label, owner=Owner(source=NOTEBOOK))
+        return [self.store.save(replace(r, settings={**r.settings, STEP_KEY: step}), label=self.label,
+                                owner=Owner(source=NOTEBOOK))
                 for r in results]
 
     def keep_report(self, report: Report, name: str = "selfcheck.json") -> Path:

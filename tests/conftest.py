@@ -67,7 +67,8 @@ class FakeCuda:
     def __init__(self, count: int = 1, model: GpuModel | None = None, *, uuids: list[str] | None = None,
                  exclusive_process: bool = False) -> None:
         self.count = count
-        self.uuids = uuids  # per visible index, as torch's props.uuid prints: a permuted list plays CUDA_VISIBLE_DEVICES
+        # per visible index, as torch's props.uuid prints: a permuted list plays CUDA_VISIBLE_DEVICES
+        self.uuids = uuids
         self.exclusive_process = exclusive_process  # compute mode EXCLUSIVE_PROCESS: one process's context per GPU
         self.model = model
         self.events: list[str] = []  # e.g. ["sync", "clock", ...] when a test also fakes the clock
@@ -178,7 +179,8 @@ class FakeEvent:
 
 
 def install_fake_cuda(monkeypatch, fake: FakeCuda, *, nvml: bool = True) -> FakeCuda:
-    """Stand `fake` in for torch.cuda; with NVML for it (as a machine with NVIDIA's driver has) unless `nvml` is False."""
+    """Stand `fake` in for torch.cuda; with NVML for it (as a machine with NVIDIA's driver has) unless `nvml` is
+    False."""
     for name in ("is_available", "device_count", "get_device_properties", "mem_get_info", "synchronize", "Event",
                  "current_stream"):
         monkeypatch.setattr(torch.cuda, name, getattr(fake, name))

@@ -8,8 +8,8 @@ the same step and ends with the same weights; a global batch of B rows over K wo
 one-process run's batch of B up to the order in which floats are summed. The loop is core.classifier.
 fit's, with this module's batch plan (`Shard`). The all-reduce is timed in a DDP communication hook that
 launches it asynchronously, as DDP's own `allreduce_hook` does, so backward goes on beside it: the scaling
-chart shows the time an all-reduce was in flight, part of which DDP hides behind backward. Metrics are summed across workers; only
-rank 0 prints (one `EVENT_PREFIX` JSON line per event, which the launching job reads through
+chart shows the time an all-reduce was in flight, part of which DDP hides behind backward. Metrics are
+summed across workers; only rank 0 prints (one `EVENT_PREFIX` JSON line per event, which the launching job reads through
 core.platform.torchrun) and saves.
 
 Run as `python -m core.classifier.distributed --data ... --config JSON` under torchrun, which sets
