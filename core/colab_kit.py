@@ -24,7 +24,7 @@ PACKAGE = ROOT / "core"
 NOTEBOOK = ROOT / "notebooks" / "colab.ipynb"
 PYPROJECT = ROOT / "pyproject.toml"
 WHEEL_TAG = "py3-none-any"  # pure Python: the same wheel installs on Colab's Linux and anywhere else
-SKIPPED_PARTS = ("__pycache__",)
+ASSETS: tuple[str, ...] = ()  # non-Python files the package needs at run time, relative to core/ (none yet)
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,38 @@ def _digest(data: bytes) -> str:
 
 
 def package_files() -> list[Path]:
-    """The package's files as the wheel ships them: every file under core/ but compiled caches."""
-    return sorted(f for f in PACKAGE.rglob("*") if f.is_file() and not set(f.parts) & set(SKIPPED_PARTS)
-                  and f.suffix != ".pyc")
+    """The files the wheel ships: the package's modules and its listed ASSETS, nothing else.
+
+    By rule, not by what lies under core/ (a `core/.env`, a results.sqlite3, editor swap files and
+    .mypy_cache/ all went into the wheel every browser can download, issue 30): `.py` files whose every
+    part is a Python name, in folders that are packages (an `__init__.py`), no dotfiles. In a git checkout,
+    only those git tracks too (a stray untracked module stays home); a pip-installed copy has no git and
+    the rule alone applies.
+    """
+    chosen = [f for f in PACKAGE.rglob("*.py") if _is_module(f)] + [PACKAGE / a for a in ASSETS]
+    tracked = _git_tracked()
+    return sorted(f for f in chosen if f.is_file() and (tracked is None or f.relative_to(ROOT).as_posix() in tracked))
+
+
+def _is_module(path: Path) -> bool:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    folders = [ROOT.joinpath(*parts[:i]) for i in range(1, len(parts))]
+    return (path.suffix == ".py" and all(p.isidentifier() for p in parts)
+            and all((folder / "__init__.py").is_file() for folder in folders))
+
+
+def _git_tracked() -> set[str] | None:
+    """The paths under core/ that git tracks, or None where this is no git checkout (a pip-installed copy)."""
+    import subprocess
+
+    if not (ROOT / ".git").exists():
+        return None
+    try:
+        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--", "core"], capture_output=True,
+                                timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {name for name in listed.decode(errors="replace").split("\0") if name}
 
 
 def build_wheel(out: Path) -> Path:
@@ -102,11 +131,18 @@ def build_wheel(out: Path) -> Path:
 def write_kit(out: Path) -> Kit:
     """colab.ipynb and the wheel in `out`: upload both to Colab (the notebook, then the wheel in its Files panel)."""
     if not NOTEBOOK.is_file():
-        raise DashboardError(f"the Colab notebook {NOTEBOOK} is missing: the kit is built from a checkout of this project")
-    out.mkdir(parents=True, exist_ok=True)
+        raise DashboardError(f"the Colab notebook {NOTEBOOK} is missing: "
+                             "the kit is built from a checkout of this project")
+    from core.platform.paths import output_folder  # platformdirs: a --no-deps install still imports this module
+
+    out = output_folder(out, "--out")  # before any work: a file, /proc, a read-only folder is one line
     notebook = out / NOTEBOOK.name
-    shutil.copyfile(NOTEBOOK, notebook)
-    return Kit(notebook=notebook, wheel=build_wheel(out))
+    try:
+        shutil.copyfile(NOTEBOOK, notebook)
+        return Kit(notebook=notebook, wheel=build_wheel(out))
+    except OSError as exc:  # the disk filled, or the folder changed under us
+        raise DashboardError(f"cannot write the Colab kit to {out} ({exc.strerror or type(exc).__name__}); "
+                             "give --out a writable folder with room") from None
 
 
 def kit_downloads() -> list[tuple[str, bytes]]:

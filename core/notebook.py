@@ -196,11 +196,12 @@ def selfcheck(plan: Plan, hooks: JobHooks | None = None) -> Report:
 def verdict(report: Report) -> str:
     """One line: can this machine's timings be trusted, and what was not checked."""
     counts = {s: sum(o.status == s for o in report.outcomes) for s in (PASS, FAIL, SKIP)}
-    head = "timings here can be trusted" if report.passed else "do not trust these timings yet"
+    head = report.headline
     failed = [o.name for o in report.outcomes if o.status == FAIL]
     tail = f"; failed: {', '.join(failed)}" if failed else ""
     skipped = f", {counts[SKIP]} skipped (they need a CUDA GPU)" if counts[SKIP] else ""
-    return f"selfcheck: {head}: {counts[PASS]} passed, {counts[FAIL]} failed{skipped}{tail}"
+    busy = f" ({report.busy.notice})" if report.busy is not None and report.busy.notice else ""
+    return f"selfcheck: {head}: {counts[PASS]} passed, {counts[FAIL]} failed{skipped}{tail}{busy}"
 
 
 def matmul_race(plan: Plan, hooks: JobHooks | None = None) -> MatmulSweep:

@@ -25,7 +25,8 @@ st.title("Class board")
 st.caption(f"Every run the class saves lands here within seconds: the newest {MAX_BOARD_RUNS} runs, the guesses "
            "typed in *Your guess* against what was measured, and the machines in the room.")
 every = st.sidebar.number_input("Refresh every (s)", MIN_REFRESH_S, MAX_REFRESH_S, DEFAULT_REFRESH_S, step=1.0,
-                                format="%.0f", key="cb_every", help="how often this board asks the store whether a run arrived")
+                                format="%.0f", key="cb_every",
+                                help="how often this board asks the store whether a run arrived")
 try:
     store = open_store(store_url())
     state.cb_board = board = refresh(store, state.get("cb_board"))  # reads only the runs that are new
@@ -43,7 +44,8 @@ def watch() -> None:
     except DashboardError as exc:
         st.caption(f"Cannot reach the result store just now: {exc}")
         return
-    st.caption(f"{len(board.runs)} run{'s' * (len(board.runs) != 1)} · checked at {datetime.now():%H:%M:%S} · refreshes every {every:g} s",
+    st.caption(f"{len(board.runs)} run{'s' * (len(board.runs) != 1)} · checked at {datetime.now():%H:%M:%S} · "
+               f"refreshes every {every:g} s",
                help="runs saved from any browser or `python -m core ... --save` appear without a reload")
 
 

@@ -68,7 +68,8 @@ if sweep is not None and sweep.has_steps:
     load_notice(shown.load)
     st.caption(sweep.save_note())
     if sweep.can_save:
-        st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save, args=(sweep,))
+        st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save,
+                  args=(sweep,))
     for note in shown.notes:
         st.info(note)
     race_views.verdicts(shown)

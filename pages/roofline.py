@@ -50,7 +50,8 @@ if run:
 
 if (result := state.rl_result) is not None:
     if result.stopped:
-        st.warning("Stopped before the last step: what was measured is shown, and not saved.", icon=":material/stop_circle:")
+        st.warning("Stopped before the last step: what was measured is shown, and not saved.",
+                   icon=":material/stop_circle:")
     load_notice(result.load)
     box = st.success if result.predicted_crossover_n and result.measured_crossover_n else st.info
     box = st.warning if cannot_tell(result) else box

@@ -296,6 +296,9 @@ def isolated_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GPU_VS_CPU_LOCK_DIR", str(root / "locks"))
     monkeypatch.delenv("DATABASE_URL", raising=False)  # never write test runs to a real class board
     monkeypatch.setenv("GPU_VS_CPU_LOAD_PROBE_S", "0.02")  # the real probe, short: it counts toward a job's time cap
+    from core.store import key_guard
+
+    monkeypatch.setattr(key_guard, "SERVER_GUARD", key_guard.KeyGuard())  # wrong keys counted per server: per test here
     return root
 
 

@@ -350,3 +350,16 @@ def test_imported_runs_are_marked_in_the_table_the_legend_and_the_filter(app, sa
     assert any(n and n.endswith("(imported) · Ben's laptop") for n in names), names
     at.multiselect(key="results_sources").set_value(["imported"]).run()
     assert list(at.dataframe[0].value["source"]) == ["imported"]
+
+
+def test_a_new_session_gets_no_more_key_tries(app, monkeypatch):
+    """Issue 30: the lock was per session and said "Open a new session": every reload gave five more guesses."""
+    monkeypatch.setenv("GPU_VS_CPU_INSTRUCTOR_KEY", KEY)
+    save_payload(open_store(), "matmul", matmul_payload(LAB), {})
+    at = _open(app)
+    for attempt in range(5):
+        at.text_input(key="results_key").input(f"guess {attempt}").run()
+    fresh = _open(AppTest.from_file(app._script_path, default_timeout=120))  # a reload: a new session
+    fresh.text_input(key="results_key").input(KEY).run()
+    shown = fresh.error[0].value
+    assert "Too many wrong keys" in shown and "session" not in shown.lower() and not fresh.selectbox

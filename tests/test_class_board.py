@@ -92,7 +92,8 @@ def test_rows_are_grouped_by_name_or_machine_newest_group_first():
 def test_spreads_put_guesses_beside_what_was_measured():
     store = open_store()
     found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
-    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
+    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"},
+                                          crossover=found))
     save_payload(store, "matmul", _matmul(guess={"what": "no_crossover", "text": "none"},
                                  crossover={"a": "x", "b": "y", "call": "none"}))
     save_payload(store, "train", _train("cpu", 4.0, guess={"what": "speedup", "value": 10.0, "text": "10x"}))
@@ -119,7 +120,8 @@ def test_room_hardware_counts_each_machine_once():
 def test_figures_draw_guesses_measurements_and_hardware():
     store = open_store()
     found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
-    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
+    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"},
+                                          crossover=found))
     board = refresh(store)
     fig = spread_figure(crossover_spread(board), title="t", x_title="n")
     assert list(fig.data[0].x) == [1000.0] and list(fig.data[-1].x) == [300.0]  # the sweep's n≈300, in (256, 512]
@@ -184,8 +186,10 @@ def test_a_board_of_many_runs_decodes_only_what_it_charts():
     for i in range(60):
         save_payload(store, "roofline", roofline, {}, copy.deepcopy(LAB), label=f"r{i % 7}")
     for i in range(12):
-        save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 500.0 + i, "text": ""}), label=f"m{i % 5}")
-    save_payload(store, "train", _train("cpu", guess={"what": "speedup", "value": 3.0, "text": "3x"}), {}, copy.deepcopy(LAB))
+        save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 500.0 + i, "text": ""}),
+                     label=f"m{i % 5}")
+    save_payload(store, "train", _train("cpu", guess={"what": "speedup", "value": 3.0, "text": "3x"}), {},
+                 copy.deepcopy(LAB))
     for i in range(30):
         save_payload(store, "roofline", roofline, {}, copy.deepcopy(elsewhere), label="" if i % 2 else "Dee")
     counting = CountingStore(store)

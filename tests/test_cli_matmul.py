@@ -229,3 +229,47 @@ def test_table_says_cannot_tell_on_a_busy_machine(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "comparison: cannot tell on a machine this busy" in out and "beats" not in out
     assert out.count(" unclear ") >= 4 and "busy" in out
+
+
+def test_ctrl_c_keeps_the_sizes_measured_like_stop(monkeypatch, capsys):
+    """Issue 30: Ctrl+C on `matmul --json --save` lost the finished sizes (no JSON, nothing saved)."""
+    import signal
+
+    import core.matmul.sweep as sweep
+
+    real = sweep.time_interleaved
+    calls = []
+
+    def then_ctrl_c(*args, **kwargs):
+        points = real(*args, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            signal.raise_signal(signal.SIGINT)  # the user's Ctrl+C, after the first size
+        return points
+
+    monkeypatch.setattr(sweep, "time_interleaved", then_ctrl_c)
+    before = signal.getsignal(signal.SIGINT)
+    assert main(["matmul", "--sizes", "16,32,64", "--devices", "cpu", "--threads", "1", "--json", "--save"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert [r["n"] for r in out["results"]] == [16] and out["stopped"] is True
+    assert "stopped by the user" in captured.err and "press it again to abort" in captured.err
+    assert [len(r.result.results) for r in open_store().list_runs(kind="matmul")] == [1]
+    assert signal.getsignal(signal.SIGINT) is before, "the handler is put back"
+
+
+def test_a_second_ctrl_c_interrupts_at_once(monkeypatch, capsys):
+    import signal
+
+    import core.matmul.sweep as sweep
+
+    real = sweep.time_interleaved
+
+    def twice(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "time_interleaved", twice)
+    assert main(["matmul", "--sizes", "16,32", "--devices", "cpu", "--threads", "1", "--json", "--save"]) == 130
+    assert "interrupted" in capsys.readouterr().err and not open_store().list_runs()

@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def saved():
     store = open_store()
-    return [save_payload(store, "matmul", matmul_payload(LAB)), save_payload(store, "train", train_payload(), machine=LAPTOP, label="Ana")]
+    return [save_payload(store, "matmul", matmul_payload(LAB)),
+            save_payload(store, "train", train_payload(), machine=LAPTOP, label="Ana")]
 
 
 def _error(capsys, argv) -> str:
@@ -261,3 +262,19 @@ def test_list_reads_summaries_not_payloads(saved, capsys, monkeypatch):
     assert capsys.readouterr().out.startswith("1 saved run(s)") and decoded == []
     assert main(["results", "list", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["runs"]) == 42 and len(decoded) == 42
+
+
+@pytest.mark.parametrize("where, says", [("/proc/gvc-export.json", "a view of the kernel"),
+                                         ("/dev/gvc.json", "a view of the kernel"), ("folder", "is a folder"),
+                                         ("file/x.json", "which is a file")])
+def test_export_output_is_checked_before_the_board_is_read(where, says, tmp_path, monkeypatch, capsys):
+    """Issue 30: every output path checked before work starts, one line."""
+    import core.cli.results as cli_results
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setattr(cli_results, "open_store", lambda *a: pytest.fail("the board was read"))
+    out = where if where.startswith("/") else str(tmp_path / where)
+    assert main(["results", "export", "--output", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and "\n" not in err

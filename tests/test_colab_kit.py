@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from core.cli import main
-from core.colab_kit import package_files, project, write_kit
+from core.colab_kit import ROOT, package_files, project, write_kit
 
 
 def test_kit_writes_the_notebook_and_a_wheel_of_every_core_file(tmp_path, capsys):
@@ -61,3 +61,79 @@ def test_hardware_check_offers_the_kit_and_start_here_does_without_a_gpu(app, mo
         labels = [b.proto.label for b in app.get("download_button")]
         assert labels == ["Download for Colab: colab.ipynb", f"Download for Colab: {project().dist}-{project().version}"
                           "-py3-none-any.whl"], page
+
+
+def _fake_project(root, *, git: bool):
+    """A checkout with a module, a subpackage, and what must never ship: secrets, a database, caches, swap files,
+    a folder that is no package, an untracked module."""
+    import subprocess
+
+    files = {"core/__init__.py": "", "core/a.py": "A = 1\n", "core/sub/__init__.py": "", "core/sub/b.py": "",
+             "core/.env": "DATABASE_URL=postgresql://t:secret@h/db\n", "core/results.sqlite3": "SQLite format 3",
+             "core/.a.py.swp": "swap", "core/a.py~": "backup", "core/.mypy_cache/m.py": "", "core/notes/c.py": "",
+             "core/__pycache__/a.cpython-312.pyc": "", "core/.hidden/d.py": "", "core/my-module.py": ""}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    if git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        subprocess.run(["git", "-C", str(root), "add", "-f", "core/__init__.py", "core/a.py", "core/sub/__init__.py",
+                        "core/sub/b.py", "core/.env"], check=True)
+        (root / "core" / "untracked.py").write_text("")
+    return root
+
+
+@pytest.mark.parametrize("git", [True, False])
+def test_the_wheel_ships_modules_only_never_secrets_databases_or_caches(tmp_path, monkeypatch, git):
+    """Issue 30: a core/.env, a results.sqlite3, swap files and .mypy_cache/ went into the wheel."""
+    import core.colab_kit as kit
+
+    root = _fake_project(tmp_path / "checkout", git=git)
+    monkeypatch.setattr(kit, "ROOT", root)
+    monkeypatch.setattr(kit, "PACKAGE", root / "core")
+    shipped = {f.relative_to(root).as_posix() for f in kit.package_files()}
+    expected = {"core/__init__.py", "core/a.py", "core/sub/__init__.py", "core/sub/b.py"}
+    assert shipped == expected
+
+
+def test_the_real_wheel_holds_only_tracked_modules():
+    names = {f.relative_to(ROOT).as_posix() for f in package_files()}
+    assert names and all(n.endswith(".py") and "/." not in n for n in names)
+
+
+@pytest.fixture
+def no_build(monkeypatch):
+    import core.colab_kit as kit
+
+    def never(*args):
+        raise AssertionError("the wheel was built before --out was checked")
+
+    monkeypatch.setattr(kit, "build_wheel", never)
+
+
+@pytest.mark.parametrize("where, says", [
+    ("file", "is a file"), ("file/sub", "which is a file"), ("/proc/gvc-kit", "a view of the kernel"),
+    ("/sys/gvc-kit", "a view of the kernel"), ("/proc/self", "a view of the kernel"),
+])
+def test_every_out_is_checked_before_work(where, says, tmp_path, capsys, no_build):
+    (tmp_path / "file").write_text("x")
+    out = where if where.startswith("/") else str(tmp_path / where)
+    assert main(["colab-kit", "--out", out]) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and "\n" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("refusal", ["access", "immutable"])
+def test_a_read_only_or_immutable_out_folder_is_one_line(refusal, tmp_path, capsys, monkeypatch, no_build):
+    import os
+    import tempfile
+
+    if refusal == "access":  # chmod 555 does not stop root: what os.access says for a user it would stop
+        monkeypatch.setattr(os, "access", lambda *a, **k: False)
+    else:  # chattr +i: os.access says yes, creating a file fails
+        def refuse(*a, **k):
+            raise PermissionError(1, "Operation not permitted")
+        monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    assert main(["colab-kit", "--out", str(tmp_path / "kit")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot be written to" in err and "\n" not in err

@@ -94,3 +94,46 @@ def test_a_missing_or_empty_path_is_one_line(tmp_path, path, message, capsys):
     assert main(["data", "add", "rt-polarity", str(tmp_path / path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
+
+
+def test_an_imdb_folder_without_test_is_refused_before_any_packing(tmp_path, monkeypatch, capsys):
+    """Issue 30: a FileNotFoundError after 14 s of packing 100,000 files."""
+    import core.classifier.local_copy as local_copy
+
+    for label in ("pos", "neg"):
+        (tmp_path / "aclImdb" / "train" / label).mkdir(parents=True)
+        (tmp_path / "aclImdb" / "train" / label / "0_7.txt").write_text("a film")
+    monkeypatch.setattr(local_copy, "_pack", lambda *a: pytest.fail("packing started"))
+    assert main(["data", "add", "imdb", str(tmp_path / "aclImdb")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "test/pos, test/neg missing" in err
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+def test_a_device_is_refused_at_once(device, capsys):
+    """Issue 30: `data add rt-polarity /dev/zero` read for ever."""
+    import time
+
+    started = time.monotonic()
+    assert main(["data", "add", "rt-polarity", device]) == 2
+    assert time.monotonic() - started < 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a regular file" in err
+
+
+def test_an_archive_larger_than_any_original_is_refused_unread(tmp_path, monkeypatch, capsys):
+    import core.classifier.local_copy as local_copy
+
+    big = tmp_path / "big.tar.gz"
+    with open(big, "wb") as f:
+        f.truncate(local_copy.MAX_FILE_BYTES + 1)
+    monkeypatch.setattr(local_copy, "md5_of", lambda p: pytest.fail("read"))
+    assert main(["data", "add", "rt-polarity", str(big)]) == 2
+    assert "more than the 200 MiB" in capsys.readouterr().err
+
+
+def test_messages_name_the_source_not_an_internal_part_file(tmp_path, capsys):
+    folder = _rt_folder(tmp_path, positives=100, negatives=100)
+    assert main(["data", "add", "rt-polarity", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert ".part" not in err and "download" not in err and "the local copy of the rt-polarity archive" in err

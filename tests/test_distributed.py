@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -224,3 +225,27 @@ def test_a_finished_worker_flushes_then_skips_exit_time_teardown(monkeypatch):
     monkeypatch.setattr(distributed.os, "_exit", lambda code: calls.append(code))
     distributed.exit_now(3)
     assert calls == ["stdout", "stderr", 3]
+
+
+@pytest.mark.parametrize("env, says", [
+    ({"RANK": "0"}, "WORLD_SIZE is not set"), ({"WORLD_SIZE": "2"}, "RANK is not set"),
+    ({}, "RANK and WORLD_SIZE are not set"), ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK=2 with WORLD_SIZE=2"),
+    ({"RANK": "x", "WORLD_SIZE": "2"}, "RANK='x' is not a whole number"),
+    ({"RANK": "0", "WORLD_SIZE": "0"}, "WORLD_SIZE=0"), ({"RANK": "-1", "WORLD_SIZE": "2"}, "RANK='-1'"),
+    ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}, "LOCAL_RANK=1"),
+])
+def test_each_wrong_torchrun_variable_is_named_at_once(env, says):
+    """Issue 30: RANK set without WORLD_SIZE said both were unset; RANK >= WORLD_SIZE waited out the timeout."""
+    with pytest.raises(DashboardError, match=re.escape(says)):
+        worker_env(env)
+
+
+def test_a_join_that_failed_early_says_when_not_the_timeout():
+    from types import SimpleNamespace
+
+    from core.matmul.rank_worker import _join_failed
+
+    rank = SimpleNamespace(env=WorkerEnv(1, 2, 1), host="lab")
+    early = _join_failed(rank, 10.0, 2.04, RuntimeError("Connection refused"))
+    assert early == "rank 1 on lab: could not join the other ranks after 2.0 s (Connection refused)"
+    assert "waited 10 s" in _join_failed(rank, 10.0, 10.01, RuntimeError("timed out"))

@@ -142,3 +142,32 @@ def test_cli_train_saves_the_guess_and_prints_the_sentence(tmp_path, capsys):
                  "--device", "cpu", "--guess", "0.2 s"]) == 0
     out = capsys.readouterr().out
     assert "You guessed 200 ms per epoch; measured " in out and "per epoch on cpu" in out
+
+
+@pytest.mark.parametrize("typed, value", [
+    ("1.000.000", 1_000_000), ("1,000,000", 1_000_000), ("2.048", 2.048), ("1,000.5", 1000.5), ("1.000,5", 1000.5),
+    ("12,5", 12.5), ("0012", 12),
+])
+def test_one_grammar_reads_numbers_with_their_separators_in_place(typed, value):
+    g = parse_matmul_guess(typed) if float(value).is_integer() else parse_train_guess(typed)
+    assert g is not None and g.value == pytest.approx(value)
+
+
+@pytest.mark.parametrize("typed", ["1,2,3", "1.2.3", "1,00,0", "1..2", "1.,2", "1,000,00", "1.000.00", "1,000.000,5",
+                                   "1.000,000.5", "٧٠٠", "７００", "1.2.3 s", "1,2,3 ms", "1.2.3x", "1,2,3k"])
+@pytest.mark.parametrize("parse", [parse_matmul_guess, parse_train_guess])
+def test_a_number_with_misplaced_separators_is_one_line_not_a_traceback(parse, typed):
+    """Issue 30: '1.000.000' and '1,2,3' on the race page, '1.2.3 s' on the classifier page were a ValueError."""
+    with pytest.raises(DashboardError) as err:
+        parse(typed)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("argv", [["matmul", "--sizes", "64", "--devices", "cpu", "--guess", "1,2,3"],
+                                  ["train", "--guess", "1.2.3 s"]])
+def test_the_cli_refuses_a_bad_guess_in_one_line(argv, capsys):
+    from core.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err and "\n" not in err and "Traceback" not in err

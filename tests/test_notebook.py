@@ -13,6 +13,7 @@ from core import notebook as nb
 from core.errors import DashboardError
 from core.platform.jobs import Progress
 from core.results.files import EXPORT_FORMAT, read_import
+from core.results.load import MachineLoad
 from core.selfcheck import FAIL, PASS, SKIP, Outcome, Report
 from core.store.database import open_store
 from tests.notebook_runner import NOTEBOOK, ROOT, with_settings
@@ -111,6 +112,23 @@ def test_verdict_is_one_line_naming_failures_and_skips():
     line = nb.verdict(_report(PASS, FAIL, SKIP))
     assert line.startswith("selfcheck: do not trust these timings yet: 1 passed, 1 failed, 1 skipped")
     assert line.endswith("failed: check-1") and "\n" not in line
+
+
+def test_verdict_never_trusts_timings_after_checking_no_timing_nor_on_a_busy_machine():
+    """Quick mode on a CPU-only machine: only `devices` ran (it times nothing) and the GPU checks were skipped."""
+    only_devices = Report((Outcome("devices", PASS, "CPU ...", 0.1, timed=False),
+                           *(Outcome(f"gpu-{i}", SKIP, "needs CUDA", 0.0) for i in range(4))),
+                          LAPTOP, 1.0, "2026-01-01T00:00:00Z")
+    line = nb.verdict(only_devices)
+    assert "can be trusted" not in line and "no timing was checked" in line
+    assert "1 passed, 0 failed, 4 skipped" in line
+    busy = MachineLoad(cores=2, others_cores=1.0, load_average=2.5, free_cores=1, busy=True, probe_s=0.2)
+    on_busy = Report((Outcome("cpu-sweep", PASS, "5 sizes", 3.0, load=busy),), LAPTOP, 3.0, "2026-01-01T00:00:00Z")
+    line = nb.verdict(on_busy)
+    assert "can be trusted" not in line and "busy" in line and busy.notice in line
+    quiet = MachineLoad(cores=2, others_cores=0.05, load_average=0.1, free_cores=2, busy=False, probe_s=0.2)
+    on_quiet = Report((Outcome("cpu-sweep", PASS, "5 sizes", 3.0, load=quiet),), LAPTOP, 3.0, "2026-01-01T00:00:00Z")
+    assert nb.verdict(on_quiet) == "selfcheck: timings here can be trusted: 1 passed, 0 failed"
 
 
 def test_printing_hooks_print_progress_and_each_change_of_the_waiting_line():

@@ -327,3 +327,21 @@ def test_a_failed_collective_names_the_peer_whose_heartbeat_stopped():
     assert rank_worker._failure(closed, 3, rank, hosts, Beat([])) == (
         "rank 0 on node-a: another rank closed its connection (it died)")  # no heartbeat says which
     assert rank_worker._failure(timeout, 3, rank, hosts, None).startswith("rank 0 on node-a: timed out")
+
+
+def test_the_ranks_table_heads_every_column_and_says_which_wall_time_it_is():
+    """Issue 34: an unheaded column, and 'wall time 6.6 s' (rank 0's sweep) for a 13.8 s command."""
+    ranks = [_record(0, {64: FAST, 128: FAST}, {64: FAST}, host="a-very-long-host-name.example.org" * 2),
+             _record(1, {64: _scaled(FAST, 2), 128: FAST}, {64: FAST}, others=0.9)]
+    stragglers, call, note = judge_stragglers(ranks)
+    run = ClusterRun(ranks=tuple(ranks), spread=spread(ranks), contention=contention(ranks), stragglers=stragglers,
+                     straggler_call=call, straggler_note=note, wall_s=6.6)
+    text = cli_ranks.render(run, command_s=13.8)
+    header = text.splitlines()[0]
+    rule = text.splitlines()[1]
+    assert len(rule.split()) == 8 and header.endswith("machine")  # 8 columns, each headed (an empty one: no dashes)
+    assert "machine" in header and "busy" in text
+    assert "wall time 13.8 s since the command started" in " ".join(text.split())
+    assert "the sweep on the ranks 6.6 s" in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert cli_ranks.command_seconds() is not None

@@ -180,15 +180,17 @@ def how_to_get(name: str, reason: str) -> str:
     )
 
 
-def structure_check(ds: BuiltinDataset) -> Verifier:
-    """The archive must parse into the expected numbers of positive and negative reviews."""
+def structure_check(ds: BuiltinDataset, *, shown: str | None = None, got: str = "the downloaded") -> Verifier:
+    """The archive must parse into the expected numbers of positive and negative reviews. `shown` names it in
+    messages instead of the file checked (a cache's internal .part file); `got` says where it came from."""
 
     def check(path: Path) -> None:
-        reviews = load_archive(path)
+        reviews = load_archive(path, shown)
         if (reviews.n_positive, reviews.n_negative) != (ds.positives, ds.negatives):
+            again = "download it again" if got == "the downloaded" else "give the complete data set"
             raise DashboardError(
-                f"the downloaded {ds.name} archive holds {reviews.n_positive} positive and {reviews.n_negative} "
-                f"negative reviews, not {ds.positives} and {ds.negatives}; download it again"
+                f"{got} {ds.name} archive holds {reviews.n_positive} positive and {reviews.n_negative} "
+                f"negative reviews, not {ds.positives} and {ds.negatives}; {again}"
             )
 
     return check

@@ -11,16 +11,22 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import lzma
 import re
 import tarfile
 import threading
-from collections.abc import Sequence
+import time
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
 
+from core.classifier.tar_scan import count_entries
 from core.errors import DashboardError
 
 MAX_FILE_BYTES = 200 * 2**20  # 200 MiB: the IMDB archive is 84 MB; a bigger text file is almost surely a mistake
@@ -35,6 +41,9 @@ MAX_LINE_BYTES = 2**20  # a review is a few KiB (IMDB's longest ~14 KB); a longe
 SCAN_CHUNK = 4 * 2**20  # bytes per step of the scans that never copy a whole upload
 ROW_SAMPLE_BYTES = 64 * 2**10  # the first rows, checked for more fields than the header names
 _PARSE_LOCK = threading.Lock()  # one table parsed at a time per server: two tabs never build two big tables at once
+MAX_ARCHIVE_ENTRIES = 150_000  # files and folders: aclImdb has ~100,000 (its unlabelled part too), rt-polarity 3
+MAX_ARCHIVE_S = 300.0  # one archive's read: IMDB takes well under a minute; past this it is a bomb or a stuck disk
+_ARCHIVE_LOCK = threading.Lock()  # one archive read at a time per server: tabs queue, each for at most MAX_ARCHIVE_S
 
 RT_POS, RT_NEG = "rt-polarity.pos", "rt-polarity.neg"
 TEXT_COLUMNS = ("text", "review", "sentence", "content", "comment")  # accepted names, case-insensitive
@@ -205,8 +214,8 @@ def _check_header(data: bytes, name: str) -> None:
     head = data[:MAX_HEADER_BYTES + 1]
     end = head.find(b"\n")
     if end < 0 and len(data) > MAX_HEADER_BYTES:
-        raise DashboardError(f"the first line of {name} is longer than {MAX_HEADER_BYTES // 2**10} KiB; a review table's "
-                             "header names a text and a label column")
+        raise DashboardError(f"the first line of {name} is longer than {MAX_HEADER_BYTES // 2**10} KiB; "
+                             "a review table's header names a text and a label column")
     header = head if end < 0 else head[:end]
     sep = b"\t" if name.lower().endswith((".tsv", ".tab")) or (not name.lower().endswith(".csv") and b"\t" in header) \
         else b","
@@ -241,7 +250,8 @@ def _check_rows(data: bytes, name: str, sep: str) -> None:
         header = len(next(rows))
         for number, row in enumerate(rows, start=2):
             if len(row) > header:
-                raise DashboardError(f"{name} is not a valid {'TSV' if sep == chr(9) else 'CSV'} file (line {number} has "
+                raise DashboardError(f"{name} is not a valid {'TSV' if sep == chr(9) else 'CSV'} file "
+                                     f"(line {number} has "
                                      f"{len(row):,} fields, the header names {header}); quote texts that contain the "
                                      "separator or line breaks")
     except csv.Error:
@@ -297,15 +307,23 @@ def _parse_table(data: bytes, name: str) -> Reviews:
 # ---------------------------------------------------------------- archives
 
 
-def _read_archive(tar: tarfile.TarFile, name: str) -> Reviews:
-    """Stream through the members once, keeping rt-polarity's two files or aclImdb's review files."""
+def _read_archive(tar: tarfile.TarFile, name: str, deadline: float) -> Reviews:
+    """Stream through the members once, keeping rt-polarity's two files or aclImdb's review files.
+
+    `tar.next()`, not iteration: a stream's TarFile keeps every member it read in `members`, ~500 bytes
+    each, so the list is emptied as it goes; entries and time are counted here too (tar_scan counted first)."""
     rt: dict[str, bytes] = {}
     imdb_texts: list[str] = []
     imdb_labels: list[int] = []
     imdb_test: list[bool] = []
-    unpacked = 0
+    unpacked = entries = 0
     try:
-        for member in tar:
+        while (member := tar.next()) is not None:
+            tar.members.clear()  # type: ignore[attr-defined]  # a stream TarFile keeps all it read here
+            entries += 1
+            if entries > MAX_ARCHIVE_ENTRIES or time.monotonic() > deadline:
+                raise DashboardError(f"{name} holds more than {MAX_ARCHIVE_ENTRIES:,} files and folders or takes "
+                                     f"more than {MAX_ARCHIVE_S:g} s to read; use a smaller archive")
             if not member.isfile():
                 continue
             unpacked += member.size  # every member counts, kept or skipped: streaming past one still inflates it
@@ -330,7 +348,7 @@ def _read_archive(tar: tarfile.TarFile, name: str) -> Reviews:
                 imdb_texts.append(decode_text(data, f"{name}: {member.name}"))
                 imdb_labels.append(1 if match.group(2) == "pos" else 0)
                 imdb_test.append(match.group(1) == "test")
-    except (tarfile.TarError, EOFError, OSError) as exc:
+    except (tarfile.TarError, EOFError, OSError, RecursionError) as exc:
         raise DashboardError(f"{name} is not a readable .tar.gz archive ({exc}); download it again") from None
     if RT_POS in rt and RT_NEG in rt:
         return parse_rt_pair(rt[RT_POS], rt[RT_NEG], name)
@@ -339,25 +357,41 @@ def _read_archive(tar: tarfile.TarFile, name: str) -> Reviews:
     raise DashboardError(f"{name} holds no reviews this dashboard knows; expected {ACCEPTED}")
 
 
+@contextmanager
+def _one_archive_at_a_time(name: str) -> Iterator[float]:
+    """Hold the server's archive lock; yields the read's deadline. A tab that waits longer than one read
+    may take is told so (the holder is stuck), never queued for ever."""
+    if not _ARCHIVE_LOCK.acquire(timeout=MAX_ARCHIVE_S):
+        raise DashboardError(f"{name}: another archive is being read on this server; try again in a few minutes")
+    try:
+        yield time.monotonic() + MAX_ARCHIVE_S
+    finally:
+        _ARCHIVE_LOCK.release()
+
+
+def _read_archive_from(open_raw: Callable[[], BinaryIO], name: str) -> Reviews:
+    """Count the entries (tar_scan: a million are refused in well under a second), then read the reviews."""
+    with _one_archive_at_a_time(name) as deadline:
+        try:
+            with open_raw() as raw:
+                count_entries(raw, name, MAX_ARCHIVE_ENTRIES)
+            with open_raw() as raw, tarfile.open(fileobj=raw, mode="r|*") as tar:
+                return _read_archive(tar, name, deadline)
+        except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+            raise DashboardError(f"{name} is not a readable .tar.gz archive ({exc})") from None
+
+
 def parse_archive(data: bytes, name: str) -> Reviews:
     _check_size(len(data), name)
-    try:
-        tar = tarfile.open(fileobj=io.BytesIO(data), mode="r|*")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DashboardError(f"{name} is not a readable .tar.gz archive ({exc})") from None
-    with tar:
-        return _read_archive(tar, name)
+    return _read_archive_from(lambda: io.BytesIO(data), name)
 
 
-def load_archive(path: Path) -> Reviews:
-    """Stream an archive from disk: the 84 MB IMDB file is never held in memory at once."""
-    _check_size(path.stat().st_size, str(path))
-    try:
-        tar = tarfile.open(str(path), mode="r|*")
-    except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DashboardError(f"{path} is not a readable .tar.gz archive ({exc})") from None
-    with tar:
-        return _read_archive(tar, str(path))
+def load_archive(path: Path, shown: str | None = None) -> Reviews:
+    """Stream an archive from disk: the 84 MB IMDB file is never held in memory at once. `shown`: the
+    name messages give it (a cache's internal .part file is named by what it was copied from)."""
+    name = shown or str(path)
+    _check_size(path.stat().st_size, name)
+    return _read_archive_from(lambda: path.open("rb"), name)
 
 
 # ---------------------------------------------------------------- folders

@@ -6,10 +6,11 @@ import argparse
 import sys
 from dataclasses import replace
 
+from core.cli import HELP
 from core.cli.output import format_table, print_json
 from core.results.table import human_rows
 from core.cli.results import add_save_options, check_save_options, save_if_requested
-from core.cli.waiting import cli_hooks
+from core.cli.waiting import cli_hooks, ctrl_c_stops
 from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
@@ -27,7 +28,7 @@ EXAMPLE = "--sizes 256,512,1024"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("matmul", help="time C = A @ B across sizes on the CPU and GPU; find the crossover")
+    p = sub.add_parser("matmul", help=HELP["matmul"])
     p.add_argument("--sizes", help=f"comma-separated matrix sizes n, e.g. {EXAMPLE} (default: 64 to 2048 by doubling)")
     p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps (default: cpu and the first GPU, if any)")
     p.add_argument("--dtype", default="float32", help=f"comma-separated dtypes to compare: {', '.join(DTYPES)}")
@@ -35,13 +36,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "without a GPU; with one, the cores other programs leave free when it starts)")
     p.add_argument("--tf32", nargs="?", const="on", default="off", choices=list(TF32_CHOICES),
                    help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
-    p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1); a size whose "
-                   "series cannot yet be told apart samples on, up to twice this")
+    p.add_argument("--budget", default="1",
+                   help="seconds per size and series, warm-up included (default: 1); a size whose "
+                        "series cannot yet be told apart samples on, up to twice this")
     p.add_argument("--end-to-end", action="store_true", help="also time copying inputs to the GPU and the result back")
     p.add_argument("--cache", default="warm", choices=list(CACHE_CHOICES),
                    help="warm (default): matrices stay in cache between repetitions; cold: caches evicted before "
                         "each timed call, outside the clock")
-    p.add_argument("--guess", metavar="GUESS", help=f"your crossover prediction before the run, saved with it: {MATMUL_EXAMPLE}")
+    p.add_argument("--guess", metavar="GUESS",
+                   help=f"your crossover prediction before the run, saved with it: {MATMUL_EXAMPLE}")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_save_options(p)
@@ -102,7 +105,9 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     plan = plan_series(config)
     check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
-    result = run_sweep(config, cli_hooks(on_progress=None if args.quiet else _progress))
+    with ctrl_c_stops() as pressed:  # the first Ctrl+C keeps the sizes measured, as the page's Stop does
+        result = run_sweep(config, replace(cli_hooks(on_progress=None if args.quiet else _progress),
+                                           should_stop=pressed))
     if guess is not None:
         result = replace(result, guess=guess)
     if result.stopped:
@@ -136,7 +141,8 @@ def render(result: MatmulSweep) -> str:
         lines.append(clocks)
     if result.cache is not None:
         lines.append(f"cache: {result.cache}" + (" (evicted before each timed call, outside the clock)"
-                                                 if result.cache == "cold" else " (matrices stay in cache between calls)"))
+                                                 if result.cache == "cold"
+                                                 else " (matrices stay in cache between calls)"))
     if result.load is not None and result.load.notice:
         lines.append(result.load.notice)
     return "\n".join(lines)

@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.cli.output import TABLE_WIDTH, format_table, print_json
+from core.cli import HELP
+from core.cli.output import TABLE_WIDTH, cut_cells, format_table, print_json, wrap
 from core.errors import DashboardError
 from core.results.files import check_label
 from core.results import kinds
@@ -22,22 +23,25 @@ from core.store.frames import listing_frame
 from core.store.records import RunFilter
 
 SAVED = "saved (UTC)"  # core.store.frames.LISTING_COLUMNS
+RESULT = "result"
 ELIDED = ("label", "machine", "devices", "result")  # cut in this order to fit: the result keeps the most
 
 
 def _add_store_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="URL", default=None,
-                        help="postgresql://... or sqlite:///path (default: $DATABASE_URL, else this user's SQLite file)")
+                        help="postgresql://... or sqlite:///path "
+                             "(default: $DATABASE_URL, else this user's SQLite file)")
 
 
 def _add_filters(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", choices=kinds.KINDS, help="only runs of one kind: " + ", ".join(f"{k} ({t})" for k, t in kinds.KIND_TITLES.items()))
+    parser.add_argument("--kind", choices=kinds.KINDS,
+                        help="only runs of one kind: " + ", ".join(f"{k} ({t})" for k, t in kinds.KIND_TITLES.items()))
     parser.add_argument("--device", help="only runs that used this device, e.g. cpu or cuda:0")
     parser.add_argument("--machine", help="only runs from this machine (as `results list` names it)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("results", help="list, export, import or delete saved runs")
+    p = sub.add_parser("results", help=HELP["results"])
     actions = p.add_subparsers(dest="results_command", required=True, parser_class=type(p))
 
     ls = actions.add_parser("list", help="saved runs, newest first")
@@ -98,14 +102,18 @@ def run_list(args: argparse.Namespace) -> int:
     chosen = RunFilter.of(*([value] if value is not None else None for value in (args.machine, args.device, args.kind)))
     listing = store.read_summaries(chosen)
     runs = listing.runs
-    print(f"{len(runs)} saved run(s) in the {store.describe()}")
+    print(wrap(f"{len(runs)} saved run(s) in the {store.describe()}"))
     if runs:
         frame = listing_frame(runs)
         if args.wide:
             print(format_table(list(frame.columns), frame.values.tolist()))
         else:
             frame[SAVED] = frame[SAVED].str[5:16]  # 'MM-DD HH:MM': the year and seconds make room for the result
-            print(format_table(list(frame.columns), frame.values.tolist(), max_width=TABLE_WIDTH, elide=ELIDED))
+            headers, rows = list(frame.columns), frame.values.tolist()
+            print(format_table(headers, rows, max_width=TABLE_WIDTH, elide=ELIDED))
+            cut = cut_cells(headers, rows, RESULT, max_width=TABLE_WIDTH, elide=ELIDED)
+            if cut:  # the answer is what the list is for: a cut one is shown whole below
+                print("\n" + wrap([f"#{rows[i][0]}: {rows[i][headers.index(RESULT)]}" for i in cut]))
     for bad in listing.unreadable:
         print(f"run #{bad.run_id} cannot be read ({bad.reason}); `python -m core results delete {bad.run_id}` "
               "removes it", file=sys.stderr)
@@ -124,6 +132,10 @@ def _print_list_json(store: Store, args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if args.output is not None:  # before reading the board: a folder, /proc, a read-only place is one line
+        from core.platform.paths import output_file
+
+        output_file(args.output, "--output")
     store = open_store(args.db)
     runs = _matching(store, args)
     ids = [r.run_id for r in runs]

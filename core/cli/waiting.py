@@ -4,12 +4,17 @@ The CLI never takes a device lock itself: it passes `cli_hooks(...)` to a core e
 which waits in line through `core.platform.jobs.run_job`. stdout stays the command's table or its
 one JSON object; Ctrl+C while waiting or running raises KeyboardInterrupt, which leaves the line
 (or releases the devices) like any other exit, and `python -m core` turns it into exit status 130.
+A command that keeps what it measured (`matmul`) runs its job inside `ctrl_c_stops()`: there the first
+Ctrl+C is the page's Stop (finish the step, print and save what was measured), the second interrupts.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 from core.platform.device_lock import WaitStatus
@@ -33,3 +38,28 @@ def cli_hooks(on_progress: ProgressCallback | None = None, stream: TextIO | None
     """Hooks for one CLI job: the waiting line on `stream` (stderr), progress as the command prints it."""
     return JobHooks(on_progress=on_progress, on_wait=waiting_printer(stream))
 
+
+
+@contextmanager
+def ctrl_c_stops(stream: TextIO | None = None) -> Iterator[Callable[[], bool]]:
+    """Within the block, the first Ctrl+C asks the job to stop after its current step, as the page's Stop
+    does (the sizes measured are printed and saved); yields the `should_stop` check. A second Ctrl+C
+    interrupts at once (KeyboardInterrupt). Outside the main thread signals cannot be caught: Ctrl+C as before."""
+    pressed = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed.is_set
+        return
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        if pressed.is_set():
+            signal.signal(signal.SIGINT, previous)
+            raise KeyboardInterrupt
+        pressed.set()
+        print("Ctrl+C: stopping after the current step and keeping what was measured; press it again to abort",
+              file=stream or sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield pressed.is_set
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -157,7 +157,7 @@ class _Follower:
             seen = dict(self.seen)
         peer_named = [m for r, m in sorted(self.errors.items()) if "seen from rank" in m]  # by heartbeats
         own = [m for r, m in sorted(self.errors.items())
-               if not any(x in m for x in ("another rank", "waited", "seen from rank"))]
+               if not any(x in m for x in ("another rank", "waited", "could not join the other ranks", "seen from rank"))]
         if own:
             return own[0]
         missing = [r for r in range(self.ranks) if r not in seen]

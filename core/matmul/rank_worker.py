@@ -377,6 +377,15 @@ class _Heartbeat:
         return [r for r in range(self.world) if r != self.rank and before[r] == after[r]]
 
 
+def _join_failed(rank: _Rank, timeout_s: float, waited_s: float, exc: BaseException) -> str:
+    """Why this rank could not join, by how long it tried: a timeout says it waited; an earlier failure
+    (a refused connection after 2 s) says when, not "waited 10 s" (issue 30)."""
+    where = f"rank {rank.env.rank} on {rank.host}"
+    if waited_s >= 0.9 * timeout_s:
+        return f"{where}: waited {waited_s:.0f} s for the other ranks to join and gave up ({_first_line(exc)})"
+    return f"{where}: could not join the other ranks after {waited_s:.1f} s ({_first_line(exc)})"
+
+
 @contextmanager
 def _group(timeout_s: float, rank: _Rank) -> Iterator[list[Place]]:
     """This rank in the gloo group, yielding where every rank is (`Place`); a failed or timed-out collective
@@ -384,11 +393,11 @@ def _group(timeout_s: float, rank: _Rank) -> Iterator[list[Place]]:
     import torch.distributed as dist
     from datetime import timedelta
 
+    started = time.monotonic()
     try:
         dist.init_process_group("gloo", timeout=timedelta(seconds=timeout_s))
     except Exception as exc:  # noqa: BLE001 - the store's and gloo's errors have no common type
-        raise DashboardError(f"rank {rank.env.rank} on {rank.host}: waited {timeout_s:g} s for the other ranks to "
-                             f"join and gave up ({_first_line(exc)})") from None
+        raise DashboardError(_join_failed(rank, timeout_s, time.monotonic() - started, exc)) from None
     hosts: list[Any] = [None] * rank.env.world_size
     beat: _Heartbeat | None = None
     try:

@@ -54,13 +54,26 @@ class WorkerEnv:
 
 
 def worker_env(environ: dict[str, str] | None = None) -> WorkerEnv:
-    """RANK/WORLD_SIZE/LOCAL_RANK; a clear error when started without torchrun."""
+    """RANK/WORLD_SIZE/LOCAL_RANK, checked at once: one line naming the variable that is missing or wrong
+    (RANK set without WORLD_SIZE was "RANK and WORLD_SIZE are not set"; RANK >= WORLD_SIZE waited out the
+    rendezvous timeout)."""
     env = os.environ if environ is None else environ
-    try:
-        return WorkerEnv(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", env["RANK"])))
-    except (KeyError, ValueError):
-        raise DashboardError("RANK and WORLD_SIZE are not set: start this module with torchrun "
-                             "(python -m torch.distributed.run), or through the dashboard or python -m core") from None
+    how = ("start this module with torchrun (python -m torch.distributed.run), or through the dashboard "
+           "or python -m core")
+    if missing := [name for name in ("RANK", "WORLD_SIZE") if name not in env]:
+        raise DashboardError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: {how}")
+    values = {name: env.get(name, env["RANK"] if name == "LOCAL_RANK" else "")
+              for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    for name, text in values.items():
+        if not text.strip().isdecimal() or not text.strip().isascii():
+            raise DashboardError(f"{name}={text[:20]!r} is not a whole number >= 0: {how}")
+    rank, world, local = (int(values[n]) for n in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
+    if world < 1 or rank >= world:
+        raise DashboardError(f"RANK={rank} with WORLD_SIZE={world}: ranks are numbered 0 to WORLD_SIZE - 1; {how}")
+    if local > rank:
+        raise DashboardError(f"LOCAL_RANK={local} is above RANK={rank}: a rank's index on its machine cannot exceed "
+                             f"its index over all machines; {how}")
+    return WorkerEnv(rank, world, local)
 
 
 def local_gpu_index(local_rank: int, visible: int) -> int | None:

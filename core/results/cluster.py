@@ -138,7 +138,8 @@ class ClusterRun(Kind):
 # ---- the kind's record (core/results/result_kind.py): what the store's tables, the import and the pages read
 
 # A rank's point: `median_s` as a sweep's (the median seconds per call), `phase` together or alone.
-RANK_COLUMNS = ("device_title", "device", "rank", "hostname", "phase", "n", "median_s", "gflops", "others_cores", "busy")
+RANK_COLUMNS = ("device_title", "device", "rank", "hostname", "phase", "n", "median_s", "gflops", "others_cores",
+                "busy")
 
 
 def _rows(run: ClusterRun, device_title: Callable[[str], str]) -> Iterator[tuple[str, dict[str, object]]]:

@@ -85,7 +85,8 @@ def _read_bare(obj: dict[str, Any]) -> RunRecord:
                              f"or 'runs' (an export); its keys: {keys}. {WHAT_TO_IMPORT}")
     jsonio.check_size(obj, kind, MAX_RUN_CHARS)
     result = read_result(kind, obj, kind)
-    machine = read_machine(obj["machine"], f"{kind}.machine") if isinstance(obj.get("machine"), dict) else unknown_machine()
+    machine = (read_machine(obj["machine"], f"{kind}.machine") if isinstance(obj.get("machine"), dict)
+               else unknown_machine())
     return RunRecord(uid=content_uid(obj), kind=kind, created_at=utc_now(), label="", machine=machine, settings={},
                      versions={}, result=result)
 

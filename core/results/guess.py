@@ -35,7 +35,15 @@ MAX_GUESS_SPEEDUP = 100_000.0
 NO_CROSSOVER_WORDS = ("no crossover", "none", "never", "no")
 MATMUL_EXAMPLE = "e.g. 700, 2k or no crossover"
 TRAIN_EXAMPLE = "e.g. 0.5 s per epoch or 20x for the GPU's speed-up"
-_NUMBER = r"(\d+(?:[.,]\d+)*)"
+_NUMBER = r"([0-9][0-9.,]*)"  # a candidate: read by `_number`'s strict grammar, never by float() alone
+_NUMBER_FORMS = (  # (pattern, thousands separator, decimal separator): ASCII digits only
+    (re.compile(r"[0-9]+", re.ASCII), "", ""),
+    (re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?", re.ASCII), ",", "."),  # 1,024 and 1,000,000.5
+    (re.compile(r"[0-9]{1,3}(?:\.[0-9]{3}){2,}(?:,[0-9]+)?", re.ASCII), ".", ","),  # 1.000.000 and 1.000.000,5
+    (re.compile(r"[0-9]{1,3}(?:\.[0-9]{3})+,[0-9]+", re.ASCII), ".", ","),  # 1.000,5
+    (re.compile(r"[0-9]+\.[0-9]+", re.ASCII), "", "."),  # 0.5 and 1.024 (one dot: a decimal point)
+    (re.compile(r"[0-9]+,[0-9]+", re.ASCII), "", ","),  # 0,5 (a decimal comma: not three digits after)
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,11 +55,15 @@ class Guess(Declared):
     text: f.AnyText = ""  # as typed, so a board can show it back in the student's words
 
 
-def _number(text: str) -> float:
-    """'1,024' -> 1024, '0.5' -> 0.5, '0,5' -> 0.5 (a decimal comma: one comma, not three digits after)."""
-    if re.fullmatch(r"\d{1,3}(,\d{3})+", text):
-        return float(text.replace(",", ""))
-    return float(text.replace(",", "."))
+def _number(text: str) -> float | None:
+    """The one grammar of a typed number: ASCII digits, at most one decimal separator, thousands separators
+    only every three digits before it. '1,024' -> 1024, '1.000.000' -> 1e6, '0,5' -> 0.5, '1.000,5' -> 1000.5;
+    None for anything else ('1,2,3', '1.2.3', '1,00,0')."""
+    for pattern, thousands, decimal in _NUMBER_FORMS:
+        if pattern.fullmatch(text):
+            plain = text.replace(thousands, "") if thousands else text
+            return float(plain.replace(decimal, ".") if decimal else plain)
+    return None
 
 
 def _shown(text: str) -> str:
@@ -66,8 +78,8 @@ def parse_matmul_guess(text: str | None) -> Guess | None:
     if typed in NO_CROSSOVER_WORDS:
         return Guess(what=NO_CROSSOVER, text=_shown(text or ""))
     found = re.fullmatch(_NUMBER + r"\s*(k?)", typed)
-    if found:
-        n = _number(found.group(1)) * (1000 if found.group(2) else 1)
+    if found and (number := _number(found.group(1))) is not None:
+        n = number * (1000 if found.group(2) else 1)
         if 1 <= n <= MAX_GUESS_N:
             return Guess(what=CROSSOVER_N, value=float(round(n)), text=_shown(text or ""))
     raise DashboardError(f"the guess {_shown(text or '')[:40]!r} is not a matrix size between 1 and "
@@ -80,10 +92,11 @@ def parse_train_guess(text: str | None) -> Guess | None:
     if not typed:
         return None
     speedup = re.fullmatch(_NUMBER + r"\s*(x|×|times)( faster)?", typed)
-    if speedup and 0 < (value := _number(speedup.group(1))) <= MAX_GUESS_SPEEDUP:
+    if speedup and 0 < (value := _number(speedup.group(1)) or 0.0) <= MAX_GUESS_SPEEDUP:
         return Guess(what=SPEEDUP, value=value, text=_shown(text or ""))
     seconds = re.fullmatch(_NUMBER + r"\s*(s|sec|seconds?|ms)?( per epoch| ?/ ?epoch)?", typed)
-    if seconds and 0 < (value := _number(seconds.group(1)) / (1000 if seconds.group(2) == "ms" else 1)) <= MAX_GUESS_EPOCH_S:
+    if seconds and 0 < (value := (_number(seconds.group(1)) or 0.0)
+                        / (1000 if seconds.group(2) == "ms" else 1)) <= MAX_GUESS_EPOCH_S:
         return Guess(what=EPOCH_S, value=value, text=_shown(text or ""))
     raise DashboardError(f"the guess {_shown(text or '')[:40]!r} is neither seconds per epoch nor a speed-up; "
                          f"type {TRAIN_EXAMPLE}")

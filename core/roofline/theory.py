@@ -127,7 +127,8 @@ def cuda_peak(index: int, dtype: str, *, tf32: bool = False) -> TheoreticalPeak:
     if capability in ((8, 6), (8, 7), (8, 9)):
         lanes = 128
     if not sms or not khz or lanes is None:
-        missing = "clock rate" if not khz else "SM count" if not sms else f"lanes per SM for {props.major}.{props.minor}"
+        missing = ("clock rate" if not khz else "SM count" if not sms
+                   else f"lanes per SM for {props.major}.{props.minor}")
         return TheoreticalPeak(None, f"unknown: torch does not expose the {missing}")
     ghz = khz / 1e6
     key = "tf32" if tf32 and dtype == "float32" else dtype

@@ -5,8 +5,9 @@ server little, a refresh first asks the store for its version (`Store.version()`
 highest id, one cheap query) and reads nothing more when it has not changed; when runs were only
 added, it reads just the new ids; only a delete (the count falls behind the ids) rereads the newest
 MAX_BOARD_RUNS. Rows are read from the store's listing summaries (no payload decoded); payloads only for
-the sweeps and training runs the board charts, and for one run of a machine that has neither. The board is ordered by arrival (run id), newest first: a projector shows what just
-landed, whatever date an imported file claims.
+the sweeps and training runs the board charts, and for one run of a machine that has neither. The
+board is ordered by arrival (run id), newest first: a projector shows what just landed, whatever date
+an imported file claims.
 
 What the board shows is derived here, without streamlit or plotly: the rows grouped by name or
 machine, the guesses against the measured crossovers and speed-ups (the same `crossover` and
@@ -32,7 +33,8 @@ MIN_REFRESH_S, MAX_REFRESH_S = 1.0, 60.0
 
 
 def charted_kinds() -> tuple[str, ...]:
-    """What the board charts (crossovers, speed-ups, epochs) and guesses, read in full: the kinds whose record says so."""
+    """What the board charts (crossovers, speed-ups, epochs) and guesses, read in full: the kinds whose record
+    says so."""
     return tuple(k.name for k in kinds.RESULT_KINDS if k.board)
 
 
@@ -132,7 +134,8 @@ def grouped_rows(board: ClassBoard) -> list[BoardRow]:
     for run in board.runs:  # newest first, so groups come out ordered by their newest run
         groups[who(run)].append(run)
     return [BoardRow(who=name, machine=run.machine_label, run_id=run.run_id, when=run.created_at[11:16],
-                     kind=run.kind, result=run.headline, guess=guess_text(run_guess(full[run.run_id]) if run.run_id in full else None))
+                     kind=run.kind, result=run.headline,
+                     guess=guess_text(run_guess(full[run.run_id]) if run.run_id in full else None))
             for name, runs in groups.items() for run in runs]
 
 
@@ -238,7 +241,8 @@ def room_hardware(board: ClassBoard) -> list[Hardware]:
             gpus.add("Apple GPU (MPS)")
         for name in gpus or {"no GPU"}:
             counts[("GPU", name)] += 1
-    return [Hardware(kind, name, n) for (kind, name), n in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))]
+    return [Hardware(kind, name, n)
+            for (kind, name), n in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))]
 
 
 def changed(store: Store, board: ClassBoard) -> bool:

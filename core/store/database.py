@@ -28,12 +28,13 @@ from core.results import files, jsonio
 from core.results.runs import RunRecord
 from core.results.kinds import read_result
 from core.results.runs import MEASURED, Provenance
+from core.store import url_redaction
 from core.store.access import COMMAND_LINE, INSTRUCTOR, Access, Owner, owner_hash
 from core.results.csvio import csv_text
 from core.results.kinds import Result
 from core.results.machine import Machine, read_machine
-from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun, machine_label,
-                                SUMMARY_VERSION, software_versions, summary_facts)
+from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun,
+                                machine_label, SUMMARY_VERSION, software_versions, summary_facts)
 
 DATABASE_URL_ENV = "DATABASE_URL"  # postgresql://user:password@host:5432/db shares one board
 SQLITE_FILE = "results.sqlite3"  # in core.platform.paths.data_dir()
@@ -50,6 +51,7 @@ QUOTA_WINDOW_S = 3600
 WAL_RETRY_S = 0.05  # pause between tries to switch a new file to WAL while another connection opens it
 PG_CONNECT_TIMEOUT_S = 5  # an unreachable server fails fast with a message, never hangs the page
 PG_MIGRATION_LOCK = 0x6776635F  # pg_advisory_xact_lock key ("gvc_"): one migrator at a time
+PG_ADD_LOCK = 0x67766341  # pg_advisory_xact_lock key ("gvcA"): one transaction adding runs at a time (caps, quotas)
 MIN_SQLITE = (3, 35)  # INSERT/DELETE ... RETURNING
 MAX_RUN_ID = 2**63 - 1  # both back ends' 64-bit ids; a larger number names no run (and would overflow the driver)
 UID_CHUNK = 500  # uids per "already stored?" query, under SQLite's limit on parameters
@@ -122,9 +124,20 @@ def _check_quota(tx: _Tx, owner: str | None, adding: int) -> None:
                       (owner, since))[0][0])
     if done + adding > cap:
         raise DashboardError(f"this browser session has saved or imported {done} runs in the last hour and its limit "
-                             f"is {cap} per hour, so {adding} more cannot be saved; wait, import the file on the server "
-                             f"(`python -m core results import FILE`), or raise {SESSION_HOURLY_ENV} on the server")
+                             f"is {cap} per hour, so {adding} more cannot be saved; wait, import the file "
+                             "on the server (`python -m core results import FILE`), "
+                             f"or raise {SESSION_HOURLY_ENV} on the server")
     tx.run("INSERT INTO gvc_session_saves (owner, saved_at, runs) VALUES (?, ?, ?)", (owner, files.utc_now(), adding))
+
+
+def _one_adder_at_a_time(tx: _Tx) -> None:
+    """Make count-then-insert atomic: on PostgreSQL, READ COMMITTED lets two transactions count the same
+    rows and both insert (12 concurrent imports against a cap of 1 stored 5, issue 30), so every transaction
+    that adds runs first takes one advisory lock, held to its commit; each statement after it sees what the
+    previous holder committed. Saves take milliseconds, and the wait is bounded by lock_timeout. SQLite's
+    BEGIN IMMEDIATE already serializes writers."""
+    if tx.dialect == "postgresql":
+        tx.run("SELECT pg_advisory_xact_lock(?)", (PG_ADD_LOCK,))
 
 
 def _check_room(tx: _Tx, adding: int) -> None:
@@ -250,27 +263,14 @@ class Store:
     # -- connection --------------------------------------------------------------------------
 
     def describe(self) -> str:
-        """Where runs are kept, without any password."""
+        """Where runs are kept, without any part of a password (core.store.url_redaction)."""
         if self.dialect == "sqlite":
             return f"SQLite file {self._target}"
-        import psycopg
-
-        try:
-            info = psycopg.conninfo.conninfo_to_dict(self._target)
-        except psycopg.Error:
-            return "PostgreSQL database (its URL cannot be read)"
-        where = f"{info.get('host') or 'localhost'}:{info.get('port') or 5432}"
-        return f"PostgreSQL database {info.get('dbname') or info.get('user') or ''} on {where} (shared)"
+        return url_redaction.describe(self._target)
 
     def _redact(self, text: str) -> str:
-        """A driver message with the URL's password field blanked out where it shows up (the URL's
-        `:password@`, a conninfo's `password=`), and nothing else: a password `p` leaves "expired" whole."""
-        found = re.search(r"://[^:/@]*:([^@]+)@", self._target) if self.dialect == "postgresql" else None
-        if not found:
-            return text
-        secret = re.escape(found.group(1))
-        text = re.sub(f":{secret}@", ":***@", text)
-        return re.sub(rf"(password\s*=\s*)(['\"]?){secret}\2", r"\1***", text)
+        """A text made from the URL (a driver's message) with every part of its password blanked."""
+        return url_redaction.redact(text, self._target) if self.dialect == "postgresql" else text
 
     @contextmanager
     def _transaction(self, write: bool = True) -> Iterator[_Tx]:
@@ -336,12 +336,16 @@ class Store:
     def _postgresql(self) -> Iterator[_Tx]:
         import psycopg
 
+        if url_redaction.read_url(self._target) is None:  # never to the driver: it may print or look up its pieces
+            raise DashboardError(f"cannot use the {self.describe()}: "
+                                 f"{url_redaction.malformed_message(DATABASE_URL_ENV)}")
         try:
             conn = psycopg.connect(self._target, connect_timeout=PG_CONNECT_TIMEOUT_S, application_name="gpu-vs-cpu")
         except psycopg.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DashboardError(f"cannot reach the {self.describe()}: {self._redact(first)}; check "
-                                 f"{DATABASE_URL_ENV}, or unset it to keep results in this machine's SQLite file") from None
+                                 f"{DATABASE_URL_ENV}, "
+                                 "or unset it to keep results in this machine's SQLite file") from None
         with conn:  # commits when the block ends, rolls back on an exception, then closes
             try:
                 limit = str(int(db_timeout_s() * 1000))  # milliseconds, for this connection only
@@ -401,10 +405,11 @@ class Store:
         """Save one finished run, as every page, the CLI and the notebook do; returns its id.
 
         The run's settings are its own (`result.settings`); its machine is `machine` when given (an import
-        that knows better), else its own where the kind carries one (a sweep, a roofline), else this machine's. The result goes through the same schema
-        as an import, written by the one JSON writer (NaN becomes null), so what is saved reads back the
-        same. `owner`: the browser session that may delete it later (the command line: only the instructor
-        deletes it) and where it was measured (here, or by the notebook)."""
+        that knows better), else its own where the kind carries one (a sweep, a roofline), else this machine's.
+        The result goes through the same schema as an import, written by the one JSON writer (NaN becomes
+        null), so what is saved reads back the same. `owner`: the browser session that may delete it later
+        (the command line: only the instructor deletes it) and where it was measured (here, or by the
+        notebook)."""
         payload = result.to_json()
         jsonio.check_tree(payload, "payload")  # before anything that recurses over it
         plain = jsonio.loads(jsonio.dumps(payload), what="the run")
@@ -418,10 +423,12 @@ class Store:
         extras: dict[str, Any] = {"machine": own, "settings": result.settings}
         jsonio.check_tree(extras, "run")
         extras = jsonio.loads(jsonio.dumps(extras), what="the run")
-        record = RunRecord(uid=uuid.uuid4().hex, kind=result.kind, created_at=files.utc_now(), label=files.check_label(label),
+        record = RunRecord(uid=uuid.uuid4().hex, kind=result.kind, created_at=files.utc_now(),
+                           label=files.check_label(label),
                            machine=read_machine(extras["machine"], "machine"), settings=extras["settings"],
                            versions=software_versions(), result=result, provenance=Provenance(source=owner.source))
         with self._transaction() as tx:
+            _one_adder_at_a_time(tx)
             _check_room(tx, 1)
             _check_quota(tx, owner_hash(owner.token) if owner.token else None, 1)
             run_id = _insert(tx, record, owner.token)
@@ -449,6 +456,7 @@ class Store:
         records = rederive_imported(files.read_import(data, label=label, file=file, session=session))
         new: list[int] = []
         with self._transaction() as tx:
+            _one_adder_at_a_time(tx)
             stored = _stored_uids(tx, [r.uid for r in records])
             adding = len({r.uid for r in records} - stored)
             if adding > (most := max_import_runs()):
@@ -541,7 +549,8 @@ class Store:
         return int(rows), int(top)
 
     def count_runs(self, runs: RunFilter = RunFilter()) -> int:
-        """How many runs the store holds that `runs` matches, readable or not (the page says how many it does not show)."""
+        """How many runs the store holds that `runs` matches, readable or not (the page says how many it does
+        not show)."""
         where, params = _where(runs, None) or ("1 = 0", [])
         with self._transaction(write=False) as tx:
             return int(tx.run(f"SELECT COUNT(*) FROM gvc_runs r WHERE {where}", params)[0][0])
@@ -570,7 +579,8 @@ class Store:
             runs = self.list_runs()
         else:  # in chunks: a page shows thousands of runs after a few "show more", past SQLite's parameter limit
             ids = list(run_ids)
-            runs = [r for start in range(0, len(ids), UID_CHUNK) for r in self.list_runs(run_ids=ids[start:start + UID_CHUNK])]
+            runs = [r for start in range(0, len(ids), UID_CHUNK)
+                    for r in self.list_runs(run_ids=ids[start:start + UID_CHUNK])]
         return sorted(runs, key=lambda r: (r.created_at, r.run_id))
 
 
@@ -687,8 +697,9 @@ def _resolve(url: str | None) -> tuple[str, str]:
         path = url[len("sqlite:///"):]
         if path:
             return "sqlite", str(Path(path).expanduser())
-    scheme = url.split("://", 1)[0] if "://" in url else "a plain string"
-    raise DashboardError(f"{DATABASE_URL_ENV} (or the configured database URL) starts with {scheme!r}; "
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    shown = repr(scheme) if re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]{0,19}", scheme) else "something else"
+    raise DashboardError(f"{DATABASE_URL_ENV} (or the configured database URL) starts with {shown}; "
                          "use postgresql://user:password@host:5432/dbname, or sqlite:////path/to/results.sqlite3, "
                          "or leave it unset for this machine's own SQLite file")
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core.plain_text import for_markdown
+from core.store import key_guard
 from core.store.board import PAGE_RUNS, Export
 from core.store.records import UnreadableRun
 
@@ -36,7 +37,8 @@ def confirm_text(title: str) -> str:
 
 
 def unreadable_text(run: UnreadableRun) -> str:
-    return f"Stored run {for_markdown(run.title)}. It cannot be drawn; delete it, or update the dashboard if it is newer."
+    return (f"Stored run {for_markdown(run.title)}. It cannot be drawn; "
+            "delete it, or update the dashboard if it is newer.")
 
 
 def compare_key(run_ids: Sequence[int]) -> str:
@@ -79,7 +81,7 @@ def key_notice(outcome: bool | None) -> tuple[str, str]:
         return "success", "Instructor mode: this browser session may now delete any run."
     if outcome is False:
         return "error", "That is not the instructor key."
-    return "error", "Too many wrong keys in this browser session; the key field is locked. Open a new session."
+    return "error", key_guard.LOCKED
 
 
 MORE_LABEL = f"Show {PAGE_RUNS} older runs"

@@ -68,13 +68,15 @@ def sweep_form(gpu_here: bool) -> SweepForm:
         devices = st.multiselect("Devices", available_devices(), default=default_devices(available_devices()),
                                  key="mm_devices")
         dtypes = st.multiselect("dtypes", dtype_choices(devices or ["cpu"]), default=["float32"], key="mm_dtypes",
-                                help="float16 on a CPU is very slow; the time guard skips sizes that would overrun the budget.")
+                                help="float16 on a CPU is very slow; "
+                                     "the time guard skips sizes that would overrun the budget.")
         cores: list[int | None] = [FREE, *thread_choices()]
         threads = st.multiselect("CPU threads (each is a series)", cores, key="mm_threads", format_func=_threads_label,
                                  default=list(default_race_threads(gpu_here)),  # two series that differ
                                  help="free cores: as many threads as other programs leave idle when the sweep starts")
         end_to_end = st.checkbox("End to end (with copies)", value=False, key="mm_end_to_end", disabled=not gpu_here,
-                                 help="also time the copies to and from the GPU" + ("" if gpu_here else f": {NEEDS_GPU}"))
+                                 help="also time the copies to and from the GPU"
+                                      + ("" if gpu_here else f": {NEEDS_GPU}"))
         cache = st.radio("Cache", list(CACHE_CHOICES), horizontal=True, key="mm_cache",
                          help="warm: the same matrices stay in cache from one repetition to the next, as in a loop "
                               "(small products look fast). cold: the caches are evicted before each timed call, "
@@ -92,7 +94,8 @@ def sweep_form(gpu_here: bool) -> SweepForm:
                         disabled=no_tf32 is not None,
                         help="TF32 tensor cores: faster, less exact." + (f" Off here: {no_tf32}." if no_tf32 else ""))
         tf32 = "off" if no_tf32 else tf32
-        unsynced = st.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced", disabled=not gpu_here,
+        unsynced = st.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced",
+                               disabled=not gpu_here,
                                help="the classic bug: reading the clock without synchronizing. "
                                     + ("" if gpu_here else f"It {NEEDS_GPU}: on a CPU nothing is asynchronous."))
     c1, c2, c3, c4 = st.columns([3, 3, 1, 1], vertical_alignment="bottom")

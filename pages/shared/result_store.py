@@ -15,9 +15,9 @@ import streamlit as st
 
 from core.errors import DashboardError
 from core.results.kinds import Result
-from core.store import board
+from core.store import board, key_guard
 from core.store.database import DATABASE_URL_ENV, open_store
-from core.store.access import INSTRUCTOR_KEY_ENV, Access, Owner, configured_key, key_matches, new_owner_token
+from core.store.access import INSTRUCTOR_KEY_ENV, Access, Owner, configured_key, new_owner_token
 from core.store.records import RunFilter, RunListing
 
 if TYPE_CHECKING:
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 OWNER_TOKEN = "board_owner_token"  # session state: this session's secret owner token (never shown)
 SESSION_TAG = "board_session_tag"  # session state: a short name for the session in an import's provenance
 INSTRUCTOR_MODE = "board_instructor"  # session state: True once the right key was entered
-KEY_TRIES = "board_key_tries"  # session state: wrong keys entered, capped by MAX_KEY_TRIES
-MAX_KEY_TRIES = 5  # wrong keys a session may try before the key field is locked for it
 
 
 def _secret(name: str) -> object | None:
@@ -69,16 +67,12 @@ def access() -> Access:
 
 
 def enter_key(entered: str) -> bool | None:
-    """Check a key typed on the page: True (instructor mode from now on), False (wrong), None (locked:
-    too many wrong tries in this session). Nothing of the key is kept or shown."""
-    tries = int(st.session_state.get(KEY_TRIES, 0))
-    if tries >= MAX_KEY_TRIES:
-        return None
-    if key_matches(instructor_key(), entered):
+    """Check a key typed on the page: True (instructor mode from now on), False (wrong), None (locked: too
+    many wrong keys from this client or on this server, core.store.key_guard). Nothing of the key is kept or shown."""
+    outcome = key_guard.SERVER_GUARD.check(instructor_key(), entered, st.context.ip_address)
+    if outcome:
         st.session_state[INSTRUCTOR_MODE] = True
-        return True
-    st.session_state[KEY_TRIES] = tries + 1
-    return False
+    return outcome
 
 
 def save_run(result: Result, *, label: str = "") -> int | None:

@@ -24,7 +24,8 @@ def seeded(e2e_home):
     for run in store.list_runs():
         store.delete(run.run_id)
     ids = (
-        save_payload(store, "matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024, 2048)), {"sizes": "256..2048"}, label="Ana"),
+        save_payload(store, "matmul", matmul_payload(LAPTOP, sizes=(256, 512, 1024, 2048)), {"sizes": "256..2048"},
+                     label="Ana"),
         save_payload(store, "matmul", matmul_payload(LAB, sizes=(256, 512, 1024, 2048, 4096)), {"sizes": "256..4096"}),
         save_payload(store, "train", train_payload("cuda:0"), {"epochs": 3}, machine=LAB),
     )
