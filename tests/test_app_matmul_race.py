@@ -101,6 +101,14 @@ def test_page_with_fake_gpu_offers_it_and_tf32(app, fake_cuda):
     assert "bfloat16" in app.multiselect(key="mm_dtypes").options
 
 
+def test_on_a_t4_the_tf32_choice_is_disabled_with_its_reason(app, gpu_model):
+    """Issue 33: "TF32 on" silently timed TF32 off on a T4 while the page still offered it."""
+    gpu_model("T4")
+    app.switch_page(PAGE).run()
+    radio = app.radio(key="mm_tf32")
+    assert not app.exception and radio.disabled and "cuda:0 has no TF32 tensor cores" in radio.help
+
+
 # ---------------------------------------------------------------- the classroom: line, cap, saving (issue 5)
 
 

@@ -270,6 +270,43 @@ def test_memory_refusal_skips_the_size_and_the_sweep_goes_on(monkeypatch):
     assert skip.n == 8192 and skip.reason == "memory" and "needs" in skip.message and "0.50 GiB is free" in skip.message
 
 
+def test_the_memory_check_counts_every_series_a_size_holds_at_once(monkeypatch, gpu_model):
+    """Issue 33: the series of a size are prepared together (each dtype, each GPU TF32 setting its own operands),
+    but the guard counted one: a size where each fits alone ran out of memory together, or was killed (RAM)."""
+    from core.matmul.round_memory import round_refusals
+
+    n = 1024
+    cpu = torch.device("cpu")
+    f32, f64 = (guards.memory_need(cpu, d, n) for d in ("float32", "float64"))
+    free = f64.device_bytes + f32.inputs_bytes  # each fits alone; both sets of matrices do not
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: free)
+    series = [Series("cpu", "float64", threads=1), Series("cpu", "float32", threads=1),
+              Series("cpu", "float32", threads=2)]
+    refused = round_refusals(series, n, SweepConfig().options)
+    assert list(refused) == series[1:] and "needs" in refused[series[1]] and "each fits alone" in refused[series[1]]
+    assert round_refusals(series[1:], n, SweepConfig().options) == {}  # one dtype: one set, shared
+
+    timed: list[list[Series]] = []
+
+    def rounds(ready, size, options):
+        timed.append(list(ready))
+        return [measured_point(s, size, Measurement((1e-3,) * 3, 1, 1e-3), None, None, None, None, s.threads, None)
+                for s in ready]
+    monkeypatch.setattr(sweep, "time_interleaved", rounds)
+    monkeypatch.setattr(guards.TimeGuard, "refuse", lambda self, s, size: None)
+    result = run_sweep(SweepConfig(sizes=(n,), dtypes=("float64", "float32"), threads=(1,),
+                                   options=MatmulOptions(budget_s=0.05)))
+    assert [[s.dtype for s in r] for r in timed] == [["float64"]]
+    (skip,) = result.skipped
+    assert skip.reason == "memory" and skip.dtype == "float32" and "at once" in skip.message
+
+    a100 = gpu_model("A100-40GB")  # on a GPU, TF32 off and on are two sets of operands
+    gpu = [Series("cuda:0", "float32", tf32=False), Series("cuda:0", "float32", tf32=True)]
+    one = guards.memory_need(torch.device("cuda:0"), "float32", 16384)
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: one.device_bytes + one.inputs_bytes)
+    assert list(round_refusals(gpu, 16384, SweepConfig().options)) == [gpu[1]] and a100.contexts == set()
+
+
 def test_out_of_memory_is_recovered_and_the_sweep_goes_on(monkeypatch):
     real = matmul.make_operands
     released = []

@@ -1,7 +1,8 @@
 """What the race's widgets and the CLI's flags may offer: sizes, dtypes, thread counts, TF32 settings.
 
 Choices come from core so a page cannot offer what the machine cannot run: `size_choices` asks the memory
-guard (core.matmul.guards) which sizes fit now, `dtype_choices` what the chosen devices support.
+guard (core.matmul.guards) which sizes fit now, `dtype_choices` what the chosen devices support
+(and core.matmul.plan's `tf32_unavailable` why the TF32 choice would change nothing).
 """
 
 from __future__ import annotations

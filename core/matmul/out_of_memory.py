@@ -14,7 +14,7 @@ from typing import TypeVar
 import torch
 
 from core.errors import DashboardError
-from core.platform.devices import device_key
+from core.platform.devices import dead_context, device_key
 from core.platform.memory import release_device_memory
 
 T = TypeVar("T")
@@ -32,10 +32,15 @@ class RanOutOfMemory(DashboardError):
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """torch's OOM error, or the RuntimeErrors the CPU and MPS allocators and cuBLAS raise instead."""
+    """torch's OOM error, or the RuntimeErrors the CPU and MPS allocators and cuBLAS raise instead.
+
+    A cuBLAS error on a CUDA context an earlier error broke is not a lack of memory: that raises the
+    DeadContext (core.platform.devices.dead_context) saying so instead."""
     if isinstance(exc, OutOfMemoryError):
         return True
     text = str(exc).lower()
+    if isinstance(exc, RuntimeError) and "cublas_status" in text and (dead := dead_context(exc)) is not None:
+        raise dead from exc  # a context broken by an earlier error: not a lack of memory (issue 33)
     return isinstance(exc, RuntimeError) and any(t in text for t in OUT_OF_MEMORY_TEXTS)
 
 

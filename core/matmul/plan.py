@@ -4,12 +4,14 @@
 series, before anyone waits in line (a bad choice is refused there). The one thing it cannot know yet
 is how many cores other programs leave free: a thread count of None ("free cores") is resolved when the
 job holds its devices and has probed the load, by `Plan.under(load)`, which only fills in that count
-(no device is asked again).
+(no device is asked again). `tf32_unavailable` says why TF32 would change nothing for the chosen
+devices: the page disables its TF32 choice with it, and the plan notes it.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -80,6 +82,17 @@ class Plan:
                 "dtype or device to compare."]
 
 
+def tf32_unavailable(devices: Sequence[str]) -> str | None:
+    """Why the TF32 choice would change nothing for these devices (the page disables it with this), else None."""
+    gpus = [device_key(resolve_device(d)) for d in devices if d.startswith("cuda")]
+    if not gpus:
+        return "only CUDA float32 uses TF32, and no CUDA GPU is among the devices"
+    if not any(has_tf32(torch.device(g)) for g in gpus):
+        return (f"{', '.join(gpus)} {'has' if len(gpus) == 1 else 'have'} no TF32 tensor cores (compute "
+                "capability 8.0 and newer have them): float32 is timed with TF32 off")
+    return None
+
+
 def plan_series(config: SweepConfig, load: MachineLoad | None = None) -> Plan:
     """Resolve devices, dtypes, thread counts and TF32 settings into series, or say what is wrong.
 
@@ -105,6 +118,8 @@ def plan_series(config: SweepConfig, load: MachineLoad | None = None) -> Plan:
             elif device.type == "cuda" and dtype == "float32":
                 settings = dict.fromkeys(t and has_tf32(device) for t in config.tf32)
                 asked += [Series(name, dtype, tf32=t) for t in settings]
+                if True in config.tf32 and not has_tf32(device):
+                    notes.append(f"TF32 on: {tf32_unavailable([name])}; no TF32-on series there")
             else:
                 asked.append(Series(name, dtype))
     return Plan(config, tuple(asked), tuple(notes), load)

@@ -29,10 +29,15 @@ def results_frame(results: Sequence[MatmulPoint]) -> pd.DataFrame:
 
 
 def throttle_notes(results: Sequence[MatmulPoint]) -> list[str]:
-    """One note per series whose GPU throttled while sizes were timed (core.platform.sensors)."""
+    """One note per series whose GPU was slowed while sizes were timed (core.platform.sensors), and one per
+    series whose GPU ran at its power limit: a fact about the GPU (its speed under sustained work), not noise."""
     notes = []
-    for label in dict.fromkeys(p.label for p in results if p.clock.throttled):
-        hot = [p for p in results if p.label == label and p.clock.throttled]
+    for label in dict.fromkeys(p.label for p in results if p.clock.power_limited):
+        capped = ", ".join(f"{p.n:,}" for p in results if p.label == label and p.clock.power_limited)
+        notes.append(f"{label}: the GPU was at its power limit while n = {capped} ran (sw_power_cap): the clock "
+                     "it runs sustained work at, so those figures are its speed under load; their verdicts stand")
+    for label in dict.fromkeys(p.label for p in results if p.clock.slowed):
+        hot = [p for p in results if p.label == label and p.clock.slowed]
         reasons = ", ".join(dict.fromkeys(r for p in hot for r in (p.clock.throttle or "").split(", ") if r))
         sizes = ", ".join(f"{p.n:,}" for p in hot)
         one = len(hot) == 1

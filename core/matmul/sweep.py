@@ -5,7 +5,8 @@ The page builds a `SweepConfig` (core.matmul.config) from its widgets and the CL
 (core.matmul.plan) is computed once from it and passed along. `run_sweep` holds the devices it times
 through `core.platform.jobs.run_job`, reports each step as a `Progress` whose item is a `SweepEvent`, can
 be stopped between sizes, and never lets one size sink the sweep: a size the guards refuse
-(core.matmul.guards: memory, time) or that runs out of memory anyway is skipped with a message and the
+(core.matmul.guards: memory, time), a series that would not fit beside the size's others
+(core.matmul.round_memory), or one that runs out of memory anyway is skipped with a message and the
 sweep goes on.
 
 The series of one size are timed in alternation (core.matmul.paired); the saved record, with a verdict per
@@ -26,6 +27,7 @@ from core.matmul.out_of_memory import RanOutOfMemory
 from core.matmul.paired import time_interleaved
 from core.matmul.plan import Plan, plan_series
 from core.matmul.report import sweep_of
+from core.matmul.round_memory import round_refusals
 from core.matmul.series import Series
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, run_job
@@ -104,6 +106,10 @@ def run_sweep(what: SweepConfig | Plan, hooks: JobHooks | None = None) -> Matmul
                 else:
                     skipped.append(skip)
                     emit("skipped", s, n, skipped=skip)
+            for s, message in round_refusals(ready, n, options).items():  # held together in the round
+                ready.remove(s)
+                skipped.append(skipped_size(s, n, "memory", message))
+                emit("skipped", s, n, skipped=skipped[-1])
             if not ready:
                 continue
             try:

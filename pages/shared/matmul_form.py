@@ -1,8 +1,8 @@
 """The Matmul race's settings (in the sidebar) and its Run row: the widgets, and the SweepConfig they build.
 
 Not a page (app.py does not list it). Widget keys are `mm_*`; the choices offered come from core
-(core.matmul.choices: `dtype_choices`, `size_choices`, `thread_choices`, `TF32_CHOICES`), so the page
-cannot offer what the machine cannot run.
+(core.matmul.choices: `dtype_choices`, `size_choices`, `thread_choices`, `TF32_CHOICES`; core.matmul.plan:
+`tf32_unavailable`), so the page cannot offer what the machine cannot run.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from core.matmul.choices import (
     TF32_CHOICES, default_race_threads, dtype_choices, log_sizes, size_choices, tf32_settings, thread_choices,
 )
 from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.plan import tf32_unavailable
 from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import NEEDS_GPU, available_devices
 from core.results.guess import MATMUL_EXAMPLE
@@ -68,10 +69,11 @@ def sweep_form(gpu_here: bool) -> tuple[bool, Callable[[], SweepConfig]]:
         budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget",
                                   help="Per size and series. A size whose series cannot yet be told apart samples "
                                        "on, up to twice this.")
+        no_tf32 = tf32_unavailable(devices)
         tf32 = st.radio("TF32 for CUDA float32", list(TF32_CHOICES), horizontal=True, key="mm_tf32",
-                        disabled=not any(d.startswith("cuda") for d in devices),
-                        help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it, so it is off "
-                             "unless a CUDA GPU is among the devices.")
+                        disabled=no_tf32 is not None,
+                        help="TF32 tensor cores: faster, less exact." + (f" Off here: {no_tf32}." if no_tf32 else ""))
+        tf32 = "off" if no_tf32 else tf32
         unsynced = st.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced",
                                disabled=not gpu_here,
                                help="the classic bug: reading the clock without synchronizing. "
