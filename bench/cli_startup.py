@@ -1,12 +1,13 @@
 """How long `python -m core devices` takes to start, against a bare `import torch`.
 
 Every CLI run pays torch's import; the target is that `devices` costs at most 1.3x that, i.e. the
-CLI imports only the chosen subcommand's module. `--help` imports every subcommand's module and is
-shown for scale. The commands take turns (round-robin, the first one rotating), so a change of load
-hits all alike; each is run in a fresh process with its output thrown away, and the table shows the
-median wall time of --runs runs. `python -m core` leaves with os._exit (core/cli/entry.py), skipping the
-0.3-0.5 s interpreter teardown a bare `import torch` pays, so `import torch` without teardown is shown
-too: the CLI's own cost is the difference to that. Writes everything to bench/results/ as JSON.
+CLI imports only the chosen subcommand's module. `--help` (which imports no subcommand module and no
+torch: bench/cli_help.py) is shown for scale. The commands take turns (round-robin, the first one
+rotating), so a change of load hits all alike; each is run in a fresh process with its output thrown
+away, and the table shows the median wall time of --runs runs. `python -m core` leaves with os._exit
+(core/cli/entry.py), skipping the 0.3-0.5 s interpreter teardown a bare `import torch` pays, so
+`import torch` without teardown is shown too: the CLI's own cost is the difference to that. Writes
+everything to bench/results/ as JSON.
 
     python bench/cli_startup.py [--runs N] [--python PATH] [--root CHECKOUT]
 """
@@ -40,7 +41,7 @@ def commands(python: str) -> dict[str, list[str]]:
         NO_TEARDOWN: [python, "-c", "import os, torch; os._exit(0)"],
         "core devices": [python, "-m", "core", "devices"],
         "core devices --json": [python, "-m", "core", "devices", "--json"],
-        "core --help (every subcommand)": [python, "-m", "core", "--help"],
+        "core --help (no subcommand module)": [python, "-m", "core", "--help"],
     }
 
 

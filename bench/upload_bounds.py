@@ -8,9 +8,9 @@ once alone and once as two tabs at once (two threads, as the server runs two ses
 
 Targets (issue 21, item 4): the 1,000,000-column file and the 100 MB cases refused in <= 1 s with
 <= 50 MB of memory growth, two tabs at once likewise. Issue 30, item 2: a .tar.gz of a million (and two
-million) empty members refused in <= 2 s with <= 50 MiB (two tabs: read one at a time, by the archive lock). The valid 100 MB table is real work (read under
-the one-parse-at-a-time lock) and is listed for its cost, not refused. Each case runs in a fresh
-process, so one case's memory never shows in another's RSS.
+million) empty members refused in <= 2 s with <= 50 MiB (two tabs: read one at a time, by the archive lock).
+The valid 100 MB table is real work (read under the one-parse-at-a-time lock) and is listed for its cost, not
+refused. Each case runs in a fresh process, so one case's memory never shows in another's RSS.
 """
 
 from __future__ import annotations

@@ -131,7 +131,8 @@ def build_wheel(out: Path) -> Path:
 def write_kit(out: Path) -> Kit:
     """colab.ipynb and the wheel in `out`: upload both to Colab (the notebook, then the wheel in its Files panel)."""
     if not NOTEBOOK.is_file():
-        raise DashboardError(f"the Colab notebook {NOTEBOOK} is missing: the kit is built from a checkout of this project")
+        raise DashboardError(f"the Colab notebook {NOTEBOOK} is missing: "
+                             "the kit is built from a checkout of this project")
     from core.platform.paths import output_folder  # platformdirs: a --no-deps install still imports this module
 
     out = output_folder(out, "--out")  # before any work: a file, /proc, a read-only folder is one line

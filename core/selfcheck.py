@@ -31,15 +31,17 @@ from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
 from core.results.machine import Machine
 from core.platform.jobs import JobHooks, run_job
-from core.matmul.engine import (
-    DTYPES, cuda_event_seconds, has_tf32, make_operands, product, supported_dtypes, tf32_matmul,
-)
-from core.matmul.sweep import SweepConfig, log_sizes, run_sweep
+from core.matmul.choices import log_sizes
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.engine import cuda_event_seconds, make_operands, product, tf32_matmul
+from core.matmul.series import DTYPES, has_tf32, supported_dtypes
+from core.matmul.sweep import run_sweep
 from core.results.crossover import sentence
+from core.results.load import MachineLoad
 from core.results.matmul import MatmulSweep
 from core.classifier.features import synthetic_features
 from core.classifier.training import LOSS_TOLERANCE, compare_devices_same_seed
-from core.platform.units import gib
+from core.platform.units import gib, number, seconds
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 GPU_SIZES = log_sizes(256, 8192)  # the issue's sweep "to 8192"
@@ -76,7 +78,7 @@ def gpu_sweep_config(device: torch.device, sizes: Sizes = FULL) -> SweepConfig:
     dtypes = ("float32", "bfloat16") if "bfloat16" in supported_dtypes(device) else ("float32",)
     tf32 = (False, True) if has_tf32(device) else (False,)
     return SweepConfig(sizes=sizes.gpu, devices=("cpu", device_key(device)), dtypes=dtypes, tf32=tf32,
-                       budget_s=sizes.gpu_budget_s)
+                       options=MatmulOptions(budget_s=sizes.gpu_budget_s))
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class CheckResult:
     passed: bool
     detail: str  # one line a person can act on
     data: dict[str, Any] = field(default_factory=dict)  # numbers behind the verdict, for the JSON
+    load: MachineLoad | None = None  # how busy the machine was as the check's timed job started
 
 
 @dataclass
@@ -116,6 +119,7 @@ class Check:
     run: Callable[[Context], CheckResult]
     needs_cuda: bool = False
     about: str = ""
+    times: bool = True  # does it check a timing? ("devices" only lists the hardware: it vouches for no timing)
 
 
 @dataclass(frozen=True)
@@ -125,9 +129,13 @@ class Outcome:
     detail: str
     seconds: float
     data: dict[str, Any] = field(default_factory=dict)
+    timed: bool = True  # the check times something (Check.times)
+    load: MachineLoad | None = None  # how busy the machine was as its timed job started (None: not probed)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["load"] = None if self.load is None else self.load.to_json()
+        return out
 
 
 @dataclass(frozen=True)
@@ -146,6 +154,28 @@ class Report:
     def skipped(self) -> list[str]:
         return [o.name for o in self.outcomes if o.status == SKIP]
 
+    @property
+    def timings_checked(self) -> int:
+        """Checks of a timing that passed: none means nothing here vouches for a timing, whatever else passed."""
+        return sum(o.status == PASS and o.timed for o in self.outcomes)
+
+    @property
+    def busy(self) -> MachineLoad | None:
+        """The first busy load a timed check started under (machine_load's rule, as the Matmul race calls it)."""
+        return next((o.load for o in self.outcomes if o.load is not None and o.load.busy), None)
+
+    @property
+    def headline(self) -> str:
+        """What the report says about this machine's timings, in the race's words: failed, busy, nothing timed
+        checked, or trusted; never "trusted" after checking no timing or on a machine the race calls busy."""
+        if not self.passed:
+            return "do not trust these timings yet"
+        if self.busy is not None:
+            return "the checks that ran passed, but the machine was busy: timings here may be noisy"
+        if not self.timings_checked:
+            return "no timing was checked, so nothing here vouches for the timings yet"
+        return "timings here can be trusted"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": "selfcheck",
@@ -153,6 +183,7 @@ class Report:
             "passed": self.passed,
             "checks": [o.to_dict() for o in self.outcomes],
             "skipped": self.skipped,
+            "busy": self.busy is not None,
             "wall_s": self.wall_s,
             "finished_at": self.finished_at,
             "machine": self.machine.to_json(),
@@ -173,7 +204,7 @@ def check_devices(ctx: Context) -> CheckResult:
 
 def check_cpu_sweep(ctx: Context) -> CheckResult:
     """The CPU half of the race: every size timed, results plausible and exact to float32."""
-    result = run_sweep(SweepConfig(sizes=CPU_SIZES, budget_s=CPU_BUDGET_S), ctx.hooks)
+    result = run_sweep(SweepConfig(sizes=CPU_SIZES, options=MatmulOptions(budget_s=CPU_BUDGET_S)), ctx.hooks)
     problems = [f"n={s.n} skipped: {s.message}" for s in result.skipped]
     for r in result.results:
         if not (r.median_s is not None and r.median_s > 0 and r.samples >= 1):
@@ -181,11 +212,12 @@ def check_cpu_sweep(ctx: Context) -> CheckResult:
         if r.rel_error is None or r.rel_error > FLOAT32_MAX_ERROR:
             problems.append(f"n={r.n}: relative error {r.rel_error} above {FLOAT32_MAX_ERROR:g}")
     top = result.results[-1] if result.results else None
-    detail = (f"{len(result.results)} sizes timed; n={top.n}: {(top.median_s or 0) * 1e3:.3g} ms, "
-              f"{top.gflops or 0:.0f} GFLOP/s, relative error {top.rel_error or 0:.1e}" if top else "nothing was timed")
+    detail = (f"{len(result.results)} sizes timed; n={top.n}: {seconds(top.median_s or 0)}, "
+              f"{number(top.gflops or 0)} GFLOP/s, relative error {top.rel_error or 0:.1e}"
+              if top else "nothing was timed")
     data = {"rows": [{k: v for k, v in r.to_json().items() if k != "times_s"} for r in result.results],
             "wall_s": result.wall_s, "timed_s": result.timed_s}
-    return CheckResult(not problems and top is not None, "; ".join(problems) or detail, data)
+    return CheckResult(not problems and top is not None, "; ".join(problems) or detail, data, result.load)
 
 
 CPP_EXTENSION_LOGGER = "torch.utils.cpp_extension"  # logs "No CUDA runtime is found" when it is imported
@@ -244,14 +276,15 @@ def agreement_with_torch_benchmark(n: int, *, threads: int, rounds: int, budget_
 def check_cpu_vs_torch_benchmark(ctx: Context) -> CheckResult:
     """The engine's method agrees with torch.utils.benchmark's (one thread: the method, not the scaling)."""
     rows = []
-    with run_job(["cpu"], ctx.hooks, label="self-check: engine vs torch.utils.benchmark"):
+    with run_job(["cpu"], ctx.hooks, label="self-check: engine vs torch.utils.benchmark", measure_load=True,
+                 needed_cores=1) as job:
         for n in TORCH_BENCH_SIZES:
             rows += agreement_with_torch_benchmark(n, threads=1, rounds=TORCH_BENCH_ROUNDS, budget_s=0.3)
     ratios = {n: statistics.median(r["ratio"] for r in rows if r["n"] == n) for n in TORCH_BENCH_SIZES}
     bad = {n: q for n, q in ratios.items() if abs(q - 1) > TORCH_BENCH_TOLERANCE}
-    text = ", ".join(f"n={n}: {q:.3f}" for n, q in ratios.items())
+    text = ", ".join(f"n={n}: {q:.3g}" for n, q in ratios.items())
     return CheckResult(not bad, f"median ratio engine / torch.utils.benchmark: {text} "
-                                f"(tolerance ±{TORCH_BENCH_TOLERANCE:.0%})", {"rows": rows})
+                                f"(tolerance ±{TORCH_BENCH_TOLERANCE:.0%})", {"rows": rows}, job.load)
 
 
 # ---------------------------------------------------------------- CUDA checks
@@ -297,7 +330,7 @@ def judge_gpu_sweep(result: MatmulSweep, capability_major: int, top_size: int = 
     speeds = ", ".join(f"{label} {r.gflops or 0:,.0f} GFLOP/s" for label, r in at_top.items())
     detail = (f"n={top}: {speeds}; {sentence(lead, result.verdicts) if lead else 'no crossover computed'}")
     data = {"sweep": result.to_json()}
-    return CheckResult(not problems, "; ".join(problems) or detail, data)
+    return CheckResult(not problems, "; ".join(problems) or detail, data, result.load)
 
 
 def check_gpu_sweep(ctx: Context) -> CheckResult:
@@ -341,7 +374,7 @@ def check_cuda_events(ctx: Context) -> CheckResult:
                          "calls_per_block": calls})
             del fn
     bad = [r for r in rows if abs(r["ratio"] - 1) > EVENT_TOLERANCE]
-    text = ", ".join(f"n={r['n']}: {r['ratio']:.3f}" for r in rows)
+    text = ", ".join(f"n={r['n']}: {r['ratio']:.3g}" for r in rows)
     return CheckResult(not bad, f"clock / CUDA events: {text} (tolerance ±{EVENT_TOLERANCE:.0%})", {"rows": rows})
 
 
@@ -362,8 +395,8 @@ def check_unsynced_far_below(ctx: Context) -> CheckResult:
         data.append({"series": r.label, "n": top, "median_s": median, "unsynced_s": unsynced,
                      "ratio": ratio})
         if ratio > UNSYNCED_FAR_BELOW:
-            problems.append(f"{r.label}: unsynced {unsynced * 1e3:.3g} ms is {ratio:.0%} of {median * 1e3:.3g} ms")
-    text = ", ".join(f"{d['series']}: {d['unsynced_s'] * 1e3:.3g} ms vs {d['median_s'] * 1e3:.3g} ms" for d in data)
+            problems.append(f"{r.label}: unsynced {seconds(unsynced)} is {ratio:.0%} of {seconds(median)}")
+    text = ", ".join(f"{d['series']}: {seconds(d['unsynced_s'])} vs {seconds(d['median_s'])}" for d in data)
     return CheckResult(not problems, "; ".join(problems) or f"n={top}: {text}", {"rows": data})
 
 
@@ -379,12 +412,12 @@ def check_train_same_seed(ctx: Context) -> CheckResult:
             "test_losses": [list(t) for t in cmp.test_losses], "seconds": list(cmp.seconds),
             "max_loss_difference": cmp.max_loss_difference, "tolerance": LOSS_TOLERANCE}
     detail = (f"largest loss difference {cmp.max_loss_difference:.2e} (tolerance {LOSS_TOLERANCE:g}); "
-              f"{cmp.seconds[0]:.2f} s on {cmp.devices[0]}, {cmp.seconds[1]:.2f} s on {cmp.devices[1]}")
+              f"{seconds(cmp.seconds[0])} on {cmp.devices[0]}, {seconds(cmp.seconds[1])} on {cmp.devices[1]}")
     return CheckResult(cmp.close(LOSS_TOLERANCE), detail, data)
 
 
 CHECKS: list[Check] = [
-    Check("devices", check_devices, about="what CPU and GPUs torch sees"),
+    Check("devices", check_devices, about="what CPU and GPUs torch sees", times=False),
     Check("cpu-sweep", check_cpu_sweep, about=f"CPU float32 race, n = {CPU_SIZES[0]}..{CPU_SIZES[-1]}"),
     Check("cpu-vs-torch-benchmark", check_cpu_vs_torch_benchmark,
           about="engine median vs torch.utils.benchmark, interleaved, one thread"),
@@ -422,14 +455,15 @@ def run_checks(checks: Sequence[Check] = CHECKS, *, on_outcome: Callable[[Outcom
     for check in checks:
         t0 = time.perf_counter()
         if check.needs_cuda and ctx.cuda is None:
-            outcome = Outcome(check.name, SKIP, "needs a CUDA GPU; none is visible here", 0.0)
+            outcome = Outcome(check.name, SKIP, "needs a CUDA GPU; none is visible here", 0.0, timed=check.times)
         else:
             try:
                 result = check.run(ctx)
                 outcome = Outcome(check.name, PASS if result.passed else FAIL, result.detail,
-                                  time.perf_counter() - t0, result.data)
+                                  time.perf_counter() - t0, result.data, check.times, result.load)
             except Exception as exc:  # noqa: BLE001 - a crashing check is a failed check, reported
-                outcome = Outcome(check.name, FAIL, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
+                outcome = Outcome(check.name, FAIL, f"{type(exc).__name__}: {exc}", time.perf_counter() - t0,
+                                  timed=check.times)
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)

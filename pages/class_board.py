@@ -12,7 +12,8 @@ from core.plain_text import for_markdown
 from core.platform.units import readable
 from core.store.database import open_store
 from core.store.class_board import (
-    DEFAULT_REFRESH_S, MAX_BOARD_RUNS, MAX_REFRESH_S, MIN_REFRESH_S, changed, crossover_spread, epoch_spread,
+    ARRIVED_HELP, DEFAULT_REFRESH_S, MAX_BOARD_RUNS, WHO_HELP, MAX_REFRESH_S, MIN_REFRESH_S, changed,
+    crossover_spread, epoch_spread,
     grouped_rows, refresh, room_hardware, speedup_spread, who,
 )
 from pages.shared.entry import through_app
@@ -25,7 +26,8 @@ st.title("Class board")
 st.caption(f"Every run the class saves lands here within seconds: the newest {MAX_BOARD_RUNS} runs, the guesses "
            "typed in *Your guess* against what was measured, and the machines in the room.")
 every = st.sidebar.number_input("Refresh every (s)", MIN_REFRESH_S, MAX_REFRESH_S, DEFAULT_REFRESH_S, step=1.0,
-                                format="%.0f", key="cb_every", help="how often this board asks the store whether a run arrived")
+                                format="%.0f", key="cb_every",
+                                help="how often this board asks the store whether a run arrived")
 try:
     store = open_store(store_url())
     state.cb_board = board = refresh(store, state.get("cb_board"))  # reads only the runs that are new
@@ -43,7 +45,8 @@ def watch() -> None:
     except DashboardError as exc:
         st.caption(f"Cannot reach the result store just now: {exc}")
         return
-    st.caption(f"{len(board.runs)} run{'s' * (len(board.runs) != 1)} · checked at {datetime.now():%H:%M:%S} · refreshes every {every:g} s",
+    st.caption(f"{len(board.runs)} run{'s' * (len(board.runs) != 1)} · checked at {datetime.now():%H:%M:%S} · "
+               f"refreshes every {every:g} s",
                help="runs saved from any browser or `python -m core ... --save` appear without a reload")
 
 
@@ -54,8 +57,8 @@ if not board.runs:
     st.stop()
 
 newest = board.runs[0]
-st.markdown(f"**Newest:** run #{newest.run_id}, {newest.kind}, {for_markdown(who(newest))}: "
-            f"{for_markdown(newest.headline)}")
+st.markdown(f"**Newest:** run #{newest.run_id}, {newest.kind}{' (imported)' * newest.imported}, "
+            f"{for_markdown(who(newest))}: {for_markdown(newest.headline)}")
 left, right = st.columns([3, 2])
 crossovers, speedups, epochs = crossover_spread(board), speedup_spread(board), epoch_spread(board)
 if not crossovers.empty:
@@ -69,5 +72,6 @@ right.plotly_chart(hardware_figure(room_hardware(board)), key="cb_hardware")
 
 st.subheader("Latest runs")
 st.dataframe(readable([asdict(row) for row in grouped_rows(board)]), hide_index=True, key="cb_runs",
-             column_config={"who": "name or machine", "run_id": st.column_config.NumberColumn("run", format="#%d"),
-                            "when": "arrived (UTC)"})
+             column_config={"who": st.column_config.TextColumn("name or machine", help=WHO_HELP),
+                            "run_id": st.column_config.NumberColumn("run", format="#%d"),
+                            "when": st.column_config.TextColumn("arrived (UTC)", help=ARRIVED_HELP)})

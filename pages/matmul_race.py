@@ -5,11 +5,12 @@ import streamlit as st
 from core.errors import DashboardError
 from core.matmul.collector import SweepCollector
 from core.matmul.guess import compare_guess
+from core.matmul.report import clock_summary, results_frame
 from core.matmul.shared_race import join_race
-from core.matmul.sweep import clock_summary, results_frame, sweep_json_text
 from core.platform.devices import has_gpu
 from core.platform.units import readable
 from core.results.guess import parse_matmul_guess
+from core.results.jsonio import dumps
 from core.results.table import human_table
 from core.store.board import sweep_csv
 from pages.shared import race_views
@@ -37,12 +38,12 @@ if not (gpu_here := has_gpu()):
     gpu_badge("this race is between CPU settings (thread counts, dtypes); a GPU adds its line, the crossover "
               "size, the *forgot to synchronize* figure and the cost of copies")
 
-form = sweep_form(gpu_here)
+run, config = sweep_form(gpu_here)
 own = st.button("Run my own", key="mm_run_own", help="Run joins a race with the same settings already running here; "
                 "this one waits its turn for a race of your own")
-if form.run or own:
+if run or own:
     try:
-        sweep = SweepCollector.start(form.config(), parse_matmul_guess(state.mm_guess))  # refused here, before waiting
+        sweep = SweepCollector.start(config(), parse_matmul_guess(state.mm_guess))  # refused here, before waiting
         progress = st.empty()
 
         def on_progress(step) -> None:
@@ -51,7 +52,7 @@ if form.run or own:
             progress.progress(step.fraction, text=step.message)
 
         with page_job("mm", on_progress=on_progress) as turn:
-            final = sweep.finish(join_race(sweep.config, turn.hooks, own=own))
+            final = sweep.finish(join_race(sweep.plan, turn.hooks, own=own))
         state.mm_sweep = sweep
         shared = final.shared.note if final.shared else ""
         progress.progress(1.0, text=f"done in {final.wall_s:.1f} s{turn.waited_note}{shared}")
@@ -72,7 +73,8 @@ if sweep is not None and sweep.has_steps:
     load_notice(shown.load)
     st.caption(sweep.save_note())
     if sweep.can_save:
-        st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save, args=(sweep,))
+        st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save,
+                  args=(sweep,))
     for note in shown.notes:
         st.info(note)
     race_views.verdicts(shown)
@@ -83,6 +85,6 @@ if sweep is not None and sweep.has_steps:
     d1, d2 = st.columns(2)
     d1.download_button("Download CSV", sweep_csv(store_url(), shown, sweep.saved_run, state.mm_label.strip()),
                        "matmul_race.csv", "text/csv", key="mm_csv")
-    d2.download_button("Download JSON", sweep_json_text(shown), "matmul_race.json",
+    d2.download_button("Download JSON", dumps(shown, indent=2), "matmul_race.json",
                        "application/json", key="mm_json")
 st.page_link("pages/every_device.py", label="Every device at once: the same sweep on K ranks", icon=":material/lan:")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core.charts.roofline import WARM_CACHE_NOTE, model_caption, model_figure, roofline_figure, roofs_table
 from core.errors import DashboardError
-from core.matmul.sweep import dtype_choices
+from core.matmul.choices import dtype_choices
 from core.platform.devices import available_devices
 from core.results.jsonio import dumps
 from core.platform.units import readable
@@ -50,7 +50,8 @@ if run:
 
 if (result := state.rl_result) is not None:
     if result.stopped:
-        st.warning("Stopped before the last step: what was measured is shown, and not saved.", icon=":material/stop_circle:")
+        st.warning("Stopped before the last step: what was measured is shown, and not saved.",
+                   icon=":material/stop_circle:")
     load_notice(result.load)
     box = st.success if result.predicted_crossover_n and result.measured_crossover_n else st.info
     box = st.warning if cannot_tell(result) else box

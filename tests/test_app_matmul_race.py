@@ -9,7 +9,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from core.store.access import new_owner_token
 from core.store.database import open_store
+from pages.shared.result_store import OWNER_TOKEN
 from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/matmul_race.py"
@@ -102,6 +104,14 @@ def test_page_with_fake_gpu_offers_it_and_tf32(app, fake_cuda):
     assert "No GPU here" not in _text(app)
     assert app.multiselect(key="mm_threads").value == [None]  # the cores free when the sweep starts
     assert "bfloat16" in app.multiselect(key="mm_dtypes").options
+
+
+def test_on_a_t4_the_tf32_choice_is_disabled_with_its_reason(app, gpu_model):
+    """Issue 33: "TF32 on" silently timed TF32 off on a T4 while the page still offered it."""
+    gpu_model("T4")
+    app.switch_page(PAGE).run()
+    radio = app.radio(key="mm_tf32")
+    assert not app.exception and radio.disabled and "cuda:0 has no TF32 tensor cores" in radio.help
 
 
 # ---------------------------------------------------------------- the classroom: line, cap, saving (issue 5)
@@ -199,7 +209,7 @@ def test_sizes_beyond_memory_are_skipped_with_a_message_and_nothing_is_saved(app
     app.switch_page(PAGE).run()
     app.select_slider(key="mm_sizes").set_value((16, 32))
     app.multiselect(key="mm_threads").set_value([1])
-    monkeypatch.setattr("core.matmul.engine.free_device_bytes", lambda device: 1024)  # memory gone since the page drew
+    monkeypatch.setattr("core.matmul.guards.free_device_bytes", lambda device: 1024)  # memory gone since the page drew
     app.button(key="mm_run").click().run()
     assert not app.exception and not app.error
     text = _text(app)
@@ -301,6 +311,9 @@ def _tiny_settings(app: AppTest, label: str, guess: str) -> AppTest:
     app.multiselect(key="mm_threads").set_value([1])
     app.text_input(key="mm_label").input(label)
     app.text_input(key="mm_guess").input(guess)
+    # AppTest's runtime is one per process and goes when either session's run ends: the owner token set now
+    # keeps the save from reading the browser's cookie through it while the other session still runs
+    app.session_state[OWNER_TOKEN] = new_owner_token()
     return app
 
 

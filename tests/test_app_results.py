@@ -8,6 +8,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.store.access import new_owner_token
 from core.store.database import open_store
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
@@ -363,3 +364,30 @@ def test_a_new_session_gets_no_more_key_tries(app, monkeypatch):
     fresh.text_input(key="results_key").input(KEY).run()
     shown = fresh.error[0].value
     assert "Too many wrong keys" in shown and "session" not in shown.lower() and not fresh.selectbox
+
+
+def test_a_reload_keeps_the_right_to_delete_the_sessions_runs(app, monkeypatch):
+    """Issue 30: a reload (a new session) lost the right to delete the runs the session had saved. The browser
+    keeps the token in a cookie; a new session takes it back only if this server issued it."""
+    from pages.shared import result_store
+
+    monkeypatch.setenv("GPU_VS_CPU_INSTRUCTOR_KEY", KEY)
+    cookie: dict[str, str | None] = {"value": None}
+    monkeypatch.setattr(result_store, "_browser_cookie", lambda: cookie["value"])
+    ana = _open(app).run()  # the token was issued in the first run; the next gives it to the browser, once
+    token = ana.session_state["board_owner_token"]
+    scripts = [h.proto.body for h in ana.get("html")]
+    assert any(f"gvc_owner={token};" in s and "SameSite=Strict" in s for s in scripts), "the browser keeps it"
+    assert not ana.run().get("html"), "once"
+    ana = _upload(ana, "ana.json", json.dumps(matmul_payload(LAPTOP)).encode())
+    [anas] = [r.run_id for r in open_store().list_runs()]
+
+    cookie["value"] = token  # the reload: a new session, the browser sending the cookie back
+    again = _open(AppTest.from_file(app._script_path, default_timeout=120))
+    assert again.session_state["board_owner_token"] == token
+    assert again.selectbox(key="results_delete_pick").options[0].startswith(f"#{anas} ")
+
+    cookie["value"] = forged = new_owner_token()  # made up, not issued (other forms: test_store_access.py)
+    other = _open(AppTest.from_file(app._script_path, default_timeout=120))
+    assert other.session_state["board_owner_token"] not in (forged, token), "a fresh token instead"
+    assert not other.selectbox and "None of the runs shown" in _text(other)

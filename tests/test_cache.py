@@ -12,8 +12,10 @@ from core.cli import build_parser
 from core.cli.matmul import config_from_args
 from core.errors import DashboardError
 from core.matmul import engine, paired
-from core.matmul.engine import MatmulOptions, Series
-from core.matmul.sweep import SweepConfig, results_frame, sweep_of
+from core.matmul.config import MatmulOptions
+from core.matmul.series import Series
+from core.matmul.config import SweepConfig
+from core.matmul.report import results_frame, sweep_of
 from core.platform import cache, clock, timing
 from core.results.kinds import read_result
 
@@ -51,10 +53,42 @@ def test_sizes_as_sys_writes_them(text, size):
     assert cache.parse_size(text) == size
 
 
-def test_the_gpu_flush_is_its_l2(fake_cuda):
+def test_the_gpu_flush_is_twice_its_l2(fake_cuda):
     assert cache.gpu_l2_bytes(torch.device("cuda:0")) == cache.FALLBACK_L2_BYTES  # the fake's properties lack it
+    assert cache.flush_bytes(torch.device("cuda:0"), "cold") == 256 * 2**20  # do_bench's buffer
     fake_cuda.props.L2_cache_size = 50 * 2**20  # an H100's
     assert cache.gpu_l2_bytes(torch.device("cuda:0")) == 50 * 2**20
+    assert cache.flush_bytes(torch.device("cuda:0"), "cold") == 2 * 50 * 2**20  # one L2 may leave operands cached
+
+
+@pytest.mark.parametrize("name", ["T4", "A100-40GB", "H100"])
+def test_a_cold_gpu_call_is_timed_by_events_recorded_after_the_flush(gpu_model, monkeypatch, name):
+    """Issue 33: one cold call read by the host clock carries launch and synchronize latency (here 1 ms a read of
+    the fake host clock); CUDA events recorded after the flush time the kernel alone (20 us on the GPU's timeline)."""
+    fake = gpu_model(name)
+    log = fake.events
+    monkeypatch.setattr(clock, "read_clock", LoggedClock(log).read)
+    flush = LoggedFlush(log)
+    gpu = torch.device("cuda:0")
+    m = timing.measure(lambda: fake.work(2e-5), gpu, budget_s=0.05, flush=flush)
+    assert m.calls_per_block == 1 and m.times_s == pytest.approx((2e-5,) * m.samples)
+    assert m.first_call_s == pytest.approx(2e-5)
+    assert "read" not in log  # no host clock in a cold GPU sample
+    calls = [i for i, e in enumerate(log) if e == "kernel"]
+    assert all(log[i - 2:i + 3] == ["flush", "record", "kernel", "record", "event sync"] for i in calls)
+
+    log.clear()
+    real = engine.make_operands
+    monkeypatch.setattr(engine, "make_operands", lambda device, *a, **kw: real(CPU, *a, **kw))
+    monkeypatch.setattr(paired, "cache_flush", lambda device, choice: LoggedFlush(log) if choice == "cold" else None)
+    monkeypatch.setattr(engine, "product", lambda ops: lambda: fake.work(3e-5))
+    options = MatmulOptions(budget_s=0.02, unsynced=False, check_error=False, cache="cold")
+    (point,) = paired.time_interleaved([Series("cuda:0", "float32", tf32=False)], 16, options)
+    assert point.calls_per_block == 1 and point.times_s == pytest.approx((3e-5,) * point.samples)
+    calls = [i for i, e in enumerate(log) if e == "kernel"]
+    assert calls and all(log[i - 2:i + 3] == ["flush", "record", "kernel", "record", "event sync"] for i in calls)
+    gpu_flush = cache.flush_bytes(gpu, "cold")
+    assert gpu_flush == 2 * fake.props.L2_cache_size  # 8 / 80 / 100 MB
 
 
 def test_a_cold_cpu_flush_touches_twice_the_last_level_cache(monkeypatch):
@@ -144,13 +178,13 @@ def test_the_engine_passes_the_flush_to_the_measurement(monkeypatch):
 
 def test_the_switch_reaches_the_config_the_cli_the_json_and_the_chart():
     with pytest.raises(DashboardError, match="cache must be one of"):
-        SweepConfig(cache="hot")
-    config = SweepConfig(sizes=(8,), threads=(1,), cache="cold")
+        SweepConfig(options=MatmulOptions(cache="hot"))
+    config = SweepConfig(sizes=(8,), threads=(1,), options=MatmulOptions(cache="cold"))
     assert config.options.cache == "cold" and config.to_dict()["cache"] == "cold"
     args = build_parser("matmul").parse_args(["matmul", "--sizes", "8", "--devices", "cpu", "--threads", "1",
                                               "--cache", "cold"])
-    assert config_from_args(args).cache == "cold"
-    assert config_from_args(build_parser("matmul").parse_args(["matmul"])).cache == "warm"
+    assert config_from_args(args).options.cache == "cold"
+    assert config_from_args(build_parser("matmul").parse_args(["matmul"])).options.cache == "warm"
     with pytest.raises(DashboardError, match="invalid choice: 'hot'"):
         build_parser("matmul").parse_args(["matmul", "--cache", "hot"])
     point = engine.measured_point(Series("cpu", "float32", threads=1), 8, timing.Measurement((1e-5,) * 3, 1, 1e-5),
@@ -173,35 +207,34 @@ def test_the_switch_reaches_the_config_the_cli_the_json_and_the_chart():
 def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(fake_cuda, monkeypatch):
     """Cold caches allocate a flush buffer beside the operands: a size that fits warm but not with the buffer is
     refused by the guard (not killed by the kernel, not an out-of-memory error halfway)."""
-    from core.matmul import sweep
-    from core.matmul.engine import DoesNotFit, check_memory, memory_need
+    from core.matmul import guards
+    from core.matmul.choices import size_choices
+    from core.matmul.guards import DoesNotFit, TimeGuard, check_memory, memory_need, refusal
 
     gpu = torch.device("cuda:0")
     fake_cuda.props.L2_cache_size = 50 * 2**20
     warm = memory_need(gpu, "float32", 4096)
     cold = memory_need(gpu, "float32", 4096, cache="cold")
-    assert warm.flush_bytes == 0 and cold.flush_bytes == 50 * 2**20
-    assert cold.device_bytes == warm.device_bytes + 50 * 2**20
+    assert warm.flush_bytes == 0 and cold.flush_bytes == 2 * 50 * 2**20  # twice the L2 (issue 33)
+    assert cold.device_bytes == warm.device_bytes + 2 * 50 * 2**20
     monkeypatch.setattr(cache, "llc_bytes", lambda: 32 * 2**20)
     assert memory_need(CPU, "float32", 64, cache="cold").flush_bytes == 2 * 32 * 2**20  # RAM, twice the LLC
 
     free = warm.device_bytes + 10 * 2**20  # room for the operands, not for the buffer
-    monkeypatch.setattr(engine, "free_device_bytes", lambda device: free if device.type == "cuda" else 64 * 2**30)
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: free if device.type == "cuda" else 64 * 2**30)
     check_memory(warm)
-    with pytest.raises(DoesNotFit, match=r"cold-cache flush buffer 0\.05 GiB\) but only"):
+    with pytest.raises(DoesNotFit, match=r"cold-cache flush buffer 0\.10 GiB\) but only"):
         check_memory(cold)
 
     monkeypatch.setattr(engine, "make_operands", lambda *a, **k: pytest.fail("allocated before the memory check"))
     monkeypatch.setattr(cache, "cache_flush", lambda *a, **k: pytest.fail("flush allocated before the memory check"))
     series = Series("cuda:0", "float32", tf32=False)
-    guard = sweep.TimeGuard(1.0, lambda s, n: 1e-3)
-    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), cache="cold", check_error=False)
-    skipped = sweep._refusal(config, guard, series, 4096)
+    guard = TimeGuard(1.0, lambda s, n: 1e-3)
+    skipped = refusal(MatmulOptions(cache="cold", check_error=False), guard, series, 4096)
     assert skipped is not None and skipped.reason == "memory" and "flush buffer" in skipped.message
     # the page's size slider offers n = 4096 warm but not cold
-    assert sweep.size_choices(["cuda:0"], ["float32"], ceiling=4096)[-1] == 4096
-    assert sweep.size_choices(["cuda:0"], ["float32"], ceiling=4096, cache="cold")[-1] == 2048
-    config = SweepConfig(sizes=(4096,), devices=("cuda:0",), check_error=False)
-    assert sweep._refusal(config, guard, series, 4096) is None
+    assert size_choices(["cuda:0"], ["float32"], ceiling=4096)[-1] == 4096
+    assert size_choices(["cuda:0"], ["float32"], ceiling=4096, cache="cold")[-1] == 2048
+    assert refusal(MatmulOptions(check_error=False), guard, series, 4096) is None
     with pytest.raises(DoesNotFit, match="flush buffer"):
         engine.time_matmul(series, 4096, MatmulOptions(cache="cold", check_error=False))

@@ -2,12 +2,14 @@
 
 import pytest
 
-from core.matmul import sweep
+from core.matmul import report, sweep
 from core.charts.matmul import gflops_figure, speedup_figure, speedup_table, time_figure
 from core.lecture import LECTURE_N
 from tests.chart_checks import assert_annotations_inside, assert_legend_right, assert_log_axis, assert_points_inside
-from core.matmul.engine import Series, measured_point
-from core.matmul.sweep import SweepConfig, run_sweep
+from core.matmul.engine import measured_point
+from core.matmul.series import Series
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.sweep import run_sweep
 from core.platform.timing import Measurement
 from tests.test_sweep import per_series
 
@@ -24,7 +26,8 @@ def result(monkeypatch, fake_cuda):
         return measured_point(series, n, m, unsynced, copy, copy, 1e-7, series.threads, series.tf32)
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
-    config = SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), end_to_end=True)
+    config = SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,),
+                         options=MatmulOptions(end_to_end=True))
     return run_sweep(config)
 
 
@@ -33,7 +36,7 @@ def _names(fig):
 
 
 def test_time_figure_has_truth_bug_copies_and_lecture_points(result):
-    fig = time_figure(sweep.results_frame(result.results))
+    fig = time_figure(report.results_frame(result.results))
     names = _names(fig)
     assert "cpu float32 1 thread" in names and "cuda:0 float32 TF32 off" in names
     assert "cuda:0 float32 TF32 off, not synchronized (wrong)" in names
@@ -48,7 +51,7 @@ def test_time_figure_has_truth_bug_copies_and_lecture_points(result):
 
 
 def test_time_figure_axes(result):
-    fig = time_figure(sweep.results_frame(result.results))
+    fig = time_figure(report.results_frame(result.results))
     assert_log_axis(fig.layout.xaxis)
     assert_log_axis(fig.layout.yaxis, "ms")
     assert list(fig.layout.xaxis.tickvals) == [100.0, 1000.0, 10_000.0]  # 32 .. 10,000: decades only
@@ -68,7 +71,7 @@ def test_time_figure_without_lecture_reads_in_microseconds_when_all_is_fast(monk
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
     measured = run_sweep(SweepConfig(sizes=(32, 64, 128, 256), devices=("cpu",), threads=(1,)))
-    frame = sweep.results_frame(measured.results)
+    frame = report.results_frame(measured.results)
     fig = time_figure(frame, lecture=False)
     assert_log_axis(fig.layout.yaxis, "µs")
     assert fig.data[0].y[0] == pytest.approx(3.2)
@@ -77,7 +80,7 @@ def test_time_figure_without_lecture_reads_in_microseconds_when_all_is_fast(monk
 
 
 def test_gflops_figure(result):
-    fig = gflops_figure(sweep.results_frame(result.results))
+    fig = gflops_figure(report.results_frame(result.results))
     cpu = next(t for t in fig.data if t.name == "cpu float32 1 thread")
     assert cpu.y[0] == pytest.approx(2.0)  # 2n^3 / n^3 ns = 2 GFLOP/s
     assert any("lecture CPU ≈ 87 GFLOP/s" == t.name for t in fig.data)
@@ -92,7 +95,7 @@ def test_gflops_figure(result):
 
 def test_speedup_figure_marks_the_crossover(result):
     crossovers = result.crossovers
-    fig = speedup_figure(sweep.results_frame(result.results), crossovers)
+    fig = speedup_figure(report.results_frame(result.results), crossovers)
     names = _names(fig)
     assert "cuda:0 float32 TF32 off vs cpu float32 1 thread" in names
     assert "cuda:0 float32 TF32 off vs cpu float32 1 thread (with copies)" in names
@@ -110,12 +113,12 @@ def test_speedup_figure_marks_the_crossover(result):
     assert_legend_right(fig)
     assert_annotations_inside(fig)
     assert_points_inside(fig)
-    table = speedup_table(sweep.results_frame(result.results), "cuda:0 float32 TF32 off", "cpu float32 1 thread")
+    table = speedup_table(report.results_frame(result.results), "cuda:0 float32 TF32 off", "cpu float32 1 thread")
     assert table["speedup"].tolist() == pytest.approx([32**3 / 1e6, 64**3 / 1e6, 128**3 / 1e6, 256**3 / 1e6])
 
 
 def test_empty_results_give_placeholder_figures():
-    empty = sweep.results_frame([])
+    empty = report.results_frame([])
     for fig in (time_figure(empty), gflops_figure(empty), speedup_figure(empty, [])):
         assert fig.layout.annotations[0].text == "no results yet"
 
@@ -127,8 +130,8 @@ def test_cpu_only_speedup_has_no_lecture_gpu_point(monkeypatch):
         for n in (64, 128):
             t = n**3 / 1e9 / s.threads
             rows.append(measured_point(s, n, Measurement((t,), 1, t), None, None, None, None, s.threads, None))
-    result = sweep.sweep_of(SweepConfig(sizes=(64, 128)), series, rows, machine={})
-    fig = speedup_figure(sweep.results_frame(result.results), result.crossovers)
+    result = report.sweep_of(SweepConfig(sizes=(64, 128)), series, rows, machine={})
+    fig = speedup_figure(report.results_frame(result.results), result.crossovers)
     assert "cpu float32 2 threads vs cpu float32 1 thread" in _names(fig)
     assert not any(t.name.startswith("lecture") for t in fig.data)
     assert_legend_right(fig)  # shown with no crossover too: the line needs its name
@@ -139,7 +142,7 @@ def test_cpu_only_speedup_has_no_lecture_gpu_point(monkeypatch):
 
 
 def test_a_crossover_near_the_right_edge_grows_its_label_leftward(result):
-    fig = speedup_figure(sweep.results_frame(result.results), result.crossovers, lecture=False)  # sizes 32 .. 256 only
+    fig = speedup_figure(report.results_frame(result.results), result.crossovers, lecture=False)  # sizes 32 .. 256 only
     label = next(a for a in fig.layout.annotations if a.text == "crossover ≈ 112")
     assert label.xanchor == "right" and label.xshift < 0  # cut off at the right edge before
     assert_annotations_inside(fig)

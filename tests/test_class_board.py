@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import json
+from datetime import datetime, timezone
 
 import pytest
 
@@ -11,7 +13,8 @@ from core.store.database import open_store
 from core.store.class_board import (
     ClassBoard, changed, crossover_spread, epoch_spread, grouped_rows, refresh, room_hardware, speedup_spread,
 )
-from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
+from core.store.access import owner_hash, session_mark
+from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload, save_payload
 
 
 def _matmul(machine=LAB, guess=None, crossover=None) -> dict:
@@ -84,15 +87,94 @@ def test_rows_are_grouped_by_name_or_machine_newest_group_first():
     save_payload(store, "matmul", _matmul(LAPTOP))  # no name: grouped by its machine
     save_payload(store, "train", _train(guess={"what": "epoch_s", "value": 2.0, "text": "2 s"}), label="Ana")
     rows = grouped_rows(refresh(store))
-    assert [(r.who, r.kind) for r in rows] == [("Ana", "train"), ("Ana", "matmul"),
-                                               ("Student Laptop CPU i5", "matmul")]
+    assert [(r.who, r.kind) for r in rows] == [("Ana · server", "train"), ("Ana · server", "matmul"),
+                                               ("machine: Student Laptop CPU i5", "matmul")]
     assert rows[0].guess == "2 s" and rows[1].guess == "" and "accuracy" in rows[0].result
+
+
+def test_two_sessions_typing_one_name_and_a_name_equal_to_a_machine_are_told_apart():
+    """Issue 30: two sessions saving as "Ana", or a name equal to a machine's, merged into one group."""
+    store = open_store()
+    save_payload(store, "matmul", _matmul(), label="Ana", owner_token="ana's session")
+    save_payload(store, "matmul", _matmul(), label="Ana", owner_token="a classmate")
+    save_payload(store, "matmul", _matmul(), label="Ana", owner_token="ana's session")
+    save_payload(store, "matmul", _matmul(LAPTOP))  # no name: its machine's group
+    save_payload(store, "matmul", _matmul(), label="Student Laptop CPU i5", owner_token="a classmate")
+    rows = grouped_rows(refresh(store))
+    groups = list(dict.fromkeys(r.who for r in rows))
+    ana, other = session_mark(owner_hash("ana's session")), session_mark(owner_hash("a classmate"))
+    assert ana != other and len(ana) == 6
+    assert groups == [f"Student Laptop CPU i5 · {other}", "machine: Student Laptop CPU i5", f"Ana · {ana}",
+                      f"Ana · {other}"]
+    assert [r.who for r in rows].count(f"Ana · {ana}") == 2
+    assert session_mark(owner_hash("ana's session")) not in owner_hash("ana's session"), "the mark is not the hash"
+
+
+def test_an_imported_run_says_so_and_arrives_by_the_servers_clock():
+    """Issue 30: the board did not say a run was imported, and showed the time the file claimed."""
+    store = open_store()
+    before = datetime.now(timezone.utc)
+    claimed = {"uid": "claims-a-time", "kind": "matmul", "created_at": "2020-01-01T03:33:00Z", "label": "Ana",
+               "machine": LAB, "settings": {}, "versions": {}, "payload": as_saved("matmul", _matmul())}
+    store.import_json(json.dumps(claimed).encode(), file="old.json", owner_token="ana")
+    save_payload(store, "matmul", _matmul(), label="Ana", owner_token="ana")
+    after = datetime.now(timezone.utc)
+    measured, imported = grouped_rows(refresh(store))
+    assert (imported.source, measured.source) == ("imported", "measured")
+    assert imported.when != "03:33" and imported.when in {f"{before:%H:%M}", f"{after:%H:%M}"}
+    assert refresh(store).runs[1].created_at == "2020-01-01T03:33:00Z", "the claim is kept, only not shown as arrival"
+
+
+def test_an_imported_runs_measurement_is_drawn_open_and_counted_in_the_legend():
+    store = open_store()
+    found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
+    save_payload(store, "matmul", _matmul(crossover=found))
+    store.import_json(json.dumps(as_saved("matmul", _matmul(crossover=found))).encode(), file="x.json")
+    save_payload(store, "train", _train("cpu", 4.0), machine=LAB)
+    gpu = {"uid": "gpu-run", "kind": "train", "created_at": "2025-01-01T00:00:00Z", "label": "", "machine": LAB,
+           "settings": {}, "versions": {}, "payload": as_saved("train", _train("cuda:0", 0.5))}
+    store.import_json(json.dumps(gpu).encode(), file="y.json")
+    board = refresh(store)
+    spread = crossover_spread(board)
+    assert spread.measured_imported == [True, False]
+    fig = spread_figure(spread, title="t", x_title="n")
+    measured = next(t for t in fig.data if t.name.startswith("measured ("))
+    assert list(measured.marker.symbol) == ["diamond-open", "diamond"]
+    assert fig.data[-1].name == "1 of them imported (open)"
+    assert epoch_spread(board).measured_imported == [True, False]
+    assert speedup_spread(board).measured_imported == [True], "a speed-up from an imported GPU run is imported"
+
+
+def test_an_older_board_gets_arrival_times_from_what_it_recorded(tmp_path):
+    """Schema 5: a measured run's own time was the server's at its save; an imported one's, its provenance's."""
+    from core.store import database
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    with pytest.MonkeyPatch.context() as schema_4:
+        schema_4.setattr(database, "MIGRATIONS", database.MIGRATIONS[:4])
+        schema_4.setattr(database, "SCHEMA_VERSION", 4)
+        old = open_store(url)
+        with old._transaction() as tx:  # what schema 4's insert wrote
+            for uid, source, provenance in (
+                    ("m", "measured", None),
+                    ("i", "imported", '{"source": "imported", "imported_at": "2025-03-04T10:11:00Z"}'),
+                    ("x", "imported", "{not json")):
+                tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, "
+                       "settings_json, versions_json, payload_json, provenance_json, source, sort_at) VALUES "
+                       "(?, 'matmul', '2025-01-01T08:09:00Z', '', 'm', ?, '{}', '{}', ?, ?, ?, '')",
+                       (uid, json.dumps(LAB), json.dumps(_matmul()), provenance, source))
+    store = open_store(url)
+    with store._transaction(write=False) as tx:
+        assert dict(tx.run("SELECT uid, stored_at FROM gvc_runs")) == {
+            "m": "2025-01-01T08:09:00Z", "i": "2025-03-04T10:11:00Z", "x": ""}
+    assert sorted(r.stored_at for r in store.read_summaries().runs) == ["2025-01-01T08:09:00Z", "2025-03-04T10:11:00Z"]
 
 
 def test_spreads_put_guesses_beside_what_was_measured():
     store = open_store()
     found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
-    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
+    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"},
+                                          crossover=found))
     save_payload(store, "matmul", _matmul(guess={"what": "no_crossover", "text": "none"},
                                  crossover={"a": "x", "b": "y", "call": "none"}))
     save_payload(store, "train", _train("cpu", 4.0, guess={"what": "speedup", "value": 10.0, "text": "10x"}))
@@ -119,7 +201,7 @@ def test_copies_of_one_shared_race_count_as_one_measurement_and_every_guess():
     spread = crossover_spread(board)
     assert sorted(spread.guessed) == [500.0, 800.0, 1000.0], "each joiner's guess counts"
     assert spread.measured == [300.0, 300.0], "the shared race once, the race of its own once"
-    rows = {r.who: r.result for r in grouped_rows(board)}
+    rows = {r.who.split(" · ")[0]: r.result for r in grouped_rows(board)}
     assert set(rows) == {"Ana", "Ben", "Cy", "Dee"}, "each credited under its name"
     assert all(rows[name].endswith(" · one race shared by 3") for name in ("Ana", "Ben", "Cy"))
     assert "shared" not in rows["Dee"]
@@ -137,7 +219,8 @@ def test_room_hardware_counts_each_machine_once():
 def test_figures_draw_guesses_measurements_and_hardware():
     store = open_store()
     found = {"a": "cuda:0 float32", "b": "cpu float32", "n_low": 256, "n_high": 512, "call": "found"}
-    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"}, crossover=found))
+    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 1000.0, "text": "1000"},
+                                          crossover=found))
     board = refresh(store)
     fig = spread_figure(crossover_spread(board), title="t", x_title="n")
     assert list(fig.data[0].x) == [1000.0] and list(fig.data[-1].x) == [300.0]  # the sweep's n≈300, in (256, 512]
@@ -162,11 +245,11 @@ def test_page_shows_the_runs_and_a_run_saved_later_after_the_next_check(app):
     app.switch_page("pages/class_board.py").run()
     assert not app.exception
     table = app.dataframe[0].value
-    assert list(table["who"]) == ["Ana"] and list(table["guess"]) == ["700"]
+    assert list(table["who"]) == ["Ana · server"] and list(table["guess"]) == ["700"]
     assert {c.proto.id for c in app.get("plotly_chart")}  # the crossover and hardware charts
     save_payload(store, "train", _train(), label="Ben")
     app.run()  # what the fragment's next check triggers: a rerun that reads the new run only
-    assert list(app.dataframe[0].value["who"]) == ["Ben", "Ana"]
+    assert list(app.dataframe[0].value["who"]) == ["Ben · server", "Ana · server"]
     assert app.session_state["cb_board"].reads == 2
 
 
@@ -175,6 +258,15 @@ def test_the_newest_run_is_named_in_words_with_its_label_escaped(app):
     app.switch_page("pages/class_board.py").run()
     line = next(m.value for m in app.markdown if m.value.startswith("**Newest:**"))
     assert "\\*Ana\\*" in line and "matmul" in line
+
+
+def test_the_page_marks_an_imported_run(app):
+    store = open_store()
+    store.import_json(json.dumps(as_saved("matmul", _matmul())).encode(), file="x.json", owner_token="ana")
+    app.switch_page("pages/class_board.py").run()
+    assert not app.exception
+    assert list(app.dataframe[0].value["source"]) == ["imported"]
+    assert "matmul (imported)" in next(m.value for m in app.markdown if m.value.startswith("**Newest:**"))
 
 
 def test_training_measurements_are_named_by_preset_in_the_legend():
@@ -202,8 +294,10 @@ def test_a_board_of_many_runs_decodes_only_what_it_charts():
     for i in range(60):
         save_payload(store, "roofline", roofline, {}, copy.deepcopy(LAB), label=f"r{i % 7}")
     for i in range(12):
-        save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 500.0 + i, "text": ""}), label=f"m{i % 5}")
-    save_payload(store, "train", _train("cpu", guess={"what": "speedup", "value": 3.0, "text": "3x"}), {}, copy.deepcopy(LAB))
+        save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 500.0 + i, "text": ""}),
+                     label=f"m{i % 5}")
+    save_payload(store, "train", _train("cpu", guess={"what": "speedup", "value": 3.0, "text": "3x"}), {},
+                 copy.deepcopy(LAB))
     for i in range(30):
         save_payload(store, "roofline", roofline, {}, copy.deepcopy(elsewhere), label="" if i % 2 else "Dee")
     counting = CountingStore(store)

@@ -63,3 +63,29 @@ def test_no_overfitting_sentence_while_test_loss_still_falls_or_wobbles():
         assert overfitting_note(epochs) is None
     assert lowest_test_loss_epoch(tuple(_epoch(i + 1, *c) for i, c in enumerate(falling))) == 3
     assert lowest_test_loss_epoch(()) is None
+
+
+def test_the_note_says_what_the_kept_epoch_is_and_what_accuracy_did():
+    """Issue 34: "lowest test loss: epoch 1" beside "kept epoch (10)" read as a mistake; the accuracy held."""
+    losses = [(0.68, 0.471), (0.52, 0.494), (0.31, 0.525), (0.19, 0.547), (0.12, 0.574), (0.09, 0.579),
+              (0.06, 0.585), (0.05, 0.590), (0.045, 0.595), (0.039, 0.600)]  # rt-polarity's default run
+    accuracy = [0.780, 0.783, 0.788, 0.788, 0.788, 0.788, 0.788, 0.789, 0.788, 0.787]
+    epochs = tuple(TrainEpoch(i + 1, tr, te, a, 0.5, batches_done=4, n_batches=4, elapsed_s=float(i))
+                   for i, ((tr, te), a) in enumerate(zip(losses, accuracy)))
+    done = RunRecord(1, "rt-polarity", ClassifierConfig(), "cpu", epochs, status=DONE, best_epoch=10)
+    note = " ".join((done.overfitting_note or "").split())
+    assert "after epoch 1 the test loss rose from 0.47 to 0.60" in note
+    assert "test accuracy held (78.0% at epoch 1, 78.7% at epoch 10)" in note
+    assert ("keeps epoch 10 (the last; the mean of the weights after epochs 5–10; plus naive Bayes's log-odds)"
+            in note) and "never kept" in note
+    assert "keeps" not in (replace(done, status=RUNNING).overfitting_note or "")  # no kept epoch while running
+    fell = tuple(replace(e, test_accuracy=0.70) if e.epoch == 10 else e for e in epochs)
+    assert "test accuracy fell (78.0% at epoch 1, 70.0% at epoch 10)." in (overfitting_note(fell) or "")
+    validated = replace(done, config=ClassifierConfig(val_fraction=0.1, average_from=0, nb_logit=0.0), best_epoch=3)
+    assert "keeps epoch 3 (the lowest validation loss)" in (validated.overfitting_note or "")
+
+
+def test_the_table_says_the_thread_count_and_keeps_seconds_unrounded_for_the_formatter():
+    rec = RunRecord(1, "toy", ClassifierConfig(), "cpu", (_report(1, seconds=1.16349),), status=DONE, threads=2)
+    (row,) = table_rows([rec])
+    assert row["CPU threads"] == 2 and row["s / epoch"] == 1.16349  # readable() shows 1.16

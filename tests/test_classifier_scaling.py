@@ -29,6 +29,9 @@ def test_chart_stacks_compute_and_allreduce_under_the_ideal_line():
     assert fig.layout.barmode == "stack" and list(compute.x) == ["1", "2"] and fig.layout.xaxis.type == "category"
     assert list(compute.y) == [1.9, 1.0] and list(reduce.y) == [0.1, 2.0] and list(reduce.text) == ["5%", "67%"]
     assert list(ideal.y) == [2.0, 1.0]
+    # issue 33: the all-reduce overlaps backward (it is timed so), and the legend says what the bars are
+    assert reduce.name == "gradient all-reduce in flight (backward runs beside it)"
+    assert compute.name == "rest of the epoch"
 
 
 def test_workers_read_only_allowed_paths(tmp_path, monkeypatch):

@@ -74,9 +74,16 @@ def test_train_records_every_report_names_the_run_and_hands_finished_runs_over(t
     results = bench.train(FAST, JobHooks(on_progress=seen.append), on_done=done.append)
     [record] = bench.runs
     assert record.status == "done" and len(record.epochs) == 2 and record.device == "cpu"
+    building = [s for s in seen if s.message.startswith(("document-term matrix", "LogisticRegression"))]
+    assert [s.done for s in building] == [0, 1, 2, 3] and all(s.total == 4 for s in building)  # the DTM's steps
+    seen = seen[len(building):]
     assert seen[0].item is None and seen[0].message.endswith("terms: training on cpu…")
-    assert [s.message.split(":")[0] for s in seen[1:]] == ["run 1 · cpu · mini-batch, epoch 1/2",
-                                                           "run 1 · cpu · mini-batch, epoch 2/2"]
+    assert seen[1].message.startswith("run 1 · cpu · mini-batch, training on cpu with ")  # its thread count
+    counts = [s for s in seen if "batches done" in s.message]  # the first epoch's batches, before its loss
+    assert counts and all(s.message.startswith("run 1 · cpu · mini-batch, epoch 1 of 2: ") for s in counts)
+    figures = [s for s in seen if s.item is not None]
+    assert [s.message.split(":")[0] for s in figures] == ["run 1 · cpu · mini-batch, epoch 1/2",
+                                                          "run 1 · cpu · mini-batch, epoch 2/2"]
     assert bench.status == seen[-1].message and bench.model == ("run 1 · cpu · mini-batch", results[0])
     assert done == [replace(results[0].run, baseline_accuracy=record.baseline.accuracy)]  # as saved
 

@@ -83,7 +83,7 @@ def test_flags_become_a_config():
     config = config_from_args(_args("--sizes", "512, 256", "--dtype", "float32,bfloat16", "--threads", "1",
                                     "--tf32", "both", "--budget", "2.5", "--end-to-end"))
     assert config.sizes == (256, 512) and config.dtypes == ("float32", "bfloat16") and config.threads == (1,)
-    assert config.tf32 == (False, True) and config.budget_s == 2.5 and config.end_to_end
+    assert config.tf32 == (False, True) and config.options.budget_s == 2.5 and config.options.end_to_end
     assert config_from_args(_args("--tf32")).tf32 == (True,)
     assert config_from_args(_args()).tf32 == (False,)
 
@@ -139,14 +139,14 @@ def test_the_per_job_cap_stops_the_sweep_and_says_why(monkeypatch, capsys):
 
 
 def test_save_when_every_size_was_skipped_saves_nothing_and_says_so(monkeypatch, capsys):
-    from core.matmul import sweep
-    from core.matmul.engine import DoesNotFit
+    from core.matmul import guards
+    from core.matmul.guards import DoesNotFit
+
     def no_memory(need):
         raise DoesNotFit(f"n={need.n} needs more than is free; choose a smaller size")
 
-    monkeypatch.setattr(sweep, "check_sizes_fit", lambda config, plan: None)  # memory went after the check
-    monkeypatch.setattr("core.cli.matmul.check_sizes_fit", lambda config, plan: None)
-    monkeypatch.setattr(sweep, "check_memory", no_memory)
+    monkeypatch.setattr("core.cli.matmul.check_sizes_fit", lambda plan: None)  # memory went after the check
+    monkeypatch.setattr(guards, "check_memory", no_memory)
     assert main([*TINY, "--save"]) == 0
     captured = capsys.readouterr()
     assert "skipped n=16 on cpu float32 1 thread: n=16 needs more than is free" in captured.out

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import SUBCOMMANDS, build_parser, chosen_command, main
+from core.cli import SUBCOMMANDS, build_parser, chosen_command, listing_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,3 +79,24 @@ def test_parser_for_one_subcommand_parses_like_the_full_one():
     one, full = build_parser("matmul").parse_args(argv), build_parser().parse_args(argv)
     assert {k: v for k, v in vars(one).items() if k != "handler"} == {k: v for k, v in vars(full).items()
                                                                       if k != "handler"}
+
+
+@pytest.mark.slow
+def test_help_imports_no_torch_and_no_subcommand_module():
+    """`python -m core --help` lists the subcommands from core.cli.HELP alone: no torch (seconds to import)."""
+    code = ("import sys, io, contextlib\nfrom core.cli import main\n"
+            "try:\n    with contextlib.redirect_stdout(io.StringIO()): main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('\\n'.join(sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = set(out.stdout.split())
+    assert "core.cli" in loaded and "torch" not in loaded
+    assert not {f"core.cli.{m}" for m in SUBCOMMANDS.values()} & loaded
+
+
+def test_the_listing_shows_each_subcommands_own_help_line():
+    """The help --help lists is the help each subcommand's parser was built with (one string, core.cli.HELP)."""
+    listed = next(a for a in listing_parser()._actions if a.dest == "command")
+    built = next(a for a in build_parser()._actions if a.dest == "command")
+    assert [c.help for c in listed._choices_actions] == [c.help for c in built._choices_actions]
+    assert all(c.help for c in listed._choices_actions)

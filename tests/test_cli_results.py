@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def saved():
     store = open_store()
-    return [save_payload(store, "matmul", matmul_payload(LAB)), save_payload(store, "train", train_payload(), machine=LAPTOP, label="Ana")]
+    return [save_payload(store, "matmul", matmul_payload(LAB)),
+            save_payload(store, "train", train_payload(), machine=LAPTOP, label="Ana")]
 
 
 def _error(capsys, argv) -> str:

@@ -10,6 +10,7 @@ import torch
 
 from core import selfcheck
 from core.cli import main
+from core.results.load import MachineLoad
 from core.selfcheck import Check, CheckResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,3 +66,24 @@ def test_out_may_name_a_folder_and_an_unwritable_out_fails_before_the_checks(tmp
     assert main(["selfcheck", "--out", str(blocker / "report.json")]) == 2
     err = capsys.readouterr().err
     assert "cannot write the report" in err and "Traceback" not in err and ran == []
+
+
+def test_a_busy_machine_is_called_busy_not_all_passed(monkeypatch, tmp_path, capsys):
+    """The race's rule (machine_load) decides: a check that passed on a busy machine says so, JSON included."""
+    busy = MachineLoad(cores=2, others_cores=1.4, load_average=3.0, free_cores=1, busy=True, probe_s=0.2)
+    monkeypatch.setattr(selfcheck, "CHECKS", [Check("timed", lambda ctx: CheckResult(True, "fine", load=busy))])
+    assert main(["selfcheck", "--out", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "all checks that ran passed" not in out and "can be trusted" not in out
+    assert "the machine was busy" in out and "Machine busy: figures may be noisy" in out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["busy"] is True and report["checks"][0]["load"]["busy"] is True
+
+
+def test_the_table_keeps_to_100_columns_and_shows_a_long_detail_in_full_below(monkeypatch, tmp_path, capsys):
+    long = "a detail of many words " * 12
+    monkeypatch.setattr(selfcheck, "CHECKS", [Check("wordy", lambda ctx: CheckResult(True, long.strip()))])
+    assert main(["selfcheck", "--out", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert " ".join(out.split()).count(" ".join(long.split())) == 1

@@ -60,10 +60,26 @@ def one_worker():
 
 
 def _run_minibatch(features: Features, config: ClassifierConfig) -> int:
-    """Train; the number of reports made."""
+    """Train; the number of reports made (with figures: the first epoch's batch counts and the thread line aside)."""
     steps = []
     train(features, config, JobHooks(on_progress=steps.append))
-    return len(steps)
+    return len([s for s in steps if s.item is not None])
+
+
+def test_the_first_epoch_says_how_many_batches_are_done_without_reading_the_device(features, reads):
+    """Issue 34: the first loss point came 15.6 s after Train with no sign of life in between."""
+    config = ClassifierConfig(**SMALL)
+    steps = []
+    train(features, config, JobHooks(on_progress=steps.append))
+    n_batches = -(-features.n_train // config.batch_size)
+    counts = [s for s in steps if s.item is None and "batches done" in s.message]
+    assert len(counts) >= min(fit.FIRST_EPOCH_TELLS, n_batches) - 2 and len(counts) < n_batches
+    first = counts[0].message
+    assert first.startswith(f"epoch 1 of {config.epochs}: ") and f"of {n_batches} batches" in first
+    assert all(0 < s.done < n_batches and s.total == config.epochs * n_batches for s in counts)
+    assert any(s.message.startswith("training on cpu with ") and "CPU thread" in s.message for s in steps)
+    figures = [s for s in steps if s.item is not None]
+    assert sum(reads.values()) <= 3 * len(figures), reads
 
 
 def test_the_minibatch_plan_reads_the_loss_once_per_report(features, reads):
@@ -184,3 +200,45 @@ def test_the_allreduce_is_timed_on_the_synchronizing_clock(features, monkeypatch
     result = train_data_parallel(features, config, torch.device("cpu"), one_worker, lambda event: None)
     n_batches = -(-features.n_train // config.batch_size)
     assert result.run.epochs[0].allreduce_seconds == n_batches  # one gradient bucket per step, one tick each
+
+
+class _Bucket:
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+    def buffer(self) -> torch.Tensor:
+        return self.tensor
+
+
+def test_the_all_reduce_hook_never_waits_for_the_device_and_times_by_cuda_events_on_a_gpu(one_worker, gpu_model,
+                                                                                           monkeypatch):
+    """Issue 33: a synchronize inside the comm hook took away DDP's overlap of backward and all-reduce. The hook
+    launches the all-reduce asynchronously; on a GPU its span is between CUDA events, read once after the epoch."""
+    from core.classifier import distributed
+    from core.platform import clock
+
+    fake = gpu_model("A100-40GB")
+    monkeypatch.setattr(clock, "now", lambda device: pytest.fail("the hook waited for the device"))
+    real = distributed.dist.all_reduce
+
+    def slow_all_reduce(tensor, **kw):
+        fake.work(0.004)  # NCCL's kernel on the GPU's timeline
+        return real(tensor, **kw)
+    monkeypatch.setattr(distributed.dist, "all_reduce", slow_all_reduce)
+    timer = distributed.AllReduceTimer(torch.device("cuda", 0))
+    futures = [timer.average(_Bucket(torch.full((4,), 6.0))) for _ in range(2)]
+    assert [f.wait().tolist() for f in futures] == [[6.0] * 4] * 2  # averaged over a world of one
+    assert "sync" not in fake.events and fake.events.count("record") == 4
+    assert timer.seconds == pytest.approx(0.008) and fake.events[-1] == "sync"  # read after the epoch
+    timer.reset()
+    assert timer.seconds == 0.0
+
+    cpu = distributed.AllReduceTimer(torch.device("cpu"))
+    assert cpu.average(_Bucket(torch.ones(3))).wait().tolist() == [1.0, 1.0, 1.0] and cpu.seconds > 0
+
+
+def test_buckets_in_flight_together_count_once():
+    from core.classifier.distributed import covered
+
+    assert covered([(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)]) == 4.0
+    assert covered([(1.0, 2.0), (0.0, 4.0)]) == 4.0 and covered([]) == 0.0

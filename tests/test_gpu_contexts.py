@@ -14,9 +14,9 @@ from streamlit.testing.v1 import AppTest
 
 from core.classifier import workers
 from core.classifier.model import ClassifierConfig
-from core.matmul import engine, rank_launch
+from core.matmul import guards, rank_launch
 from core.matmul.rank_worker import RanksConfig
-from core.matmul.sweep import size_choices
+from core.matmul.choices import size_choices
 from core.parallel.first_call import FirstCallConfig, run_first_call
 from core.platform import torchrun
 from core.platform.hardware import inspect_machine
@@ -60,7 +60,7 @@ def test_without_nvml_a_gpu_without_a_context_is_not_asked(exclusive, monkeypatc
 
 def test_the_launcher_and_the_size_slider_create_no_context(exclusive):
     rank_launch.check_fits(RanksConfig(sizes=(8192,)), 2, ["cuda:0", "cuda:1"])
-    with pytest.raises(engine.DoesNotFit):
+    with pytest.raises(guards.DoesNotFit):
         rank_launch.check_fits(RanksConfig(sizes=(65536,)), 2, ["cuda:0", "cuda:1"])
     assert max(size_choices(["cuda:0", "cuda:1", "cpu"], ["float32"])) >= 8192
     assert exclusive.contexts == set()

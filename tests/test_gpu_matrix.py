@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from core import notebook
-from core.matmul import engine
-from core.matmul.sweep import SweepConfig, plan_series
+from core.matmul import out_of_memory
+from core.matmul.config import SweepConfig
+from core.matmul.plan import plan_series
 from core.platform import device_lock, jobs
-from tests.conftest import GPU_MODELS
+from tests.conftest import GIB, GPU_MODELS, FakeCuda, GpuModel, install_fake_cuda
 
 CUDA = torch.device("cuda", 0)
 
@@ -25,38 +26,82 @@ def test_the_sweep_planner_plans_tf32_and_bfloat16_only_where_the_gpu_has_them(a
         assert any("bfloat16 is not supported on cuda:0" in n for n in plan.notes)
 
 
-def test_tf32_alone_on_a_t4_times_plain_float32(gpu_model):
+def test_tf32_alone_on_a_t4_times_plain_float32_and_says_so(gpu_model):
     gpu_model("T4")
     plan = plan_series(SweepConfig(devices=("cuda",), tf32=(True,)))
     assert [(s.label, s.tf32) for s in plan.series] == [("cuda:0 float32 TF32 off", False)]
+    assert any(n.startswith("TF32 on: cuda:0 has no TF32 tensor cores") for n in plan.notes)  # not silently (issue 33)
+
+
+@pytest.mark.parametrize("name", list(GPU_MODELS))
+def test_the_tf32_choice_is_offered_only_where_it_changes_something(gpu_model, name):
+    from core.matmul.plan import tf32_unavailable
+
+    model = gpu_model(name).model
+    reason = tf32_unavailable(["cuda:0", "cpu"])
+    assert (reason is None) == model.has_tf32
+    assert reason is None or "cuda:0 has no TF32 tensor cores" in reason
+    assert "no CUDA GPU is among the devices" in tf32_unavailable(["cpu"])
 
 
 def test_the_notebook_plan_on_each_gpu(any_gpu):
+    """Every series the plan asks for is one the sweep times on this GPU, every bfloat16 series has its partner on
+    the other device, and its largest size fits the budget by the GPU's float32 peak at half its rate (issue 33)."""
+    from core.results.machine import Gpu
+    from core.roofline import theory
+
+    props = any_gpu.props
+    gpu = Gpu(index=0, name=props.name, compute_capability=f"{props.major}.{props.minor}")  # the device check's
     for quick in (False, True):
-        plan = notebook.plan_for(has_gpu=True, quick=quick)
+        plan = notebook.plan_for(has_gpu=True, quick=quick, gpu=gpu)
         series = plan_series(plan.sweep).series
-        assert not any(s.tf32 for s in series) or any_gpu.model.has_tf32
-        assert not any(s.dtype == "bfloat16" and s.is_gpu for s in series) or any_gpu.model.has_bf16
+        assert {s.tf32 for s in series if s.is_gpu and s.dtype == "float32"} == set(plan.sweep.tf32)
+        assert {s.is_gpu for s in series if s.dtype == "bfloat16"} in (set(), {True, False})
+        assert all(any(s.dtype == d and s.is_gpu for s in series) for d in plan.sweep.dtypes)
+        peak = theory.cuda_peak(0, "float32").gflops
+        assert peak is not None and 2 * 2 * max(plan.sweep.sizes) ** 3 / (peak * 1e9 / 2) <= plan.sweep.options.budget_s
         assert plan.quick is quick
 
 
 def test_cublas_allocation_failures_are_out_of_memory():
     for text in ("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
                  "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"):
-        assert engine.is_out_of_memory(RuntimeError(text))
-    assert not engine.is_out_of_memory(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED"))
+        assert out_of_memory.is_out_of_memory(RuntimeError(text))
+    assert not out_of_memory.is_out_of_memory(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED"))
+
+
+def test_cublas_not_initialized_after_a_sticky_error_names_the_dead_context(gpu_model, monkeypatch):
+    """Issue 33: after a device-side assert cuBLAS cannot create its handle either; read as out of memory, every
+    later size said "choose a smaller size" while the context was dead."""
+    from core.platform.devices import DeadContext
+
+    fake = gpu_model("T4")
+    monkeypatch.setattr(out_of_memory, "release_device_memory", lambda device: None)
+    text = "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
+
+    def fails() -> None:
+        raise RuntimeError(text)
+    torch.cuda.synchronize(CUDA)  # the process computes on the GPU: it has a context there
+    with pytest.raises(out_of_memory.RanOutOfMemory):  # a full GPU: out of memory, as before
+        out_of_memory.releasing_on_oom(fails, [CUDA], "n=8192 float32")
+    fake.raise_later()
+    with pytest.raises(RuntimeError, match="device-side assert"):
+        torch.cuda.synchronize(CUDA)
+    with pytest.raises(DeadContext, match=r"cuda:0 was broken by an earlier error \(CUDA error: device-side assert"
+                                          r" triggered\).*not a lack of memory. Restart"):
+        out_of_memory.releasing_on_oom(fails, [CUDA], "n=8192 float32")
 
 
 def test_a_cublas_allocation_failure_skips_the_size(gpu_model, monkeypatch):
     gpu_model("T4")
     released = []
-    monkeypatch.setattr(engine, "release_device_memory", released.append)
+    monkeypatch.setattr(out_of_memory, "release_device_memory", released.append)
 
     def fails() -> None:
         raise RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
 
-    with pytest.raises(engine.RanOutOfMemory, match="ran out of memory"):
-        engine._releasing_on_oom(fails, CUDA, "n=8192 float32")
+    with pytest.raises(out_of_memory.RanOutOfMemory, match="n=8192 float32 on cuda:0 ran out of memory"):
+        out_of_memory.releasing_on_oom(fails, [CUDA], "n=8192 float32")
     assert released == [CUDA]
 
 
@@ -107,6 +152,29 @@ def test_theoretical_peaks_follow_the_architecture(any_gpu):
         for dtype, tf32 in (("bfloat16", False), ("float32", True)):
             peak = theory.cuda_peak(0, dtype, tf32=tf32)
             assert peak.gflops is None and "unknown" in peak.note
+
+
+CONSUMER = {  # GeForce whitepaper tables (dense, float32 accumulate) beside a datacenter card of the same chip
+    GpuModel("NVIDIA GeForce RTX 3090", 8, 6, 24 * GIB, 82, 1_695_000, has_bf16=True, has_tf32=True):
+        {"float32": 35.6, "tf32": 35.6, "bfloat16": 71, "float16": 71},
+    GpuModel("NVIDIA GeForce RTX 4090", 8, 9, 24 * GIB, 128, 2_520_000, has_bf16=True, has_tf32=True):
+        {"float32": 82.6, "tf32": 82.6, "bfloat16": 165.2, "float16": 165.2},
+    GpuModel("NVIDIA A10", 8, 6, 24 * GIB, 72, 1_695_000, has_bf16=True, has_tf32=True):
+        {"float32": 31.2, "tf32": 62.5, "bfloat16": 125, "float16": 125},
+}
+
+
+@pytest.mark.parametrize("model", list(CONSUMER), ids=lambda m: m.name)
+def test_a_geforce_card_runs_tf32_and_bfloat16_at_half_the_datacenter_rate(model, monkeypatch):
+    """Issue 33: the RTX 30/40 tensor lines were the A10's / L4's rate, twice what a GeForce card does."""
+    from core.roofline import theory
+
+    install_fake_cuda(monkeypatch, FakeCuda(model=model))
+    for key, tflops in CONSUMER[model].items():
+        dtype, tf32 = ("float32", True) if key == "tf32" else (key, False)
+        peak = theory.cuda_peak(0, dtype, tf32=tf32)
+        assert peak.gflops is not None and tflops * 0.97 <= peak.gflops / 1e3 <= tflops * 1.03, (key, peak)
+        assert ("GeForce" in peak.note) == ("GeForce" in model.name and key != "float32"), peak.note
 
 
 def test_run_records_create_no_cuda_context_on_any_gpu(gpu_model):

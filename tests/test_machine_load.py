@@ -16,7 +16,8 @@ from core.classifier.model import ClassifierConfig
 from core.classifier.training import prepare, train
 from core.cli import main
 from core.errors import DashboardError
-from core.matmul.sweep import SweepConfig, run_sweep
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.sweep import run_sweep
 from core.platform import jobs, machine_load
 from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun
@@ -140,12 +141,12 @@ def test_a_real_probe_is_sane():
 
 def test_a_sweep_defaults_to_the_free_cores_and_keeps_the_load(monkeypatch):
     monkeypatch.setattr(jobs, "probe_load", lambda **k: BUSY)
-    result = run_sweep(SweepConfig(sizes=(16,), budget_s=0.05))  # threads (None,): left to the probe
+    result = run_sweep(SweepConfig(sizes=(16,), options=MatmulOptions(budget_s=0.05)))  # threads (None,): the probe
     assert {r.threads for r in result.results} == {1} and result.load == BUSY
     assert any("Free cores: other programs left 1 of 2 cores idle" in n and "used 1 thread." in n for n in result.notes)
     assert result.to_json()["load"] == BUSY.to_json()
     monkeypatch.setattr(jobs, "probe_load", lambda **k: QUIET)  # two free cores, but the user asked for one
-    forced = run_sweep(SweepConfig(sizes=(16,), threads=(1,), budget_s=0.05))
+    forced = run_sweep(SweepConfig(sizes=(16,), threads=(1,), options=MatmulOptions(budget_s=0.05)))
     assert {r.threads for r in forced.results} == {1} and forced.load == QUIET
     assert not any("Free cores" in n for n in forced.notes)
 
@@ -172,7 +173,7 @@ def test_matmul_json_and_text_carry_the_load(monkeypatch, capsys):
     monkeypatch.setattr(jobs, "probe_load", lambda **k: BUSY)
     assert main(["matmul", "--sizes", "16", "--budget", "0.05", "--json", "--quiet"]) == 0
     out = json.loads(capsys.readouterr().out)
-    from core.matmul.sweep import default_race_threads
+    from core.matmul.choices import default_race_threads
     from core.platform.devices import has_gpu
     assert out["load"] == BUSY.to_json() and out["settings"]["threads"] == list(default_race_threads(has_gpu()))
     assert main(["matmul", "--sizes", "16", "--budget", "0.05", "--quiet"]) == 0
@@ -256,6 +257,6 @@ def test_a_sweep_probes_for_the_cores_its_series_keep_busy(monkeypatch):
     seen: list = []
     monkeypatch.setattr(jobs, "probe_load", lambda **k: seen.append(k["needed"]) or QUIET)
     monkeypatch.setattr("core.matmul.sweep.usable_cores", lambda: 2)
-    run_sweep(SweepConfig(sizes=(16,), threads=(1,), budget_s=0.05))
-    run_sweep(SweepConfig(sizes=(16,), threads=(1, 2), budget_s=0.05))
+    run_sweep(SweepConfig(sizes=(16,), threads=(1,), options=MatmulOptions(budget_s=0.05)))
+    run_sweep(SweepConfig(sizes=(16,), threads=(1, 2), options=MatmulOptions(budget_s=0.05)))
     assert seen == [1, 2]

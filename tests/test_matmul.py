@@ -10,11 +10,13 @@ import torch
 from core.platform import clock, precision
 
 from core.matmul import engine as matmul
+from core.matmul import guards, out_of_memory
 from core.errors import DashboardError
-from core.matmul.engine import (
-    DoesNotFit, MatmulOptions, Operands, RanOutOfMemory, Series, check_memory, memory_need, measure_product,
-    relative_error, supported_dtypes, tf32_matmul, time_matmul,
-)
+from core.matmul.config import MatmulOptions
+from core.matmul.engine import Operands, measure_product, relative_error, tf32_matmul, time_matmul
+from core.matmul.guards import DoesNotFit, check_memory, memory_need
+from core.matmul.out_of_memory import RanOutOfMemory
+from core.matmul.series import Series, supported_dtypes
 from core.platform.units import GIB
 
 CUDA = torch.device("cuda", 0)
@@ -162,7 +164,7 @@ def test_copies_are_timed_separately():
 
 
 def test_memory_refusal_names_needed_and_free(monkeypatch):
-    monkeypatch.setattr(matmul, "free_device_bytes", lambda device: 1 * GIB)
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: 1 * GIB)
     monkeypatch.setattr(matmul, "make_operands", lambda *a, **k: pytest.fail("allocated before the memory check"))
     with pytest.raises(DoesNotFit) as err:
         time_matmul(Series("cpu", "float32"), 16384)
@@ -174,13 +176,13 @@ def test_memory_refusal_names_needed_and_free(monkeypatch):
 def test_memory_need_counts_operands_workspace_and_host_copies(fake_cuda):
     need = memory_need(CUDA, "float32", 8192, end_to_end=True)
     assert need.inputs_bytes == 2 * 8192**2 * 4 and need.output_bytes == 8192**2 * 4
-    assert need.workspace_bytes >= matmul.WORKSPACE_MIN_BYTES
+    assert need.workspace_bytes >= guards.WORKSPACE_MIN_BYTES
     assert need.host_bytes >= 3 * 8192**2 * 4  # host copies for end to end
     assert need.device_bytes == need.inputs_bytes + need.output_bytes + need.workspace_bytes
 
 
 def test_gpu_size_refused_when_the_host_cannot_hold_the_copies(fake_cuda, monkeypatch):
-    monkeypatch.setattr(matmul, "free_device_bytes", lambda d: 60 * GIB if d.type == "cuda" else 1 * GIB)
+    monkeypatch.setattr(guards, "free_device_bytes", lambda d: 60 * GIB if d.type == "cuda" else 1 * GIB)
     check_memory(memory_need(CUDA, "float32", 16384, end_to_end=False))
     with pytest.raises(DoesNotFit, match="turn off end to end"):
         check_memory(memory_need(CUDA, "float32", 16384, end_to_end=True))
@@ -193,15 +195,15 @@ def test_out_of_memory_is_caught_and_memory_released(monkeypatch):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
     monkeypatch.setattr(matmul, "make_operands", explode)
-    monkeypatch.setattr(matmul, "release_device_memory", released.append)
+    monkeypatch.setattr(out_of_memory, "release_device_memory", released.append)
     with pytest.raises(RanOutOfMemory, match="n=512 float32 on cpu ran out of memory .*Tried to allocate"):
         time_matmul(Series("cpu", "float32"), 512)
     assert released == [CPU]
 
 
 def test_cpu_allocator_failure_counts_as_out_of_memory():
-    assert matmul.is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to ..."))
-    assert not matmul.is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+    assert out_of_memory.is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to ..."))
+    assert not out_of_memory.is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
 
 
 def test_other_errors_are_not_swallowed(monkeypatch):

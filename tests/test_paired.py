@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.matmul import paired
-from core.matmul.engine import MatmulOptions, Series
+from core.matmul.config import MatmulOptions
+from core.matmul.series import Series
 from core.matmul.paired import MIN_ROUNDS, interleave
 from core.platform.timing import MIN_BLOCK_S
 

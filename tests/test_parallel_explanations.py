@@ -130,7 +130,7 @@ def test_timing_bug_summary():
     assert ("CPU, n = 1024: without synchronize 20 ms, with synchronize 20 ms "
             "(ratio 1: a CPU has nothing to wait for, so any gap is noise).") in s
     assert ("GPU (cuda:0), n = 8192: without synchronize 20 µs, with synchronize 20 ms: "
-            "the wrong reading is 1000× too small.") in s
+            "the wrong reading is 1,000× too small.") in s
 
 
 def test_first_call_summary():

@@ -123,7 +123,7 @@ def test_summary_and_figure_quote_the_measurements():
     text = summarize_processes(RESULT)
     assert "1 process: 40 ms per product." in text
     assert "2 processes: 25 ms per product, 1.6× as fast as one (ideal 2×)" in text and "took 20% of each round" in text
-    assert "within 1e-06" in text and "took 3.0 s, not counted above: more than every round together" in text
+    assert "within 1e-06" in text and "took 3 s, not counted above: more than every round together" in text
     compute, gather, ideal = processes_figure(RESULT).data
     assert list(compute.y) == pytest.approx([40, 20]) and list(gather.y) == pytest.approx([0, 5])
     assert list(ideal.y) == pytest.approx([40, 20]) and list(gather.text) == ["0%", "20%"]

@@ -8,8 +8,10 @@ import statistics
 import pytest
 
 from core.cli.matmul import render
-from core.matmul.engine import Series, measured_point
-from core.matmul.sweep import SweepConfig, sweep_of
+from core.matmul.engine import measured_point
+from core.matmul.series import Series
+from core.matmul.config import SweepConfig
+from core.matmul.report import sweep_of
 from core.platform.timing import Measurement
 from core.results.kinds import read_result
 from core.results.matmul import MatmulPoint, PointClock
@@ -75,7 +77,8 @@ def test_the_race_pages_csv_is_the_results_export_of_the_same_sweep():
     results = next(e for e in exports(None, [run_id]) if e.fmt == "csv").data()
     assert race == results
     header, *lines = race.decode().splitlines()
-    assert len(lines) == 4 and header.startswith("run_id,kind,created_at,label,machine,source,series,device_title,device")
+    assert len(lines) == 4
+    assert header.startswith("run_id,kind,created_at,label,machine,source,series,device_title,device")
     assert {"median_s", "iqr_s", "gflops", "cpu_mhz"} <= set(header.split(","))
     unsaved = sweep_csv(None, sweep, None, "Ana")().decode().splitlines()
     assert unsaved[0] == header and len(unsaved) == 5, "before saving: the same table"

@@ -11,6 +11,7 @@ import socket
 import pytest
 import torch
 
+from core.cli import main as cli_main
 from core.cli import ranks as cli_ranks
 from core.errors import DashboardError
 from core.matmul import rank_launch, rank_worker
@@ -27,8 +28,9 @@ FAST = [0.010, 0.0101, 0.0099, 0.0100, 0.0102, 0.0098]  # seconds per call: tigh
 
 
 def _record(rank: int, together: dict[int, list[float]], alone: dict[int, list[float]] | None = None, *,
-            others: float | None = None, host: str = "node-a", spare: int | None = None) -> RankRecord:
-    return RankRecord(rank=rank, hostname=host, device="cpu", device_name="CPU, 1 thread", threads=1,
+            others: float | None = None, host: str = "node-a", spare: int | None = None,
+            cores: int | None = None) -> RankRecord:
+    return RankRecord(rank=rank, hostname=host, device="cpu", device_name="CPU, 1 thread", threads=1, cores=cores,
                       together=tuple(rank_point(n, t, others_cores=others, busy=bool(others and others >= 0.5),
                                                 spare_cores=spare) for n, t in together.items()),
                       alone=tuple(rank_point(n, t) for n, t in (alone or {}).items()))
@@ -68,6 +70,38 @@ def test_a_rank_far_below_the_median_outside_the_noise_is_named():
     assert alone_there[1] == NAMED and "CPU ranks share" not in alone_there[2]
     assert stragglers[0].below_median == pytest.approx(1 - 1 / 1.5 * 1.01, abs=0.02)
     assert stragglers[0].slowdown_low > 1.05 and stragglers[0].slowdown_high >= stragglers[0].slowdown_low
+
+
+def test_oversubscribed_ranks_name_no_straggler_and_say_why():
+    """Issue 30: `--ranks 3` on 2 cores named "rank 0 ... 49 % below the median", a slowdown its own
+    three one-thread ranks taking turns on two cores made."""
+    turns = [_record(0, {256: _scaled(FAST, 2.0)}, cores=2), _record(1, {256: FAST}, cores=2),
+             _record(2, {256: FAST}, cores=2)]
+    stragglers, call, note = judge_stragglers(turns)
+    assert (stragglers, call) == ((), UNCLEAR)
+    assert "3 CPU ranks run 3 threads on the 2 usable cores of node-a: oversubscribed" in note
+    assert judge_stragglers([*turns[:2], _record(2, {256: FAST}, cores=2, host="node-b")])[1] == NAMED, \
+        "two one-thread ranks fit two cores: the slow one is named"
+    assert judge_stragglers([_record(r.rank, {256: list(r.together[0].times_s)}) for r in turns])[1] == NAMED, \
+        "a record without its machine's cores (older) is judged as before"
+    back = read_result("cluster", ClusterRun(ranks=tuple(turns)).to_json())
+    assert [r.cores for r in back.ranks] == [2, 2, 2]
+    assert "cores" not in ClusterRun(ranks=(_record(0, {256: FAST}),)).to_json()["ranks"][0]
+
+
+def test_the_launch_says_beforehand_when_cpu_ranks_oversubscribe(monkeypatch, capsys):
+    monkeypatch.setattr(rank_launch, "usable_cores", lambda: 2)
+    assert rank_launch.crowding(RanksConfig(), 2, 0) is None
+    assert "3 CPU ranks run 3 threads on the 2 usable cores: oversubscribed" in rank_launch.crowding(
+        RanksConfig(), 3, 0)
+    assert "4 threads" in rank_launch.crowding(RanksConfig(threads=2), 2, 0)
+    assert rank_launch.crowding(RanksConfig(), 2, 2) is None, "a rank per GPU"
+    monkeypatch.setattr(rank_launch, "run_ranks", lambda config, ranks, hooks: (_ for _ in ()).throw(
+        DashboardError("stop here")))
+    monkeypatch.setattr("core.platform.devices.cuda_count", lambda: 0)
+    assert cli_main(["matmul", "--ranks", "3", "--sizes", "64"]) == 2
+    err = capsys.readouterr().err
+    assert "warning: 3 CPU ranks run 3 threads on the 2 usable cores" in err and "stop here" in err
 
 
 def test_an_even_run_names_none_and_a_noisy_gap_cannot_be_told():
@@ -297,9 +331,9 @@ def test_the_json_matmul_ranks_prints_imports_as_a_cluster_run():
 
 
 def test_sizes_that_do_not_fit_are_refused_before_anything_starts(monkeypatch):
-    from core.matmul import engine
+    from core.matmul import guards
 
-    monkeypatch.setattr(engine, "free_device_bytes", lambda device: 3 * 2**30)
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: 3 * 2**30)
     rank_launch.check_fits(RanksConfig(sizes=(4096,)), 2, ["cpu"])  # 2 x ~0.26 GiB
     with pytest.raises(DashboardError, match=r"n=16384 on 4 CPU ranks needs .* GiB at once"):
         rank_launch.check_fits(RanksConfig(sizes=(1024, 16384)), 4, ["cpu"])
@@ -327,3 +361,21 @@ def test_a_failed_collective_names_the_peer_whose_heartbeat_stopped():
     assert rank_worker._failure(closed, 3, rank, hosts, Beat([])) == (
         "rank 0 on node-a: another rank closed its connection (it died)")  # no heartbeat says which
     assert rank_worker._failure(timeout, 3, rank, hosts, None).startswith("rank 0 on node-a: timed out")
+
+
+def test_the_ranks_table_heads_every_column_and_says_which_wall_time_it_is():
+    """Issue 34: an unheaded column, and 'wall time 6.6 s' (rank 0's sweep) for a 13.8 s command."""
+    ranks = [_record(0, {64: FAST, 128: FAST}, {64: FAST}, host="a-very-long-host-name.example.org" * 2),
+             _record(1, {64: _scaled(FAST, 2), 128: FAST}, {64: FAST}, others=0.9)]
+    stragglers, call, note = judge_stragglers(ranks)
+    run = ClusterRun(ranks=tuple(ranks), spread=spread(ranks), contention=contention(ranks), stragglers=stragglers,
+                     straggler_call=call, straggler_note=note, wall_s=6.6)
+    text = cli_ranks.render(run, command_s=13.8)
+    header = text.splitlines()[0]
+    rule = text.splitlines()[1]
+    assert len(rule.split()) == 8 and header.endswith("machine")  # 8 columns, each headed (an empty one: no dashes)
+    assert "machine" in header and "busy" in text
+    assert "wall time 13.8 s since the command started" in " ".join(text.split())
+    assert "the sweep on the ranks 6.6 s" in " ".join(text.split())
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert cli_ranks.command_seconds() is not None

@@ -177,7 +177,8 @@ def test_the_wake_cost_moves_the_predicted_crossover_where_a_second_thread_pays_
     # 1e-6 + 2n^3/50e9 = 21e-6 + 2n^3/100e9  ->  n^3 / 50e9 = 20e-6  ->  n = 100
     assert predict_crossover(fast, slow) == pytest.approx(100.0, rel=1e-6)
     without_wake = model_of(_roofs("cpu float32 2 threads", "cpu", 1e-6, 100.0, 20.0))
-    assert without_wake is not None and predict_crossover(without_wake, slow) < 20  # the old model: where compute outgrows memory
+    # the old model: where compute outgrows memory
+    assert without_wake is not None and predict_crossover(without_wake, slow) < 20
     run = RooflineRun(devices_roofs=(one, two), points=(), predicted_crossover_n=100,
                       measured_crossover=measured_at(two.series, one.series, 96), challenger=two.series,
                       baseline=one.series)
@@ -262,7 +263,7 @@ class FakeCopies:
 def test_gpu_copy_rates_are_repeated_in_the_rounds_with_their_spread(fake_cuda, monkeypatch):
     """The copy rates are probed REPEATS times like every other constant (best repeat, spread, noisy flag),
     buffers made once per series; the CPU series takes its turns between them."""
-    from core.matmul.engine import Series
+    from core.matmul.series import Series
     from core.roofline import run as roofline_run
 
     fake_cuda.props.clock_rate = 1_000_000
@@ -282,7 +283,7 @@ def test_gpu_copy_rates_are_repeated_in_the_rounds_with_their_spread(fake_cuda, 
     assert roofs.threads is None and roofs.theoretical_gflops == pytest.approx(132 * 1.0 * 2 * 128)
     assert (roofs.h2d_gbs, roofs.d2h_gbs, roofs.h2d_pinned_gbs, roofs.d2h_pinned_gbs) == (12.0, 10.0, 25.0, 20.0)
     assert roofs.spread("d2h_pinned_gbs") == (8.0, 20.0) and roofs.spread("h2d_gbs") == (11.0, 12.0)
-    assert roofs.noisy == ("d2h_pinned_gbs",) and "ranged from 8 to 20 GB/s" in (roofs.notes or ("",))[0]
+    assert roofs.noisy == ("d2h_pinned_gbs",) and "ranged from 8 GB/s to 20 GB/s" in (roofs.notes or ("",))[0]
     assert roofs.bandwidth_gbs == 3000.0 and roofs.launch_s == 8e-6 and roofs.peak_gflops is None
     assert roofline_run.roofs_of(cpu, found[cpu.label]).h2d_gbs is None  # the CPU has nothing to copy
 
@@ -320,7 +321,8 @@ def _synthetic_run() -> RooflineRun:
                                         intensity=intensity(n, "float32"), series=roofs.series, median_s=t,
                                         predicted_s=model.time_s(n)))
     return RooflineRun(devices_roofs=(cpu, gpu), points=tuple(points), predicted_crossover_n=49,
-                       measured_crossover=measured_at(gpu.series, cpu.series, 61), challenger=gpu.series, baseline=cpu.series, settings={"budget_s": 0.2},
+                       measured_crossover=measured_at(gpu.series, cpu.series, 61), challenger=gpu.series,
+                       baseline=cpu.series, settings={"budget_s": 0.2},
                        finished_at="2026-12-01T05:00:00Z")
 
 

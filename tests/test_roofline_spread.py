@@ -7,7 +7,7 @@ import pytest
 from core.errors import DashboardError
 from core.cli.roofline import render
 from core.matmul import verdict
-from core.matmul.engine import Series
+from core.matmul.series import Series
 from core.platform.machine_load import CpuReading
 from core.results.kinds import read_result
 from core.results.matmul import MatmulPoint
@@ -58,7 +58,7 @@ def test_a_busy_machine_flags_even_repeats_that_agree():
     names, notes = spread.flags([busy])
     assert names == ("launch_s",) and "other programs used 0.8 cores" in notes[0]
     names, notes = spread.flags([spread.spread_of("wake_s", [1e-5, 9e-5], others_cores=0.9)])
-    assert "ranged from 10 to 90 µs" in notes[0] and " and other programs used 0.9 cores" in notes[0]
+    assert "ranged from 10 µs to 90 µs" in notes[0] and " and other programs used 0.9 cores" in notes[0]
 
 
 def test_others_over_several_windows_is_their_time_weighted_mean():
@@ -190,7 +190,7 @@ def test_the_predicted_crossover_is_an_interval_from_the_spread():
     text = crossover_sentence(run)
     assert f"the constants' spread allows n ≈ {low} to {high}" in text
     assert ("Cannot tell on a machine this busy: some of these constants are noisy "
-            "(cpu float32 2 threads: wake_s)") in text
+            "(cpu float32 2 threads: thread wake-up cost)") in text
     fig = model_figure(run)
     assert any(shape.type == "rect" and shape.x0 == low and shape.x1 == high for shape in fig.layout.shapes)
 
@@ -210,9 +210,9 @@ def test_the_model_error_leaves_noisy_series_out_instead_of_printing_them():
     assert errors.left_out == ("cpu float32 2 threads",)
     assert errors.worst is not None and errors.worst[0] == "cpu float32 1 thread" and abs(errors.worst[2]) < 0.01
     text = model_error_text(run)
-    assert "Not scored" in text and "cpu float32 2 threads (noisy: wake_s)" in text and "+70" not in text
+    assert "Not scored" in text and "cpu float32 2 threads (noisy: thread wake-up cost)" in text and "+70" not in text
     table = roofs_table(run)
-    assert list(table["noisy"]) == ["", "wake_s"] and table["wake range"].iloc[1] == "50–1.27e+05"
+    assert list(table["noisy"]) == ["", "thread wake-up cost"] and table["wake range"].iloc[1] == "50–127,000"
 
 
 def test_bounds_keep_the_constant_where_a_file_has_no_spread():

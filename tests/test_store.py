@@ -49,7 +49,8 @@ def _count(store: Store) -> int:
 def test_round_trip_keeps_payload_machine_settings_and_versions(store):
     mm = matmul_payload(LAB)
     mm_id = save_payload(store, "matmul", mm, {"sizes": [256, 1024, 4096], "tf32": False})
-    tr_id = save_payload(store, "train", train_payload("cpu"), {"epochs": 3, "lr": 0.1}, machine=LAPTOP, label="Ana's laptop")
+    tr_id = save_payload(store, "train", train_payload("cpu"), {"epochs": 3, "lr": 0.1}, machine=LAPTOP,
+                         label="Ana's laptop")
 
     run = store.get(mm_id)
     assert run.kind == "matmul" and run.payload == as_saved("matmul", {**mm, "settings": run.settings})
@@ -142,7 +143,8 @@ def test_import_cli_json_files(store):
     first = store.import_json(json.dumps(mm).encode(), label="Ana")
     tr = store.import_json(json.dumps(train_payload("mps")).encode())
     run = store.get(first.run_ids[0])
-    assert run.kind == "matmul" and run.payload == as_saved("matmul", mm) and run.label == "Ana" and run.machine.to_json() == LAPTOP
+    assert run.kind == "matmul" and run.payload == as_saved("matmul", mm)
+    assert run.label == "Ana" and run.machine.to_json() == LAPTOP
     trained = store.get(tr.run_ids[0])
     assert trained.kind == "train" and trained.machine.to_json() == {} and trained.machine_label == "unknown machine"
     assert store.import_json(json.dumps(mm).encode()).skipped == 1, "the same CLI file again is not a new run"

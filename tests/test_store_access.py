@@ -115,3 +115,37 @@ def test_a_browser_session_saves_at_most_its_runs_per_hour(store, monkeypatch): 
     monkeypatch.setenv("GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR", "0")
     with pytest.raises(DashboardError, match="GPU_VS_CPU_MAX_SESSION_RUNS_PER_HOUR='0' is not a whole number from 1"):
         save_payload(store, "matmul", matmul_payload(LAPTOP), {}, owner_token="ana")
+
+
+def test_a_token_is_taken_back_only_if_this_server_issued_it(store, monkeypatch):  # noqa: F811
+    """Issue 30 item 11: what a browser hands back after a reload is checked against the store."""
+    from core.store import database
+    from core.store.access import new_owner_token
+
+    issued = new_owner_token()
+    assert not store.issued_owner(issued)
+    store.issue_owner(issued)
+    store.issue_owner(issued)  # twice: still one row
+    assert store.issued_owner(issued)
+    for forged in (new_owner_token(), "a" * 43, issued + "x", "x' ; alert(1)", "", None, 12):
+        assert not store.issued_owner(forged), forged
+    with store._transaction(write=False) as tx:
+        assert [row[0] for row in tx.run("SELECT owner FROM gvc_owners")] == [owner_hash(issued)], "only its hash"
+    monkeypatch.setattr(database, "OWNER_KEPT_DAYS", 0)  # a week later
+    with store._transaction() as tx:
+        tx.run("UPDATE gvc_owners SET issued_at = '2020-01-01T00:00:00Z'")
+    assert not store.issued_owner(issued)
+    store.issue_owner(new_owner_token())  # forgets the old ones meanwhile
+    with store._transaction(write=False) as tx:
+        assert tx.run("SELECT COUNT(*) FROM gvc_owners")[0][0] == 1
+
+
+def test_the_cookie_keeps_only_a_token_the_server_made():
+    from core.store.access import cookie_script, new_owner_token
+
+    token = new_owner_token()
+    script = cookie_script(token, secure=False)
+    assert f"gvc_owner={token}; path=/; max-age=604800; SameSite=Strict'" in script and "Secure" not in script
+    assert "; Secure';" in cookie_script(token, secure=True)
+    with pytest.raises(ValueError):
+        cookie_script("x'; alert(1); '", secure=False)

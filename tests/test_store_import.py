@@ -34,7 +34,8 @@ def test_empty_file(store, data):
 
 def test_binary_file(store):
     png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
-    _refused(store, png, "not text")
+    message = _refused(store, png, "not text")
+    assert message.count("choose a JSON file") == 1, "said once"
 
 
 def test_latin1_bytes_are_not_utf8(store):

@@ -89,9 +89,10 @@ def test_schema_2_boards_get_their_summaries_and_keep_unreadable_rows_named(stor
         old = open_store(store_url)
         with old._transaction() as tx:  # what schema 2's insert wrote, for a good row and a bad one
             for uid, payload in (("good", json.dumps(matmul_payload(LAPTOP))), ("bad", '{"results": "garbage"}')):
-                tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
-                       "versions_json, payload_json, source, sort_at) VALUES (?, 'matmul', '2025-01-01T00:00:00Z', '', "
-                       "?, ?, '{}', '{}', ?, 'measured', '2025-01-01T00:00:00Z')",
+                tx.run("INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, "
+                       "settings_json, versions_json, payload_json, source, sort_at) "
+                       "VALUES (?, 'matmul', '2025-01-01T00:00:00Z', '', ?, ?, '{}', '{}', ?, 'measured', "
+                       "'2025-01-01T00:00:00Z')",
                        (uid, machine_label(read_machine(LAPTOP, "machine")), json.dumps(LAPTOP), payload))
     with pytest.MonkeyPatch.context() as small_batches:
         small_batches.setattr(database, "SUMMARY_BATCH", 1)  # the batches' loop, not one query

@@ -11,17 +11,20 @@ import time
 import pytest
 import torch
 
+from core.matmul import choices, guards, out_of_memory, report, sweep
 from core.matmul import engine as matmul
-
-from core.matmul import sweep
 from core.platform.device_lock import JobCancelled, hold_devices
 from core.platform.jobs import JobHooks, WaitCancelled
 from core.errors import DashboardError
-from core.matmul.engine import DoesNotFit, Series, measured_point
-from core.matmul.sweep import (
-    SweepConfig, TimeGuard, log_sizes, plan_series, predict_seconds, results_frame, run_sweep,
-    tf32_settings,
-)
+from core.matmul.engine import measured_point
+from core.matmul.choices import log_sizes, tf32_settings
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.crossover import comparisons
+from core.matmul.guards import DoesNotFit, TimeGuard, check_sizes_fit, predict_seconds
+from core.matmul.series import Series
+from core.matmul.plan import plan_series
+from core.matmul.report import results_frame
+from core.matmul.sweep import run_sweep
 from core.results.kinds import read_result
 from core.results.crossover import sentence
 from core.results.matmul import MatmulPoint
@@ -69,7 +72,7 @@ def fake_timer(monkeypatch):
     ({"sizes": (True,)}, "whole numbers"),
     ({"dtypes": ("int8",)}, "unknown dtype 'int8'"),
     ({"threads": (0,)}, "at least 1"),
-    ({"budget_s": 0}, "between 0 and 600"),
+    ({"options": MatmulOptions(budget_s=0)}, "between 0 and 600"),
     ({"devices": ()}, "at least one device"),
     ({"tf32": ()}, "TF32"),
 ])
@@ -88,7 +91,7 @@ def test_log_sizes():
     assert log_sizes(100, 100) == (100,)
     with pytest.raises(DashboardError):
         log_sizes(0, 10)
-    assert sweep.size_options(100) == [16, 32, 64]
+    assert choices.size_options(100) == [16, 32, 64]
 
 
 def test_plan_on_cpu_resolves_the_default_thread_count():
@@ -124,14 +127,13 @@ def test_plan_with_a_gpu_has_tf32_series_for_float32_only(fake_cuda):
 def test_comparisons_pair_each_gpu_with_the_fastest_cpu_of_its_dtype():
     cpu1, cpu2 = Series("cpu", "float32", threads=1), Series("cpu", "float32", threads=2)
     g32, g16 = Series("cuda:0", "float32", tf32=False), Series("cuda:0", "bfloat16")
-    assert sweep.comparisons([cpu1, cpu2, g32, g16]) == [(g32.label, cpu2.label), (g16.label, cpu2.label)]
-    assert sweep.comparisons([cpu1, cpu2]) == [(cpu2.label, cpu1.label)]
+    assert comparisons([cpu1, cpu2, g32, g16]) == [(g32.label, cpu2.label), (g16.label, cpu2.label)]
+    assert comparisons([cpu1, cpu2]) == [(cpu2.label, cpu1.label)]
 
 
 def test_check_sizes_fit_refuses_a_size_too_big_for_memory():
-    config = SweepConfig(sizes=(64, 1_000_000))
     with pytest.raises(DoesNotFit, match="n=1000000 float32 on cpu needs"):
-        sweep.check_sizes_fit(config, plan_series(config))
+        check_sizes_fit(plan_series(SweepConfig(sizes=(64, 1_000_000))))
 
 
 # ---------------------------------------------------------------- the time guard
@@ -193,7 +195,8 @@ def test_sizes_up_to_the_calibration_size_need_no_probe():
 
 def test_sweep_order_events_frame_and_json(fake_timer, fake_cuda):
     events = []
-    config = SweepConfig(sizes=(64, 128, 256), devices=("cpu", "cuda"), threads=(1,), budget_s=5.0)
+    config = SweepConfig(sizes=(64, 128, 256), devices=("cpu", "cuda"), threads=(1,),
+                         options=MatmulOptions(budget_s=5.0))
     result = run_sweep(config, JobHooks(on_progress=lambda p: events.append(p.item)))
     assert fake_timer == [("cpu float32 1 thread", 64), ("cuda:0 float32 TF32 off", 64),
                           ("cpu float32 1 thread", 128), ("cuda:0 float32 TF32 off", 128),
@@ -203,7 +206,7 @@ def test_sweep_order_events_frame_and_json(fake_timer, fake_cuda):
     assert events[-1].total == 6 and "GFLOP/s" in events[-1].message
 
     frame = results_frame(result.results)
-    assert list(frame.columns) == sweep.RESULT_COLUMNS and len(frame) == 6
+    assert list(frame.columns) == report.RESULT_COLUMNS and len(frame) == 6
     assert set(frame["series"]) == {"cpu float32 1 thread", "cuda:0 float32 TF32 off"}
     assert frame["unsynced_s"].isna().tolist() == [True, False] * 3
 
@@ -227,7 +230,8 @@ def test_crossover_is_interpolated_inside_the_range(monkeypatch, fake_cuda):
         return fake_result(series, n, 1e-3 if series.is_gpu else n**3 / 1e9)
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
-    result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,), budget_s=5))
+    result = run_sweep(SweepConfig(sizes=(16, 32, 64, 128, 256), devices=("cpu", "cuda"), threads=(1,),
+                                   options=MatmulOptions(budget_s=5)))
     headline = result.headline_crossover  # what the race page, Results and the Class board show
     assert headline is not None and headline.call == "found" and headline.n == 100 and headline.gpu_vs_cpu
     assert (headline.n_low, headline.n_high) == (64, 128) and result.to_json()["crossovers"][0]["n"] == 100
@@ -247,7 +251,8 @@ def test_time_guard_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
     monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
     events = []
     result = run_sweep(SweepConfig(sizes=(64, 128, 256, 512, 1024, 2048), dtypes=("float32", "float16"),
-                                   threads=(1,), budget_s=1.0), JobHooks(on_progress=lambda p: events.append(p.item)))
+                                   threads=(1,), options=MatmulOptions(budget_s=1.0)),
+                       JobHooks(on_progress=lambda p: events.append(p.item)))
     timed = {(r.dtype, r.n) for r in result.results}
     assert ("float32", 2048) in timed and ("float16", 512) in timed
     skipped = {(s.dtype, s.n): s for s in result.skipped}
@@ -258,11 +263,48 @@ def test_time_guard_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
 
 
 def test_memory_refusal_skips_the_size_and_the_sweep_goes_on(monkeypatch):
-    monkeypatch.setattr(matmul, "free_device_bytes", lambda device: GIB // 2)  # 64 MiB workspace + small operands fit
-    result = run_sweep(SweepConfig(sizes=(32, 8192, 64), threads=(1,), budget_s=0.05))
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: GIB // 2)  # 64 MiB workspace + small operands fit
+    result = run_sweep(SweepConfig(sizes=(32, 8192, 64), threads=(1,), options=MatmulOptions(budget_s=0.05)))
     assert [r.n for r in result.results] == [32, 64]
     (skip,) = result.skipped
     assert skip.n == 8192 and skip.reason == "memory" and "needs" in skip.message and "0.50 GiB is free" in skip.message
+
+
+def test_the_memory_check_counts_every_series_a_size_holds_at_once(monkeypatch, gpu_model):
+    """Issue 33: the series of a size are prepared together (each dtype, each GPU TF32 setting its own operands),
+    but the guard counted one: a size where each fits alone ran out of memory together, or was killed (RAM)."""
+    from core.matmul.round_memory import round_refusals
+
+    n = 1024
+    cpu = torch.device("cpu")
+    f32, f64 = (guards.memory_need(cpu, d, n) for d in ("float32", "float64"))
+    free = f64.device_bytes + f32.inputs_bytes  # each fits alone; both sets of matrices do not
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: free)
+    series = [Series("cpu", "float64", threads=1), Series("cpu", "float32", threads=1),
+              Series("cpu", "float32", threads=2)]
+    refused = round_refusals(series, n, SweepConfig().options)
+    assert list(refused) == series[1:] and "needs" in refused[series[1]] and "each fits alone" in refused[series[1]]
+    assert round_refusals(series[1:], n, SweepConfig().options) == {}  # one dtype: one set, shared
+
+    timed: list[list[Series]] = []
+
+    def rounds(ready, size, options):
+        timed.append(list(ready))
+        return [measured_point(s, size, Measurement((1e-3,) * 3, 1, 1e-3), None, None, None, None, s.threads, None)
+                for s in ready]
+    monkeypatch.setattr(sweep, "time_interleaved", rounds)
+    monkeypatch.setattr(guards.TimeGuard, "refuse", lambda self, s, size: None)
+    result = run_sweep(SweepConfig(sizes=(n,), dtypes=("float64", "float32"), threads=(1,),
+                                   options=MatmulOptions(budget_s=0.05)))
+    assert [[s.dtype for s in r] for r in timed] == [["float64"]]
+    (skip,) = result.skipped
+    assert skip.reason == "memory" and skip.dtype == "float32" and "at once" in skip.message
+
+    a100 = gpu_model("A100-40GB")  # on a GPU, TF32 off and on are two sets of operands
+    gpu = [Series("cuda:0", "float32", tf32=False), Series("cuda:0", "float32", tf32=True)]
+    one = guards.memory_need(torch.device("cuda:0"), "float32", 16384)
+    monkeypatch.setattr(guards, "free_device_bytes", lambda device: one.device_bytes + one.inputs_bytes)
+    assert list(round_refusals(gpu, 16384, SweepConfig().options)) == [gpu[1]] and a100.contexts == set()
 
 
 def test_out_of_memory_is_recovered_and_the_sweep_goes_on(monkeypatch):
@@ -275,8 +317,8 @@ def test_out_of_memory_is_recovered_and_the_sweep_goes_on(monkeypatch):
         return real(device, dtype, n, **kwargs)
 
     monkeypatch.setattr(matmul, "make_operands", make_operands)
-    monkeypatch.setattr(matmul, "release_device_memory", released.append)
-    result = run_sweep(SweepConfig(sizes=(32, 64, 128), threads=(1,), budget_s=0.2))
+    monkeypatch.setattr(out_of_memory, "release_device_memory", released.append)
+    result = run_sweep(SweepConfig(sizes=(32, 64, 128), threads=(1,), options=MatmulOptions(budget_s=0.2)))
     assert [r.n for r in result.results] == [32, 128]
     (skip,) = result.skipped
     assert skip.reason == "out_of_memory" and "memory was released" in skip.message
@@ -315,7 +357,7 @@ def test_the_device_is_held_while_the_sweep_runs(fake_timer):
 
 
 def test_a_real_tiny_sweep_on_the_cpu():
-    result = run_sweep(SweepConfig(sizes=(16, 32), threads=(1,), budget_s=0.05))
+    result = run_sweep(SweepConfig(sizes=(16, 32), threads=(1,), options=MatmulOptions(budget_s=0.05)))
     frame = results_frame(result.results)
     assert frame["n"].tolist() == [16, 32] and (frame["median_s"] > 0).all() and (frame["samples"] >= 1).all()
     assert result.timed_s <= result.wall_s
@@ -423,10 +465,10 @@ def test_two_cpu_series_are_judged_without_a_gpu(fake_timer):
 
 def test_the_default_race_always_has_two_different_series(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    assert sweep.default_race_threads(gpu_here=False) == (1, 2)
-    assert sweep.default_race_threads(gpu_here=True) == (None,)  # CPU (free cores) against the GPU
+    assert choices.default_race_threads(gpu_here=False) == (1, 2)
+    assert choices.default_race_threads(gpu_here=True) == (None,)  # CPU (free cores) against the GPU
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
-    assert sweep.default_race_threads(gpu_here=False) == (None,)
+    assert choices.default_race_threads(gpu_here=False) == (None,)
 
 
 def test_free_cores_equal_to_a_chosen_count_is_said_not_raced(monkeypatch):
@@ -437,3 +479,28 @@ def test_free_cores_equal_to_a_chosen_count_is_said_not_raced(monkeypatch):
     assert [s.label for s in plan.series] == ["cpu float32 1 thread"]
     assert any("same as the 1 thread series" in n and "not a race against itself" in n for n in plan.notes)
     assert any(n.startswith("Only one series") for n in plan.notes)
+
+
+def test_the_plan_is_made_once_and_the_load_only_fills_in_free_cores(monkeypatch, fake_timer):
+    """The page's collector and the CLI plan once and pass the Plan on: run_sweep plans nothing again, and
+    the load probed once the devices are held fills in "free cores" without asking any device again."""
+    from core.results.load import MachineLoad
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    plan = plan_series(SweepConfig(sizes=(16, 32), threads=(1, None)))
+    monkeypatch.setattr(sweep, "plan_series", lambda *a, **k: pytest.fail("planned again"))
+    monkeypatch.setattr("core.matmul.plan.resolve_device", lambda name: pytest.fail("asked a device again"))
+    busy = MachineLoad(cores=2, others_cores=0.0, free_cores=2, busy=False)
+    under = plan.under(busy)
+    assert [s.label for s in under.series] == ["cpu float32 1 thread", "cpu float32 2 threads"]
+    assert under.config is plan.config and under.asked == plan.asked
+    assert under.notes[0].startswith("Free cores: other programs left 2 of 2 cores idle")
+    result = run_sweep(plan)
+    assert {r.n for r in result.results} == {16, 32}
+
+
+def test_the_settings_keep_their_flat_form():
+    """One config with its timing options inside, saved as the flat object every older sweep has."""
+    settings = SweepConfig(sizes=(64,), options=MatmulOptions(budget_s=2.0, cache="cold")).to_dict()
+    assert list(settings) == ["sizes", "devices", "dtypes", "threads", "tf32", "budget_s", "unsynced", "end_to_end",
+                              "check_error", "seed", "cache"]
+    assert settings["sizes"] == [64] and settings["budget_s"] == 2.0 and settings["cache"] == "cold"

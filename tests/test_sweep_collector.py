@@ -7,11 +7,12 @@ import pytest
 from core.errors import DashboardError
 from core.matmul import sweep
 from core.matmul.collector import SweepCollector
-from core.matmul.sweep import SweepConfig, run_sweep
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.sweep import run_sweep
 from core.platform.jobs import JobHooks
 from tests.test_sweep import fake_result, per_series
 
-CONFIG = SweepConfig(sizes=(16, 32, 64), threads=(1,), budget_s=0.05)
+CONFIG = SweepConfig(sizes=(16, 32, 64), threads=(1,), options=MatmulOptions(budget_s=0.05))
 
 
 @pytest.fixture

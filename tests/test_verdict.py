@@ -8,7 +8,8 @@ import json
 import pytest
 
 from core.matmul import verdict
-from core.matmul.engine import Series, measured_point
+from core.matmul.engine import measured_point
+from core.matmul.series import Series
 from core.platform.timing import Measurement
 from core.matmul.crossover import crossover_interval, crossover_of
 from core.matmul.verdict import judge
@@ -92,20 +93,30 @@ GPU, CPU1, CPU2 = Series("cuda:0", "float32", tf32=False), Series("cpu", "float3
     Series("cpu", "float32", threads=2)
 
 
-def test_a_size_the_gpu_throttled_during_is_unclear_with_its_reasons():
-    """Issue 20: nvbench drops throttled samples; here the size is unclear (its clock is read before and after,
-    not per sample), the figures kept."""
-    hot = _point(GPU, 1024, 1e-3, throttled=True, throttle="sw_power_cap, hw_thermal")
-    v = verdict.judge_points(hot, _point(CPU2, 1024, 5e-3), cores=2)
-    assert v.call == "unclear" and not v.busy and v.ratio == pytest.approx(5.0)
-    assert "the GPU throttled (sw_power_cap, hw_thermal)" in v.why
-    unsaid = verdict.judge_points(_point(GPU, 1024, 1e-3, throttled=True), _point(CPU2, 1024, 5e-3), cores=2)
+def test_a_size_the_gpu_was_slowed_during_is_unclear_with_its_reasons_unless_the_gpu_won_anyway():
+    """Issue 20: nvbench drops throttled samples; here the size is unclear, the figures kept. Issue 33: only a
+    slowdown withholds the call (a power cap alone is the GPU's speed under load), and never one the slowed GPU
+    still wins: at its full clock it would win the more."""
+    hot = _point(GPU, 1024, 5e-3, throttled=True, throttle="sw_power_cap, hw_thermal")
+    v = verdict.judge_points(hot, _point(CPU2, 1024, 1e-3), cores=2)
+    assert v.call == "unclear" and not v.busy and v.ratio == pytest.approx(0.2)
+    assert "the GPU throttled (hw_thermal)" in v.why
+    unsaid = verdict.judge_points(_point(GPU, 1024, 5e-3, throttled=True), _point(CPU2, 1024, 1e-3), cores=2)
     assert unsaid.call == "unclear" and "reason not given" in unsaid.why
+    won = verdict.judge_points(_point(GPU, 1024, 1e-3, throttled=True, throttle="hw_thermal"),
+                               _point(CPU2, 1024, 5e-3), cores=2)
+    assert won.call == "faster" and won.a == GPU.label  # won while slowed: the call stands
+    both = verdict.judge(1024, "a", "b", samples(1e-3), samples(5e-3), throttle="sw_thermal", slowed=["a", "b"])
+    assert both.call == "unclear"  # two series of one slowed GPU: neither won against a full clock
+    capped = _point(GPU, 1024, 5e-3, throttled=True, throttle="sw_power_cap")  # an older file marked the cap
+    assert capped.clock.power_limited and not capped.clock.slowed
+    lost = verdict.judge_points(capped, _point(CPU2, 1024, 1e-3), cores=2)
+    assert lost.call == "faster" and lost.a == CPU2.label  # the T4's speed at its power limit is its speed
     cool = verdict.judge_points(_point(GPU, 1024, 1e-3, throttled=False), _point(CPU2, 1024, 5e-3), cores=2)
     assert cool.call == "faster" and cool.a == GPU.label
     older = verdict.judge_points(_point(GPU, 1024, 1e-3), _point(CPU2, 1024, 5e-3), cores=2)  # not read: None
     assert older.call == "faster"
-    points = [_point(GPU, 512, 1e-3, throttled=True), _point(CPU2, 512, 5e-3), hot, _point(CPU2, 1024, 5e-3)]
+    points = [_point(GPU, 512, 5e-3, throttled=True), _point(CPU2, 512, 1e-3), hot, _point(CPU2, 1024, 1e-3)]
     verdicts = verdict.pair_verdicts(points, GPU.label, CPU2.label, cores=2)
     c = crossover_of(points, GPU.label, CPU2.label, verdicts=verdicts)
     assert c.call == "unclear" and not any(x.busy for x in verdicts)
@@ -243,8 +254,8 @@ def test_the_json_contract_round_trips():
     ({"crossover": {"a": CH, "b": BASE, "call": "sure"}}, "crossovers[0].call"),
     ({"schema_version": 3, "crossovers": [{"challenger": CH, "baseline": BASE, "time": "median_s"}]},
      "crossovers[0]: missing .call"),
-    ({"schema_version": 3, "crossovers": [{"challenger": CH, "baseline": BASE, "time": "median_s", "call": "found", "n_low": 2048,
-                      "n_high": 64}]}, "crossovers[0]"),
+    ({"schema_version": 3, "crossovers": [{"challenger": CH, "baseline": BASE, "time": "median_s", "call": "found",
+                                           "n_low": 2048, "n_high": 64}]}, "crossovers[0]"),
     ({"schema_version": 3, "crossovers": [{"challenger": CH, "baseline": BASE, "time": "median_s", "call": "none",
                                            "n": 100}]},
      "crossovers[0]"),

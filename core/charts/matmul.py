@@ -214,7 +214,8 @@ def sync_bug_notes(frame: pd.DataFrame) -> list[str]:
         top = rows.sort_values("n").iloc[-1]
         factor = top["median_s"] / top["unsynced_s"] if top["unsynced_s"] > 0 else float("inf")
         notes.append(f"{series}, n = {int(top['n']):,}: {top['median_s'] * 1e3:.3g} ms with synchronize, "
-                     f"{top['unsynced_s'] * 1e3:.3g} ms without: forgetting it makes the GPU look {factor:,.0f}× faster")
+                     f"{top['unsynced_s'] * 1e3:.3g} ms without: forgetting it makes the GPU look "
+                     f"{factor:,.0f}× faster")
     return notes
 
 

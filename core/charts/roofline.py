@@ -14,9 +14,10 @@ import plotly.graph_objects as go
 
 from core.charts.axis_style import axis_position, inside_anchor, log_axis, style, time_unit, trace_values
 from core.plain_text import for_plotly
+from core.platform.units import number
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun
 from core.roofline.model import RooflineModel, model_of
-from core.roofline.spread import THEORY_BELOW
+from core.roofline.spread import THEORY_BELOW, names_of
 from core.store.records import StoredRun
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
@@ -64,7 +65,7 @@ def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
         name = for_plotly(prefix + roofs.series)
         if roofs.peak_gflops and roofs.bandwidth_gbs and roofs.ridge_intensity:
             ridge = roofs.ridge_intensity
-            noisy = f" (noisy: {', '.join(roofs.noisy or ())})" if roofs.noisy else ""
+            noisy = f" (noisy: {names_of(roofs.noisy or ())})" if roofs.noisy else ""
             fig.add_scatter(x=[lo, ridge, hi], y=[roofs.bandwidth_gbs * lo, roofs.peak_gflops, roofs.peak_gflops],
                             mode="lines", name=f"{name} roofs{noisy}", line=dict(color=color), legendgroup=name,
                             hovertemplate=f"{name}<br>%{{x:.3g}} flop/B: roof %{{y:.4g}} GFLOP/s<extra></extra>")
@@ -185,7 +186,7 @@ def model_caption(run: RooflineRun, fig: go.Figure) -> str:
 def _range(roofs: DeviceRoofs, name: str, scale: float = 1.0) -> str:
     """'1.2–1.9' over a constant's repeats, '' where it has none (an older file)."""
     limits = roofs.spread(name)
-    return "" if limits is None else f"{limits[0] * scale:.3g}–{limits[1] * scale:.3g}"
+    return "" if limits is None else f"{number(limits[0] * scale)}–{number(limits[1] * scale)}"
 
 
 def roofs_table(run: RooflineRun) -> pd.DataFrame:
@@ -196,7 +197,7 @@ def roofs_table(run: RooflineRun) -> pd.DataFrame:
              "bandwidth range": _range(d, "bandwidth_gbs"), "ridge (flop/B)": d.ridge_intensity,
              "launch µs": None if d.launch_s is None else d.launch_s * 1e6, "launch range": _range(d, "launch_s", 1e6),
              "wake µs": None if d.wake_s is None else d.wake_s * 1e6, "wake range": _range(d, "wake_s", 1e6),
-             "noisy": ", ".join(d.noisy or ()), "H2D GB/s": d.h2d_gbs, "D2H GB/s": d.d2h_gbs,
+             "noisy": names_of(d.noisy or ()), "H2D GB/s": d.h2d_gbs, "D2H GB/s": d.d2h_gbs,
              "H2D pinned GB/s": d.h2d_pinned_gbs, "D2H pinned GB/s": d.d2h_pinned_gbs,
              "theoretical peak from": d.theoretical_note} for d in run.devices_roofs]
     return pd.DataFrame(rows)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -220,23 +220,38 @@ class Features:
         return self.x_train.nnz / max(1, self.n_train)
 
 
+BUILD_STEPS = 3  # what build_features reports: the vocabulary and training matrix, the validation rows, the test rows
+
+StepReport = Callable[[int, int, str], None]  # (steps done, steps in all, what comes next)
+
+
 def build_features(
     reviews: Reviews, *, weighting: str, ngrams: int, max_features: int | None, test_size: float,
-    val_fraction: float, seed: int, min_df: int = 1,
+    val_fraction: float, seed: int, min_df: int = 1, progress: StepReport | None = None,
 ) -> Features:
-    """Split the rows, fit the vectorizer on the training rows only, transform all three parts."""
+    """Split the rows, fit the vectorizer on the training rows only, transform all three parts.
+
+    `progress` hears each step before it starts (on rt-polarity the first takes seconds; the page showed one
+    spinner for all of them), so a caller can say what is being built while it waits."""
+    tell = progress or (lambda done, total, message: None)
     split = split_rows(reviews, test_size=test_size, val_fraction=val_fraction, seed=seed)
     y = reviews.labels.astype(np.float32)
     texts = reviews.texts
+    tell(0, BUILD_STEPS, f"document-term matrix: learning the vocabulary of {len(split.train):,} training reviews")
     vec, x_train = fit_vectorizer([texts[i] for i in split.train], reviews.labels[split.train], weighting=weighting,
                                   ngrams=ngrams, max_features=max_features, min_df=min_df)
+    tell(1, BUILD_STEPS, f"document-term matrix: {vec.vocab_size:,} terms; weighting {len(split.val):,} "
+                         "validation reviews")
+    x_val = vec.transform([texts[i] for i in split.val])
+    tell(2, BUILD_STEPS, f"document-term matrix: weighting {len(split.test):,} test reviews")
+    x_test = vec.transform([texts[i] for i in split.test])
     return Features(
         vectorizer=vec,
         x_train=x_train,
         y_train=y[split.train],
-        x_val=vec.transform([texts[i] for i in split.val]),
+        x_val=x_val,
         y_val=y[split.val],
-        x_test=vec.transform([texts[i] for i in split.test]),
+        x_test=x_test,
         y_test=y[split.test],
         weighting=weighting,
         source=reviews.source,

@@ -50,6 +50,7 @@ NAN_OUTPUTS = "the network's outputs became NaN"
 # loss sat at ~48 for every epoch on rt-polarity while the run "finished" at 50% accuracy.
 DIVERGED_LOSS = 10.0
 EVAL_BATCH = 2048  # rows per evaluation step: bounded memory, few steps
+FIRST_EPOCH_TELLS = 10  # times the first epoch says how many batches are done: a first sign of life before its loss
 
 Batch = SparseBatch | torch.Tensor
 Step = tuple[Batch, torch.Tensor]  # a batch's inputs and labels, on the device
@@ -253,8 +254,9 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
     """Train `model` (through `net`, which may wrap it) for `config.epochs` epochs of `plan`.
 
     Reports a TrainEpoch after every epoch and every `report_every` batches (partial), with
-    synchronized training seconds (evaluation excluded); asks `job.stop_requested()` before every
-    batch. A stopped run keeps its finished epochs.
+    synchronized training seconds (evaluation excluded); during the first epoch it also says, about
+    FIRST_EPOCH_TELLS times, how many batches are done (item None: no loss read, no device wait);
+    asks `job.stop_requested()` before every batch. A stopped run keeps its finished epochs.
     """
     optimizer = make_sgd(model.parameters(), config)
     average = EpochAverage(model, config.average_from)
@@ -268,6 +270,7 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
     best: tuple[float, int, dict[str, torch.Tensor]] | None = None
     stopped = False
     start = clock.now(device)
+    every = max(1, -(-plan.n_batches // FIRST_EPOCH_TELLS))  # batches between the first epoch's counts
     for number in range(1, config.epochs + 1):
         steps = plan.epoch()
         epoch = _Epoch(number, torch.zeros(()).to(device))
@@ -280,7 +283,11 @@ def fit(net: Net, model: nn.Sequential, plan: Plan, job: Job, config: Classifier
             epoch.loss_sum += _sgd_step(net, optimizer, batch, target) * target.shape[0]
             epoch.seen += target.shape[0]
             last = b + 1 == plan.n_batches
-            if last or (config.report_every and (b + 1) % config.report_every == 0):
+            partial = bool(config.report_every) and (b + 1) % config.report_every == 0
+            if number == 1 and not (last or partial) and (b + 1) % every == 0:  # no device read, just the count
+                job.report(Progress(b + 1, config.epochs * plan.n_batches,
+                                    f"{word} 1 of {config.epochs}: {b + 1:,} of {plan.n_batches:,} batches done"))
+            if last or partial:
                 epoch.train_s += clock.now(device) - t0
                 if last:
                     average.add(model, number)

@@ -214,8 +214,8 @@ def _check_header(data: bytes, name: str) -> None:
     head = data[:MAX_HEADER_BYTES + 1]
     end = head.find(b"\n")
     if end < 0 and len(data) > MAX_HEADER_BYTES:
-        raise DashboardError(f"the first line of {name} is longer than {MAX_HEADER_BYTES // 2**10} KiB; a review table's "
-                             "header names a text and a label column")
+        raise DashboardError(f"the first line of {name} is longer than {MAX_HEADER_BYTES // 2**10} KiB; "
+                             "a review table's header names a text and a label column")
     header = head if end < 0 else head[:end]
     sep = b"\t" if name.lower().endswith((".tsv", ".tab")) or (not name.lower().endswith(".csv") and b"\t" in header) \
         else b","
@@ -250,7 +250,8 @@ def _check_rows(data: bytes, name: str, sep: str) -> None:
         header = len(next(rows))
         for number, row in enumerate(rows, start=2):
             if len(row) > header:
-                raise DashboardError(f"{name} is not a valid {'TSV' if sep == chr(9) else 'CSV'} file (line {number} has "
+                raise DashboardError(f"{name} is not a valid {'TSV' if sep == chr(9) else 'CSV'} file "
+                                     f"(line {number} has "
                                      f"{len(row):,} fields, the header names {header}); quote texts that contain the "
                                      "separator or line breaks")
     except csv.Error:

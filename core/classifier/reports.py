@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from torch import nn
 
 from core.classifier.features import Features, Vectorizer
-from core.classifier.model import ClassifierConfig
+from core.classifier.model import ClassifierConfig, nb_logit_weight
 from core.results.jsonio import to_jsonable
 from core.results.load import MachineLoad
 from core.results.train import TrainEpoch, TrainRun
@@ -28,6 +28,21 @@ class Evaluation:
 
     loss: float  # mean binary cross-entropy
     accuracy: float  # share of reviews on the right side of p = 0.5
+
+
+def kept_words(config: ClassifierConfig, best_epoch: int | None, validated: bool) -> str:
+    """What the kept epoch is, in words: 'epoch 10 (the last; the mean of the weights after epochs 5-10, plus
+    naive Bayes's log-odds)'. Beside a chart whose lowest test loss is epoch 1, "kept epoch 10" read as a mistake:
+    it is chosen by validation loss, or is the last, never by test loss, and from `average_from` on it is the
+    mean of the epochs' weights."""
+    if best_epoch is None:
+        return "no epoch (none finished)"
+    parts = ["the lowest validation loss" if validated else "the last"]
+    if config.average_from and best_epoch > config.average_from:
+        parts.append(f"the mean of the weights after epochs {config.average_from}–{best_epoch}")
+    if nb_logit_weight(config):
+        parts.append("plus naive Bayes's log-odds")
+    return f"epoch {best_epoch} ({'; '.join(parts)})"
 
 
 def describe(report: TrainEpoch, epochs: int, word: str = "epoch") -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from core.classifier.baseline import BaselineResult, logistic_regression
-from core.classifier.features import Features, build_features
+from core.classifier.features import BUILD_STEPS, Features, StepReport, build_features
 from core.classifier.fit import EVAL_BATCH, Fitted, MiniBatches, Plan, fit
 from core.classifier.fullbatch import FullBatch, check_dense_fits, dense_size, full_batch_plan, warm_up
 from core.classifier.loaders import Reviews
@@ -27,14 +27,15 @@ from core.classifier.model import (
 from core.classifier.reports import DeviceComparison, TrainResult, compare, run_record
 from core.errors import DashboardError
 from core.platform.devices import device_key, resolve_device
-from core.platform.jobs import JobHooks, RunningJob, run_job
+from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.platform.machine_load import default_threads
 from core.platform.timing import torch_threads
 
-def features_for(reviews: Reviews, config: ClassifierConfig) -> Features:
-    """The split and the document-term matrices this config asks for."""
+def features_for(reviews: Reviews, config: ClassifierConfig, progress: StepReport | None = None) -> Features:
+    """The split and the document-term matrices this config asks for (`progress`: build_features')."""
     return build_features(reviews, weighting=config.weighting, ngrams=config.ngrams, max_features=config.max_features,
-                          test_size=config.test_size, val_fraction=config.val_fraction, seed=config.seed)
+                          test_size=config.test_size, val_fraction=config.val_fraction, seed=config.seed,
+                          progress=progress)
 
 
 def prepare(reviews: Reviews, config: ClassifierConfig,
@@ -47,8 +48,15 @@ def prepare(reviews: Reviews, config: ClassifierConfig,
     and a step that overruns the cap by the lock's grace period loses the CPU to the next job.
     """
     with run_job(["cpu"], hooks, label="building features") as job:
-        features = features_for(reviews, config)
-        job.check()
+        total = BUILD_STEPS + 1  # and the baseline
+
+        def step(done: int, _steps: int, message: str) -> None:  # between library calls: a Stop ends it here
+            job.check()
+            job.report(Progress(done, total, message))
+
+        features = features_for(reviews, config, step)
+        step(BUILD_STEPS, total, f"LogisticRegression baseline on {features.n_train:,} training reviews, "
+                                 f"{features.vocab_size:,} terms")
         return features, logistic_regression(features)
 
 
@@ -71,6 +79,9 @@ def train(features: Features, config: ClassifierConfig, hooks: JobHooks | None =
     label = "training run (lecture preset)" if lecture else "training run"
     with run_job([device_key(device)], hooks, label=label, measure_load=True) as job:
         with torch_threads(default_threads(config.threads, job.load)) as threads:
+            # the thread count decides the CPU's seconds per epoch (1 or 2 free cores on a shared machine): say it
+            job.report(Progress(0, 0, f"training on {device_key(device)} with {threads} CPU "
+                                      f"thread{'s' if threads != 1 else ''}"))
             result = _train_locked(features, config, device, job)
         return replace(result, run=replace(result.run, load=job.load), threads=threads)
 

@@ -29,6 +29,22 @@ SUBCOMMANDS = {
 }
 
 
+# Each subcommand's help line, here rather than in its module so that listing them imports no module;
+# each module's `register` passes its own line from here.
+HELP = {
+    "devices": "what CPU, RAM and GPUs this machine has",
+    "matmul": "time C = A @ B across sizes on the CPU and GPU; find the crossover",
+    "roofline": "measure each device's roofs, place every matmul on them, predict the crossover",
+    "data": "download the built-in review data sets, or add a local copy",
+    "train": "train the review classifier and report loss, accuracy and seconds per epoch",
+    "why-parallel": ("marbles (threads, then processes), a chain of tiny steps, the timing bug, the first call, "
+                     "location"),
+    "results": "list, export, import or delete saved runs",
+    "selfcheck": "check that timings here are right: CPU parts, and the GPU ones with CUDA",
+    "colab-kit": "write colab.ipynb and this project's wheel (built offline) to a folder",
+}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse prints the whole usage block on a bad flag; we want one line and status 2."""
 
@@ -52,6 +68,16 @@ def _modules(names: Sequence[str]) -> list[ModuleType]:
     return [importlib.import_module(f"core.cli.{SUBCOMMANDS[name]}") for name in names]
 
 
+def listing_parser() -> argparse.ArgumentParser:
+    """The parser `python -m core --help` (or no subcommand, or a typo) needs: each subcommand's name and help line
+    from HELP, none of their modules, so the help shows without importing torch (bench/cli_help.py)."""
+    parser = _Parser(prog="python -m core", description=(__doc__ or "").splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in SUBCOMMANDS:
+        sub.add_parser(name, help=HELP[name])
+    return parser
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser, with every subcommand, or with `only` that one.
 
@@ -69,7 +95,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser(chosen_command(words)).parse_args(words)
+        chosen = chosen_command(words)
+        args = (build_parser(chosen) if chosen else listing_parser()).parse_args(words)
         return int(args.handler(args) or 0)
     except DashboardError as exc:
         from core.plain_text import message_plain  # here: plain_text loads pandas, which `devices` never needs

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.cli.output import format_table, print_json
+from core.cli import HELP
+from core.cli.output import format_table, print_json, wrap
 from core.classifier.datasets import BUILTIN_DATASETS, DOWNLOAD_TIMEOUT_S, archive_path, fetch, is_cached
 from core.classifier.loaders import load_archive
 from core.classifier.local_copy import add_local_copy
@@ -14,7 +15,7 @@ PROGRESS_STEP_BYTES = 2**20  # print a progress line every MiB
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="download the built-in review data sets, or add a local copy")
+    p = sub.add_parser("data", help=HELP["data"])
     actions = p.add_subparsers(dest="action", required=True, parser_class=type(p))
     f = actions.add_parser("fetch", help="download and verify one data set into the per-user cache")
     f.add_argument("name", choices=list(BUILTIN_DATASETS), help="which data set")
@@ -61,7 +62,8 @@ def run_fetch(args: argparse.Namespace) -> int:
         print_json(info)
     else:
         state = "already in the cache" if was_cached else "downloaded and verified"
-        print(f"{args.name}: {state}: {path} ({reviews.n_positive} positive, {reviews.n_negative} negative reviews)")
+        print(wrap(f"{args.name}: {state}: {path} ({reviews.n_positive:,} positive, {reviews.n_negative:,} negative "
+                   "reviews)"))
     return 0
 
 
@@ -76,8 +78,8 @@ def run_add(args: argparse.Namespace) -> int:
     else:
         state = ("already in the cache (nothing copied)" if added.already_cached
                  else "added from the folder and verified" if added.packed else "added and verified")
-        print(f"{args.name}: {state}: {added.path} "
-              f"({reviews.n_positive} positive, {reviews.n_negative} negative reviews)")
+        print(wrap(f"{args.name}: {state}: {added.path} "
+                   f"({reviews.n_positive:,} positive, {reviews.n_negative:,} negative reviews)"))
     return 0
 
 

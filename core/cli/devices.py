@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from core.cli.output import format_table, print_json
+from core.cli import HELP
+from core.cli.output import format_table, print_json, wrap
 from core.platform.devices import GET_A_GPU
 from core.platform.hardware import MachineInfo, inspect_machine
 from core.platform.units import gib
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("devices", help="what CPU, RAM and GPUs this machine has")
+    p = sub.add_parser("devices", help=HELP["devices"])
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.set_defaults(handler=run)
 
@@ -33,8 +34,8 @@ def render(info: MachineInfo) -> str:
         f"RAM   {gib(cpu.ram_available_bytes)} available of {gib(cpu.ram_total_bytes)}",
         f"torch {info.torch_version}, CUDA {info.cuda_version or 'none (CPU build)'}, "
         f"MPS {'available' if info.mps_available else 'not available'}",
-        "",
     ]
+    lines = [wrap(lines), ""]  # a long CPU name (and its SIMD) wraps rather than running past 100 columns
     if info.gpus:
         rows = [
             [g.index, g.name, gib(g.used_memory_bytes), gib(g.free_memory_bytes), gib(g.total_memory_bytes),
@@ -44,6 +45,6 @@ def render(info: MachineInfo) -> str:
         lines.append(format_table(["GPU", "name", "used", "free", "total", "capability", "SMs"], rows))
         lines.append(f"TF32 for float32 matmul: {'on' if info.tf32_matmul else 'off'}")
     elif not info.mps_available:
-        lines.append(GET_A_GPU)
-    lines += [f"note: {n}" for n in info.notes]
+        lines.append(wrap(GET_A_GPU))
+    lines += [wrap(f"note: {n}") for n in info.notes]
     return "\n".join(lines)

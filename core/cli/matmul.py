@@ -6,6 +6,7 @@ import argparse
 import sys
 from dataclasses import replace
 
+from core.cli import HELP
 from core.cli.output import format_table, print_json
 from core.results.table import human_rows
 from core.cli.results import add_save_options, check_save_options, save_if_requested
@@ -13,11 +14,13 @@ from core.cli.waiting import cli_hooks, ctrl_c_stops
 from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
-from core.matmul.engine import DTYPES
-from core.matmul.sweep import (
-    TF32_CHOICES, SweepConfig, SweepEvent, check_sizes_fit, clock_summary, default_race_threads, plan_series,
-    run_sweep, tf32_settings,
-)
+from core.matmul.choices import TF32_CHOICES, default_race_threads, tf32_settings
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.guards import check_sizes_fit
+from core.matmul.plan import plan_series
+from core.matmul.report import clock_summary
+from core.matmul.series import DTYPES
+from core.matmul.sweep import SweepEvent, run_sweep
 from core.platform.jobs import Progress
 from core.matmul.guess import compare_guess
 from core.results.guess import MATMUL_EXAMPLE, parse_matmul_guess
@@ -27,7 +30,7 @@ EXAMPLE = "--sizes 256,512,1024"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("matmul", help="time C = A @ B across sizes on the CPU and GPU; find the crossover")
+    p = sub.add_parser("matmul", help=HELP["matmul"])
     p.add_argument("--sizes", help=f"comma-separated matrix sizes n, e.g. {EXAMPLE} (default: 64 to 2048 by doubling)")
     p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps (default: cpu and the first GPU, if any)")
     p.add_argument("--dtype", default="float32", help=f"comma-separated dtypes to compare: {', '.join(DTYPES)}")
@@ -35,13 +38,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      "without a GPU; with one, the cores other programs leave free when it starts)")
     p.add_argument("--tf32", nargs="?", const="on", default="off", choices=list(TF32_CHOICES),
                    help="TF32 for CUDA float32: --tf32 alone means on (default: off)")
-    p.add_argument("--budget", default="1", help="seconds per size and series, warm-up included (default: 1); a size whose "
-                   "series cannot yet be told apart samples on, up to twice this")
+    p.add_argument("--budget", default="1",
+                   help="seconds per size and series, warm-up included (default: 1); a size whose "
+                        "series cannot yet be told apart samples on, up to twice this")
     p.add_argument("--end-to-end", action="store_true", help="also time copying inputs to the GPU and the result back")
     p.add_argument("--cache", default="warm", choices=list(CACHE_CHOICES),
                    help="warm (default): matrices stay in cache between repetitions; cold: caches evicted before "
                         "each timed call, outside the clock")
-    p.add_argument("--guess", metavar="GUESS", help=f"your crossover prediction before the run, saved with it: {MATMUL_EXAMPLE}")
+    p.add_argument("--guess", metavar="GUESS",
+                   help=f"your crossover prediction before the run, saved with it: {MATMUL_EXAMPLE}")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_save_options(p)
@@ -84,7 +89,8 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         kwargs["threads"] = default_race_threads(has_gpu())
     kwargs["dtypes"] = tuple(d.strip() for d in args.dtype.split(","))
     kwargs["tf32"] = tf32_settings(args.tf32)
-    return SweepConfig(budget_s=_budget(args.budget), end_to_end=args.end_to_end, cache=args.cache, **kwargs)
+    options = MatmulOptions(budget_s=_budget(args.budget), end_to_end=args.end_to_end, cache=args.cache)
+    return SweepConfig(options=options, **kwargs)
 
 
 def _progress(progress: Progress[SweepEvent]) -> None:
@@ -99,11 +105,11 @@ def run(args: argparse.Namespace) -> int:
 
         return ranks.run(args)
     guess = parse_matmul_guess(args.guess)  # an unreadable guess fails before anything runs
-    config = config_from_args(args)
-    plan = plan_series(config)
-    check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
+    plan = plan_series(config_from_args(args))
+    check_sizes_fit(plan)  # a size too big for memory stops here, before anything runs
     with ctrl_c_stops() as pressed:  # the first Ctrl+C keeps the sizes measured, as the page's Stop does
-        result = run_sweep(config, replace(cli_hooks(on_progress=None if args.quiet else _progress), should_stop=pressed))
+        result = run_sweep(plan, replace(cli_hooks(on_progress=None if args.quiet else _progress),
+                                         should_stop=pressed))
     if guess is not None:
         result = replace(result, guess=guess)
     if result.stopped:
@@ -137,7 +143,8 @@ def render(result: MatmulSweep) -> str:
         lines.append(clocks)
     if result.cache is not None:
         lines.append(f"cache: {result.cache}" + (" (evicted before each timed call, outside the clock)"
-                                                 if result.cache == "cold" else " (matrices stay in cache between calls)"))
+                                                 if result.cache == "cold"
+                                                 else " (matrices stay in cache between calls)"))
     if result.load is not None and result.load.notice:
         lines.append(result.load.notice)
     return "\n".join(lines)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from core.results.jsonio import dumps
@@ -19,6 +20,17 @@ ELLIPSIS = "…"
 MIN_ELIDED = 8  # an elided column keeps at least this many characters (or its header's)
 
 
+def wrap(lines: str | Iterable[str], width: int = TABLE_WIDTH) -> str:
+    """Prose for a terminal: every line longer than `width` broken at spaces, continuation lines indented by two;
+    shorter lines (and blank ones) kept as they are. For sentences only: a table is fitted by format_table."""
+    text = [lines] if isinstance(lines, str) else list(lines)
+    out: list[str] = []
+    for line in (part for block in text for part in block.split("\n")):
+        out += textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) if len(line) > width \
+            else [line]
+    return "\n".join(out)
+
+
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_width: int | None = None,
                  elide: Sequence[str] = ()) -> str:
     """Left-aligned text, right-aligned numbers, two spaces between columns.
@@ -28,9 +40,7 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_w
     an ellipsis. Other columns are never cut.
     """
     cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    if max_width is not None:
-        widths = _fit(headers, widths, max_width, elide)
+    widths = fitted_widths(headers, rows, max_width=max_width, elide=elide)
     numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) for i in range(len(headers))]
 
     def line(values: Sequence[str]) -> str:
@@ -38,6 +48,23 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_w
                          for v, w, num in zip(values, widths, numeric)).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def fitted_widths(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_width: int | None = None,
+                  elide: Sequence[str] = ()) -> list[int]:
+    """Each column's width in format_table's output: a caller can tell which cells were cut and show them whole."""
+    widths = [max([len(h)] + [len(_cell(r[i])) for r in rows]) for i, h in enumerate(headers)]
+    return widths if max_width is None else _fit(headers, widths, max_width, elide)
+
+
+def cut_cells(headers: Sequence[str], rows: Sequence[Sequence[Any]], column: str, *, max_width: int | None = None,
+              elide: Sequence[str] = ()) -> list[int]:
+    """Indexes of the rows whose `column` format_table cuts (ends in an ellipsis) at these settings."""
+    if column not in headers:
+        return []
+    i = list(headers).index(column)
+    width = fitted_widths(headers, rows, max_width=max_width, elide=elide)[i]
+    return [k for k, row in enumerate(rows) if len(_cell(row[i])) > width]
 
 
 def _fit(headers: Sequence[str], widths: list[int], max_width: int, elide: Sequence[str]) -> list[int]:

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
-from core.cli.output import format_table, print_json
+from core.cli.output import TABLE_WIDTH, format_table, print_json, wrap
 from core.cli.results import save_if_requested
 from core.cli.waiting import cli_hooks
 from core.errors import DashboardError
 from core.matmul.rank_worker import DEFAULT_SIZES, RanksConfig
 from core.platform.jobs import Progress
 from core.platform.torchrun import DEFAULT_TIMEOUT_S
+from core.platform.units import number, seconds
 from core.results.cluster import NAMED, NONE, ClusterRun
 
 
@@ -89,40 +91,63 @@ def run(args: argparse.Namespace) -> int:
         if result is None:  # not rank 0: rank 0 speaks for the job
             return 0
     else:
-        from core.matmul.rank_launch import run_ranks
+        from core.matmul.rank_launch import crowding, run_ranks
+        from core.platform.devices import cuda_count
 
+        if crowded := crowding(config, args.ranks, cuda_count()):
+            print(f"warning: {crowded}", file=sys.stderr, flush=True)
         result = run_ranks(config, args.ranks, hooks)
     payload = result.to_json()
     if args.json:
         print_json(payload)
     else:
-        print(render(result))
+        print(render(result, command_seconds() if not args.distributed else None))
     save_if_requested(args, result)
     return 0
 
 
-def render(run: ClusterRun) -> str:
-    """Per rank and size: GFLOP/s together and alone; then the spread, the contention and the straggler."""
+def render(run: ClusterRun, command_s: float | None = None) -> str:
+    """Per rank and size: GFLOP/s together and alone; then the spread, the contention and the straggler.
+
+    `command_s`: seconds since the command's process started (launching torchrun and the ranks included),
+    the wall time a person timed; the run's own `wall_s` is rank 0's, from its sweep's start."""
     rows = []
     for r in run.ranks:
         alone = {p.n: p.gflops for p in r.alone}
-        rows += [[r.rank, r.hostname, r.device, p.n, p.gflops, alone.get(p.n), len(p.times_s), "busy" if p.busy else ""]
-                 for p in r.together]
-    header = ["rank", "host", "device", "n", "GFLOP/s together", "GFLOP/s alone", "samples", ""]
-    lines = [format_table(header, rows), ""]
-    lines += [f"n={s.n}: together {s.min or 0:.2f} / {s.median or 0:.2f} / {s.max or 0:.2f} GFLOP/s "
-              "(min / median / max)" for s in run.spread]
-    lines += [f"n={c.n}: alone / together = {c.ratio or 0:.2f} (median {c.alone_gflops or 0:.2f} alone, "
-              f"{c.together_gflops or 0:.2f} together)" for c in run.contention]
+        rows += [[r.rank, r.hostname, r.device, p.n, p.gflops, alone.get(p.n), len(p.times_s),
+                  "busy" if p.busy else ""] for p in r.together]
+    header = ["rank", "host", "device", "n", "GFLOP/s together", "GFLOP/s alone", "samples", "machine"]
+    lines = [format_table(header, rows, max_width=TABLE_WIDTH, elide=["host", "device"]), ""]
+    prose = [f"n={s.n}: together {number(s.min or 0)} / {number(s.median or 0)} / {number(s.max or 0)} GFLOP/s "
+             "(min / median / max)" for s in run.spread]
+    prose += [f"n={c.n}: alone / together = {number(c.ratio or 0)} (median {number(c.alone_gflops or 0)} alone, "
+              f"{number(c.together_gflops or 0)} together)" for c in run.contention]
     if run.straggler_call == NAMED:
-        lines += [f"straggler: rank {s.rank} on {s.hostname} ({s.device}) is {s.below_median or 0:.0%} "
+        prose += [f"straggler: rank {s.rank} on {s.hostname} ({s.device}) is {s.below_median or 0:.0%} "
                   f"below the median at n={s.n} "
-                  f"(slowdown {s.slowdown_low or 0:.2f}-{s.slowdown_high or 0:.2f}x)" for s in run.stragglers]
+                  f"(slowdown {number(s.slowdown_low or 0)}-{number(s.slowdown_high or 0)}x)" for s in run.stragglers]
     elif run.straggler_call == NONE:
-        lines.append(f"straggler: none ({run.straggler_note})")
+        prose.append(f"straggler: none ({run.straggler_note})")
     else:
-        lines.append(f"straggler: cannot tell ({run.straggler_note})")
-    lines.append(f"{len(run.ranks)} ranks on {run.hosts} host(s), wall time {run.wall_s or 0:.1f} s")
+        prose.append(f"straggler: cannot tell ({run.straggler_note})")
+    if any(p.busy for r in run.ranks for p in r.together):
+        prose.append("machine busy: other programs took CPU while that size was timed on that rank")
+    timed = f"the sweep on the ranks {seconds(run.wall_s)}" if run.wall_s is not None else ""
+    if command_s is not None:
+        prose.append(f"{len(run.ranks)} ranks on {run.hosts} host(s); wall time {seconds(command_s)} since the "
+                     f"command started, with starting torchrun and the ranks{f' ({timed})' if timed else ''}")
+    else:
+        prose.append(f"{len(run.ranks)} ranks on {run.hosts} host(s){f'; {timed}' if timed else ''}")
     if run.load is not None and run.load.notice:
-        lines.append(run.load.notice)
-    return "\n".join(lines)
+        prose.append(run.load.notice)
+    return "\n".join(lines) + wrap(prose)
+
+
+def command_seconds() -> float | None:
+    """Seconds since this process started (psutil reads the OS's start time): the wall time a person sees."""
+    import psutil
+
+    try:
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except (psutil.Error, OSError):
+        return None

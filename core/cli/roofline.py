@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
-from core.cli.output import format_table, print_json
+from core.cli import HELP
+from core.cli.output import TABLE_WIDTH, format_table, print_json, wrap
 from core.cli.results import add_save_options, check_save_options, save_if_requested
 from core.cli.waiting import cli_hooks
 from core.errors import DashboardError
-from core.matmul.engine import DTYPES
+from core.matmul.series import DTYPES
 from core.platform.devices import available_devices, has_gpu
 from core.platform.jobs import Progress
+from core.platform.units import seconds
 from core.results.roofline import RooflineRun
-from core.roofline.explain import crossover_sentence, left_out_text, model_errors
+from core.roofline.explain import crossover_sentence, left_out_text, model_errors, whole_percent
 from core.roofline.run import RooflineConfig, run_roofline
+from core.roofline.spread import names_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("roofline",
-                       help="measure each device's roofs, place every matmul on them, predict the crossover")
+    p = sub.add_parser("roofline", help=HELP["roofline"])
     p.add_argument("--devices", help="comma-separated: cpu, cuda, cuda:1, mps "
                                      "(default: cpu and the first GPU, if any); "
                                      "cpu alone compares all threads against one")
@@ -65,27 +68,39 @@ def micro(seconds: float | None) -> float | None:
     return None if seconds is None else seconds * 1e6
 
 
+def milli(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+def _known(headers: Sequence[str], rows: Sequence[Sequence[object]], keep: int) -> tuple[list[str], list[list[object]]]:
+    """The table without the columns after the first `keep` that no row has a value in (a CPU has no copies)."""
+    used = [i for i in range(len(headers)) if i < keep or any(r[i] is not None for r in rows)]
+    return [headers[i] for i in used], [[r[i] for i in used] for r in rows]
+
+
 def render(result: RooflineRun) -> str:
+    """Two tables within 100 columns (the roofs; the start-up costs and copy rates), the sweep, then the reading."""
+    d_all = result.devices_roofs
     roofs = [[d.series, d.peak_gflops, d.theoretical_gflops, d.bandwidth_gbs, d.ridge_intensity,
-              micro(d.launch_s), micro(d.wake_s), d.h2d_gbs, d.d2h_gbs, ", ".join(d.noisy or ()) or "-"]
-             for d in result.devices_roofs]
-    lines = [format_table(["series", "peak GFLOP/s", "theory GFLOP/s", "GB/s", "ridge flop/B", "launch µs",
-                           "wake µs", "H2D GB/s", "D2H GB/s", "noisy"], roofs), ""]
-    points = [[p.series, p.n, p.intensity, p.gflops, None if p.median_s is None else p.median_s * 1e3,
-               None if p.predicted_s is None else p.predicted_s * 1e3] for p in result.points]
+              names_of(d.noisy or ()) or "-"] for d in d_all]
+    lines = [format_table(["series", "peak GFLOP/s", "theory GFLOP/s", "GB/s", "ridge flop/B", "noisy"], roofs,
+                          max_width=TABLE_WIDTH, elide=["noisy"]), ""]
+    costs = [[d.series, micro(d.launch_s), micro(d.wake_s), d.h2d_gbs, d.d2h_gbs] for d in d_all]
+    lines += [format_table(*_known(["series", "start µs", "wake µs", "to GPU GB/s", "from GPU GB/s"], costs, 2)), ""]
+    points = [[p.series, p.n, p.intensity, p.gflops, milli(p.median_s), milli(p.predicted_s)] for p in result.points]
     lines += [format_table(["series", "n", "flop/B", "GFLOP/s", "measured ms", "model ms"], points), ""]
-    lines += [f"theoretical peak of {d.series}: {d.theoretical_note}" for d in result.devices_roofs]
-    lines += [f"{d.series}: {note}" for d in result.devices_roofs for note in d.notes or ()]
+    prose = [f"theoretical peak of {d.series}: {d.theoretical_note}" for d in d_all]
+    prose += [f"{d.series}: {note}" for d in d_all for note in d.notes or ()]
     errors = model_errors(result)
     if errors.median_abs is not None:
-        lines.append(f"model error for n >= {errors.min_n}: "
-                     f"median |error| {errors.median_abs:.0%} over {errors.count} points")
+        prose.append(f"model error for n >= {errors.min_n}: "
+                     f"median |error| {whole_percent(errors.median_abs)} over {errors.count} points")
     if skipped := left_out_text(result, errors):
-        lines.append(skipped)
-    lines.append(crossover_sentence(result))
+        prose.append(skipped)
+    prose.append(crossover_sentence(result))
     if result.load is not None and result.load.notice:
-        lines.append(result.load.notice)
-    lines += [f"note: {n}" for n in result.notes]
+        prose.append(result.load.notice)
+    prose += [f"note: {n}" for n in result.notes]
     if result.wall_s is not None:
-        lines.append(f"wall time {result.wall_s:.1f} s")
-    return "\n".join(lines)
+        prose.append(f"wall time {seconds(result.wall_s)}")
+    return "\n".join(lines) + "\n" + wrap(prose)

@@ -7,17 +7,19 @@ import sys
 import time
 from pathlib import Path
 
-from core.cli.output import format_table, print_json
+from core.cli import HELP
+from core.cli.output import TABLE_WIDTH, cut_cells, format_table, print_json, wrap
 from core.results.jsonio import dumps
 from core.cli.waiting import cli_hooks
 from core.errors import DashboardError
 from core.platform.paths import data_dir
+from core.platform.units import seconds
 from core import selfcheck
 from core.selfcheck import Outcome, Report, run_checks, select
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("selfcheck", help="check that timings here are right: CPU parts, and the GPU ones with CUDA")
+    p = sub.add_parser("selfcheck", help=HELP["selfcheck"])
     names = ", ".join(c.name for c in selfcheck.CHECKS)
     p.add_argument("--only", help=f"comma-separated checks to run (default: all): {names}")
     p.add_argument("--out", help="where to write the JSON report (default: selfcheck/ in the data folder)")
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(report.to_json())
     else:
         print(render(report))
-        print(written)
+        print(wrap(written))
     return 0 if report.passed else 1
 
 
@@ -67,10 +69,19 @@ def report_path(given: str | None) -> Path:
 
 
 def render(report: Report) -> str:
+    """Each check on one line (its detail cut to fit 100 columns), the full details below, then the verdict."""
     rows = [[o.name, o.status.upper(), round(o.seconds, 1), o.detail] for o in report.outcomes]
-    lines = [format_table(["check", "result", "s", "detail"], rows), ""]
+    headers = ["check", "result", "s", "detail"]
+    table = format_table(headers, rows, max_width=TABLE_WIDTH, elide=["detail"])
+    cut = cut_cells(headers, rows, "detail", max_width=TABLE_WIDTH, elide=["detail"])
+    prose = [f"{report.outcomes[i].name}: {report.outcomes[i].detail}" for i in cut]
     if report.skipped:
-        lines.append(f"skipped (they need a CUDA GPU): {', '.join(report.skipped)}")
-    verdict = "all checks that ran passed" if report.passed else "SOME CHECKS FAILED"
-    lines.append(f"{verdict} in {report.wall_s:.0f} s")
-    return "\n".join(lines)
+        prose.append(f"skipped (they need a CUDA GPU): {', '.join(report.skipped)}")
+    if not report.passed:
+        prose.append(f"SOME CHECKS FAILED in {seconds(report.wall_s)}")
+    else:
+        prose.append(f"{report.headline} ({seconds(report.wall_s)})")
+        if report.busy is not None and report.busy.notice:
+            prose.append(report.busy.notice)
+    return table + "\n\n" + wrap(prose)
+

@@ -9,18 +9,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from core.cli import HELP
 from core.classifier.model import PRESETS, ClassifierConfig, preset_config
-from core.cli.output import format_table, print_json
+from core.cli.output import TABLE_WIDTH, format_table, print_json, wrap
 from core.cli.results import add_save_options, check_save_options, save_if_requested
 from core.cli.waiting import cli_hooks
 from core.classifier.datasets import BUILTIN_DATASETS, load_source
 from core.platform.devices import resolve_device
 from core.errors import DashboardError
 from core.classifier.loaders import decode_text
-from core.classifier.reports import TrainResult
+from core.classifier.reports import TrainResult, kept_words
+from core.classifier.runs import overfitting_note
 from core.classifier.training import predict, prepare, train
 from core.classifier.workers import check_workers, train_with_workers
 from core.platform.jobs import Progress
+from core.platform.units import number, percent, seconds
 from core.results.jsonio import to_jsonable
 from core.classifier.guess import compare_guess
 from core.results.guess import TRAIN_EXAMPLE, Guess, parse_train_guess
@@ -33,7 +36,7 @@ DEFAULT_DATA = "rt-polarity"  # the lecture's data set: small (0.5 MB), so a fir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train the review classifier and report loss, accuracy and seconds per epoch")
+    p = sub.add_parser("train", help=HELP["train"])
     p.add_argument("--data", default=DEFAULT_DATA, metavar="PATH_OR_NAME",
                    help=f"{' or '.join(BUILTIN_DATASETS)} (downloaded on first use, or put there by `data add`), "
                         f"a folder, a .tar.gz or a CSV/TSV (default: {DEFAULT_DATA})")
@@ -122,9 +125,10 @@ def run(args: argparse.Namespace) -> int:
     if args.data.strip() in BUILTIN_DATASETS:  # IMDB takes a while to unpack; a bad path fails in one line
         print(f"reading {args.data}", file=sys.stderr, flush=True)
     reviews = load_source(args.data, progress=downloading)
-    features, baseline = prepare(reviews, config, cli_hooks())
-    print(f"{reviews.source}: {features.n_train} train, {features.n_val} validation, {features.n_test} test reviews, "
-          f"{features.vocab_size} terms", file=out, flush=True)
+    features, baseline = prepare(reviews, config, cli_hooks(on_progress=lambda step: print(
+        step.message, file=sys.stderr, flush=True)))
+    print(wrap(f"{reviews.source}: {features.n_train:,} train, {features.n_val:,} validation, "
+               f"{features.n_test:,} test reviews, {features.vocab_size:,} terms"), file=out, flush=True)
 
     step_word = "update" if config.preset == "lecture" else "epoch"
 
@@ -133,10 +137,10 @@ def run(args: argparse.Namespace) -> int:
         if report is None:  # the lecture preset's "moving the dense matrix ...: N MB" line
             print(step.message, file=sys.stderr, flush=True)
             return
-        val = f"  val loss {report.val_loss:.4f}" if report.val_loss is not None else ""
-        print(f"{step_word} {report.epoch:3d}  train loss {report.train_loss or 0:.4f}  "
-              f"test loss {report.test_loss or 0:.4f}  test accuracy {report.test_accuracy or 0:.4f}{val}  "
-              f"{report.seconds or 0:.3f} s", file=out, flush=True)
+        val = f"  val loss {number(report.val_loss)}" if report.val_loss is not None else ""
+        print(f"{step_word} {report.epoch:3d}  train loss {number(report.train_loss or 0)}  "
+              f"test loss {number(report.test_loss or 0)}  test accuracy {percent(report.test_accuracy)}{val}  "
+              f"{seconds(report.seconds or 0)}", file=out, flush=True)
 
     if args.workers is not None:
         return run_workers(args, config, reviews.source, baseline.accuracy, out, guess)
@@ -163,9 +167,9 @@ def run_workers(args: argparse.Namespace, config: ClassifierConfig, source: str,
     def progress(step: Progress[TrainEpoch]) -> None:
         e = step.item
         if e is not None:
-            print(f"epoch {e.epoch:3d}  train loss {e.train_loss or 0:.4f}  test loss {e.test_loss or 0:.4f}  "
-                  f"test accuracy {e.test_accuracy or 0:.4f}  {e.seconds or 0:.3f} s  "
-                  f"all-reduce {e.allreduce_seconds or 0:.3f} s", file=out, flush=True)
+            print(f"epoch {e.epoch:3d}  train loss {number(e.train_loss or 0)}  test loss {number(e.test_loss or 0)}  "
+                  f"test accuracy {percent(e.test_accuracy)}  {seconds(e.seconds or 0)}  "
+                  f"all-reduce {seconds(e.allreduce_seconds or 0)}", file=out, flush=True)
 
     data = args.data.strip()  # a built-in name is on disk by now (load_source fetched it); workers never download
     run = replace(train_with_workers(data, config, args.workers, cli_hooks(on_progress=progress)),
@@ -186,36 +190,40 @@ def render_workers(run: TrainRun, source: str) -> str:
     per_epoch = [e.seconds or 0.0 for e in run.epochs]
     reduce = [e.allreduce_seconds or 0.0 for e in run.epochs]
     share = sum(reduce) / sum(per_epoch) if sum(per_epoch) > 0 else 0.0
-    lines = ["", f"{source}: {run.workers} workers on {run.backend} ({run.device}), {run.vocab_size} terms"]
+    lines = ["", f"{source}: {run.workers} workers on {run.backend} ({run.device}), {run.vocab_size:,} terms"]
     if run.epochs:
-        lines += [f"test accuracy {run.test_accuracy or 0:.4f} after epoch {len(run.epochs)}; "
-                  f"LogisticRegression on the same split {run.baseline_accuracy or 0:.4f}",
-                  f"training took {run.train_seconds or 0:.2f} s ({statistics.median(per_epoch):.3f} s per epoch, "
-                  f"{share:.0%} of it in gradient all-reduce)" + (", stopped early" if run.stopped else "")]
+        lines += [f"test accuracy {percent(run.test_accuracy)} after epoch {len(run.epochs)}; "
+                  f"LogisticRegression on the same split {percent(run.baseline_accuracy)}",
+                  f"training took {seconds(run.train_seconds or 0)} ({seconds(statistics.median(per_epoch))} per "
+                  f"epoch, {share:.0%} of it in gradient all-reduce)" + (", stopped early" if run.stopped else "")]
     if run.load is not None and run.load.notice:
         lines.append(run.load.notice)
-    return "\n".join(lines)
+    return wrap(lines)
 
 
 def render(result: TrainResult, baseline_accuracy: float, predictions: list[dict]) -> str:
     dense = f", dense matrix {result.dense_mb:,.0f} MB on the device" if result.dense_mb is not None else ""
     lines = ["", f"device {result.device} ({result.config.preset} preset, {result.input_mode} input), "
-                 f"{result.vocab_size} terms{dense}"]
+                 f"{result.vocab_size:,} terms{dense}"]
     if not result.epochs:  # stopped (by the user or the per-job time limit) before the first epoch ended
         lines.append("stopped before the first epoch ended; "
-                     f"LogisticRegression on the same split {baseline_accuracy:.4f}")
+                     f"LogisticRegression on the same split {percent(baseline_accuracy)}")
     else:
-        kept = f"epoch {result.best_epoch} (lowest validation loss)" if result.n_val else f"epoch {result.best_epoch}"
+        kept = kept_words(result.config, result.best_epoch, bool(result.n_val))
         per = "update" if result.config.preset == "lecture" else "epoch"
+        threads = f"{result.threads} CPU thread{'s' if result.threads != 1 else ''}"
         lines += [
-            f"test accuracy {result.test_accuracy:.4f} at the kept {kept}; "
-            f"LogisticRegression on the same split {baseline_accuracy:.4f}",
-            f"training took {result.train_seconds:.2f} s ({result.seconds_per_epoch:.3f} s per {per}, "
-            f"{result.samples_per_s:,.0f} reviews/s, {result.threads} CPU thread(s))"
-            + (", stopped early" if result.stopped else ""),
+            f"test accuracy {percent(result.test_accuracy)} at the kept {kept}; "
+            f"LogisticRegression on the same split {percent(baseline_accuracy)}",
+            f"training took {seconds(result.train_seconds)} ({seconds(result.seconds_per_epoch)} per {per}, "
+            f"{number(result.samples_per_s)} reviews/s, {threads})" + (", stopped early" if result.stopped else ""),
         ]
+        if note := overfitting_note(result.epochs):
+            lines.append(note)
     if result.load is not None and result.load.notice:
         lines.append(result.load.notice)
+    text = wrap(lines)
     if predictions:
-        lines += ["", format_table(["p(positive)", "review"], [[p["p_positive"], p["text"][:80]] for p in predictions])]
-    return "\n".join(lines)
+        rows = [[p["p_positive"], p["text"]] for p in predictions]
+        text += "\n\n" + format_table(["p(positive)", "review"], rows, max_width=TABLE_WIDTH, elide=["review"])
+    return text

@@ -10,7 +10,8 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from core.cli.output import print_json
+from core.cli import HELP
+from core.cli.output import print_json, wrap
 from core.plain_text import message_plain
 from core.cli.waiting import cli_hooks
 from core.parallel import registry
@@ -18,6 +19,7 @@ from core.parallel.machine import pick_gpu
 from core.errors import DashboardError
 from core.parallel.section import BUDGET, SECTION_BUDGET_S, Knob, check_budget
 from core.platform.jobs import Progress
+from core.platform.units import seconds
 
 
 def _budget(value: str) -> float:
@@ -34,8 +36,7 @@ def _budget(value: str) -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("why-parallel", help="marbles (threads, then processes), a chain of tiny steps, "
-                                            "the timing bug, the first call, location")
+    p = sub.add_parser("why-parallel", help=HELP["why-parallel"])
     p.add_argument("--section", choices=["all", *(s.name for s in registry.SECTIONS)], default="all",
                    help="one section, or all in page order")
     p.add_argument("--budget", type=_budget, default=SECTION_BUDGET_S, metavar="S",
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             notice = f"\n{done['notice']}" if done["notice"] else ""
             verbatim = f"\n{done['verbatim']}" if done["verbatim"] else ""  # torch's own message, as raised
-            print(f"{section.title}  ({done['wall_s']:.1f} s)\n{message_plain(done['summary'])}{verbatim}{notice}\n")
+            print(wrap(f"{section.title}  ({seconds(done['wall_s'])})\n{message_plain(done['summary'])}{verbatim}"
+                       f"{notice}") + "\n")
     if args.json:  # `load`: the first timed section's probe (each section carries its own)
         load = next((s["load"] for s in sections.values() if s["load"] is not None), None)
         print_json({"gpu": pick_gpu(), "budget_s": args.budget, "load": load, "sections": sections})

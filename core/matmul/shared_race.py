@@ -19,7 +19,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from core.matmul.sweep import SweepConfig, run_sweep
+from core.matmul.config import SweepConfig
+from core.matmul.plan import Plan
+from core.matmul.sweep import run_sweep
 from core.platform.jobs import JobHooks
 from core.platform.shared_jobs import SHARED_JOBS, SharedJobs
 from core.results.matmul import MatmulSweep
@@ -33,14 +35,16 @@ def race_key(settings: Mapping[str, Any]) -> str:
     return json.dumps(settings, sort_keys=True, separators=(",", ":"), default=list)
 
 
-def join_race(config: SweepConfig, hooks: JobHooks | None = None, *, own: bool = False,
+def join_race(what: SweepConfig | Plan, hooks: JobHooks | None = None, *, own: bool = False,
               registry: SharedJobs = SHARED_JOBS) -> MatmulSweep:
-    """Run the race, joining one with the same settings already waiting or running here (own=False).
+    """Run the race (a config, or the plan a caller made of it, as `run_sweep` takes), joining one with the
+    same settings already waiting or running here (own=False).
 
     The caller's hooks see the race as its own: the waiting line (with an estimate of the wait), every step
     (a late joiner gets the steps so far at once), the start; leaving stops only this caller's watching.
     Returns the race's sweep, marked as shared when more than this caller watched it or it joined one."""
-    watched = registry.run(race_key(config.to_dict()), lambda job_hooks: run_sweep(config, job_hooks), hooks,
+    config = what.config if isinstance(what, Plan) else what
+    watched = registry.run(race_key(config.to_dict()), lambda job_hooks: run_sweep(what, job_hooks), hooks,
                            join=not own)
     sweep = watched.result
     if watched.watchers <= 1 and not watched.joined:

@@ -35,6 +35,7 @@ from core.parallel.section import (
     section_job,
 )
 from core.parallel.wording import format_duration, times
+from core.platform.units import seconds
 from core.platform import torchrun
 from core.platform.jobs import JobHooks, Progress, RunningJob
 from core.platform.timing import Measurement
@@ -212,8 +213,8 @@ def summarize_processes(result: ProcessesResult) -> str:
                      f"{step.gather_share:.0%} of each round; the answer matched one process's {match}.")
     if result.startup_s is not None:
         timed_s = sum(s.round.timed_s + s.round.first_call_s for s in result.steps)
-        lines.append(f"Starting {result.ladder[-1]} worker processes took {result.startup_s:.1f} s, not counted "
-                     "above" + (f": more than every round together ({timed_s:.2g} s). Processes pay off on long "
+        lines.append(f"Starting {result.ladder[-1]} worker processes took {seconds(result.startup_s)}, not counted "
+                     "above" + (f": more than every round together ({seconds(timed_s)}). Processes pay off on long "
                                 "jobs, not on one product." if result.startup_s > timed_s else "."))
     if result.ladder[-1] > result.cores:
         lines.append(f"This process may use {result.cores} core{'s' * (result.cores > 1)}: more workers than "

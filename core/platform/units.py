@@ -1,7 +1,7 @@
 """Human-readable figures shared by the pages, the notebook and the CLI: sizes, shares, and whole tables.
 
 Every table a person reads goes through `readable` (pages' st.dataframe, the notebook's display) or
-`cell` (the CLI's plain-text tables), so a cell reads `114` or `127,308` rather than `114.2115` or
+`cell` (the CLI's plain-text tables), so a cell reads `114` or `127,000` rather than `114.2115` or
 `127307.8684`, and a value that was not measured is an empty cell, never Python's `None` or pandas'
 `nan`. Units belong in the column's name ("median ms", "peak GFLOP/s"), so a column reads in one unit.
 """
@@ -24,7 +24,7 @@ def gib(n_bytes: int | None) -> str:
 
 
 SIGNIFICANT = 3  # figures a timing on a shared machine can back: its noise is rarely below 1 %
-WHOLE_FROM = 1000.0  # from here on a number is shown whole, with thousands separators (127,308)
+WHOLE_FROM = 1000.0  # from here on a number is shown whole, with thousands separators (127,000)
 
 Format = Callable[[Any], str]
 EMPTY = "—"  # a figure not measured (yet), where a widget needs some text (st.metric); a table cell stays blank
@@ -40,14 +40,16 @@ def is_blank(value: Any) -> bool:
 
 
 def number(value: Any, digits: int = SIGNIFICANT) -> str:
-    """'0.178', '114', '127,308'; '' for nothing; infinity as '∞'."""
+    """'0.178', '114', '127,000' (`digits` significant figures, whole from 1,000 on, with separators); '' for
+    nothing; infinity as '∞'."""
     if is_blank(value):
         return ""
     x = float(value)
     if math.isinf(x):
         return "∞" if x > 0 else "-∞"
+    x = float(f"{x:.{digits}g}")  # rounded first, so 999.6 reads '1,000', not '1e+03'
     if abs(x) >= WHOLE_FROM:
-        return f"{round(x):,}"
+        return f"{x:,.0f}"
     return f"{x:.{digits}g}"
 
 
@@ -61,7 +63,7 @@ def seconds(value: Any, digits: int = SIGNIFICANT) -> str:
     """A duration in the unit that puts it between 1 and 1000: '1.5 s', '345 ms', '12.5 µs'."""
     if is_blank(value):
         return ""
-    x = float(value)
+    x = float(f"{float(value):.{digits}g}")  # rounded first, so 0.9996 s reads '1 s', not '1e+03 ms'
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if abs(x) >= scale:
             return quantity(x / scale, unit, digits)

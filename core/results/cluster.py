@@ -50,6 +50,8 @@ class RankRecord(Declared):
     device: f.Device
     device_name: f.Text  # "NVIDIA H100 80GB HBM3", or the CPU's name with this rank's thread count
     threads: f.OptionalSize = None  # a CPU rank's share of the cores; None on a GPU
+    # a CPU rank's machine's usable cores: ranks whose threads outnumber them take turns (ranks.oversubscribed)
+    cores: f.OptionalSize = Field(default=None, exclude_if=f.omitted_when_none)
     together: f.Items[RankPoint] = ()
     alone: f.Items[RankPoint] = ()
 
@@ -138,7 +140,8 @@ class ClusterRun(Kind):
 # ---- the kind's record (core/results/result_kind.py): what the store's tables, the import and the pages read
 
 # A rank's point: `median_s` as a sweep's (the median seconds per call), `phase` together or alone.
-RANK_COLUMNS = ("device_title", "device", "rank", "hostname", "phase", "n", "median_s", "gflops", "others_cores", "busy")
+RANK_COLUMNS = ("device_title", "device", "rank", "hostname", "phase", "n", "median_s", "gflops", "others_cores",
+                "busy")
 
 
 def _rows(run: ClusterRun, device_title: Callable[[str], str]) -> Iterator[tuple[str, dict[str, object]]]:

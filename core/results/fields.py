@@ -72,7 +72,8 @@ def _optional(check: Callable[[Any], T]) -> Callable[[Any], T | None]:
 
 def count_between(minimum: int, maximum: int = MAX_INT) -> Callable[[Any], int]:
     """A whole number in range (never a bool, never 5.0)."""
-    expected = f"a whole number >= {minimum}" if maximum == MAX_INT else f"a whole number between {minimum} and {maximum}"
+    expected = (f"a whole number >= {minimum}" if maximum == MAX_INT
+                else f"a whole number between {minimum} and {maximum}")
 
     def check(value: Any) -> int:
         if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= maximum:
@@ -259,7 +260,8 @@ def write(obj: Any) -> dict[str, Any]:
 
 def _message(exc: ValidationError, path: str, json_names: dict[str, str] | None = None) -> DashboardError:
     errors = exc.errors(include_url=False)
-    error = next((e for e in errors if e["type"] == "missing"), errors[0])  # a missing key first, as a reader lists them
+    # a missing key first, as a reader lists them
+    error = next((e for e in errors if e["type"] == "missing"), errors[0])
     loc = [p for p in error["loc"] if p != INLINE]  # a record read from its parent's own keys
     if loc and isinstance(loc[0], str):
         loc[0] = (json_names or {}).get(loc[0], loc[0])  # the key as the file spells it

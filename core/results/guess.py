@@ -95,7 +95,8 @@ def parse_train_guess(text: str | None) -> Guess | None:
     if speedup and 0 < (value := _number(speedup.group(1)) or 0.0) <= MAX_GUESS_SPEEDUP:
         return Guess(what=SPEEDUP, value=value, text=_shown(text or ""))
     seconds = re.fullmatch(_NUMBER + r"\s*(s|sec|seconds?|ms)?( per epoch| ?/ ?epoch)?", typed)
-    if seconds and 0 < (value := (_number(seconds.group(1)) or 0.0) / (1000 if seconds.group(2) == "ms" else 1)) <= MAX_GUESS_EPOCH_S:
+    if seconds and 0 < (value := (_number(seconds.group(1)) or 0.0)
+                        / (1000 if seconds.group(2) == "ms" else 1)) <= MAX_GUESS_EPOCH_S:
         return Guess(what=EPOCH_S, value=value, text=_shown(text or ""))
     raise DashboardError(f"the guess {_shown(text or '')[:40]!r} is neither seconds per epoch nor a speed-up; "
                          f"type {TRAIN_EXAMPLE}")

@@ -81,7 +81,8 @@ def check_tree(value: Any, path: str, *, max_depth: int = MAX_DEPTH) -> None:
     while stack:
         item, where, depth = stack.pop()
         if depth > max_depth:
-            raise DashboardError(f"{where or 'the file'}: nested more than {max_depth} levels deep; a result file never is")
+            raise DashboardError(f"{where or 'the file'}: nested more than {max_depth} levels deep; "
+                                 "a result file never is")
         if isinstance(item, str):
             if "\x00" in item:
                 raise DashboardError(f"{where}: contains a NUL character (\\u0000), which a result never holds")

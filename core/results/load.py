@@ -28,8 +28,10 @@ class MachineLoad(Declared):
     """One probe of the machine, taken while the job already held its devices."""
 
     cores: Annotated[int, PlainValidator(f.count_between(1, MAX_CORES))]  # logical cores this process may run on
-    others_cores: Annotated[float | None, PlainValidator(f.number_between(0.0, MAX_CORES))] = None  # CPU others used, in cores
-    load_average: Annotated[float | None, PlainValidator(f.number_between(0.0, 1e6))] = None  # the OS's 1-minute load average
+    # CPU others used, in cores
+    others_cores: Annotated[float | None, PlainValidator(f.number_between(0.0, MAX_CORES))] = None
+    # the OS's 1-minute load average
+    load_average: Annotated[float | None, PlainValidator(f.number_between(0.0, 1e6))] = None
     free_cores: f.Size  # cores left for this job: the default thread count
     busy: f.Flag  # other programs took enough CPU that the figures may be noisy
     probe_s: Annotated[float, PlainValidator(_probe_seconds)] = 0.0  # how long the probe watched

@@ -52,8 +52,10 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 
 MS = 1e3  # seconds -> milliseconds, as the tables show times
-DERIVED: Any = Field(default=None, init=False)  # computed from the samples (or a sample-less file's statistics), never passed
-STATISTICS = ("median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "samples", "end_to_end_s")  # what StoredStatistics holds
+# computed from the samples (or a sample-less file's statistics), never passed
+DERIVED: Any = Field(default=None, init=False)
+# what StoredStatistics holds
+STATISTICS = ("median_s", "iqr_s", "q1_s", "q3_s", "min_s", "max_s", "samples", "end_to_end_s")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,20 +84,40 @@ class StoredStatistics(Declared):
                                  f"{high:.6g} s)")
 
 
+POWER_CAP = "sw_power_cap"  # NVML's reason for a GPU held at its power limit (core.platform.sensors)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PointClock(Declared):
-    """The clock a size was timed at (core.platform.sensors reads it before and after the size); None where the
-    OS or the driver does not say. Saved as the point's `clock` object; older files had these keys on the point."""
+    """The clock a size was timed at (core.platform.sensors: the CPU's before and after the size, a GPU's sampled
+    while its blocks ran); None where the OS or the driver does not say. Saved as the point's `clock` object;
+    older files had these keys on the point."""
 
     cpu_mhz: Annotated[f.Number, f.Shown("CPU", "MHz")] = LATE  # the CPU's current clock after the size
-    gpu_sm_mhz: Annotated[f.Number, f.Shown("GPU", "MHz")] = LATE  # a CUDA GPU's SM clock after the size (NVML)
+    gpu_sm_mhz: Annotated[f.Number, f.Shown("GPU", "MHz")] = LATE  # a CUDA GPU's SM clock while the size ran (NVML)
     gpu_temperature_c: Annotated[f.Number, f.Shown("GPU", "°C")] = LATE
     gpu_power_w: Annotated[f.Number, f.Shown("GPU", "W")] = LATE
-    throttle: Annotated[f.OptionalText, f.Shown("throttled")] = LATE  # the GPU's throttle reasons seen before or after the size
-    throttled: f.OptionalFlag = LATE  # the GPU throttled while the size was timed: its figures are marked, not trusted
+    throttle: Annotated[f.OptionalText, f.Shown("throttled")] = LATE  # the GPU's reasons seen during the size
+    throttled: f.OptionalFlag = LATE  # the GPU was slowed (`slowed`) while the size was timed: marked, not trusted
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(r for r in (self.throttle or "").split(", ") if r)
+
+    @property
+    def power_limited(self) -> bool:
+        """The GPU ran at its power cap: the clock it runs any sustained work at, a fact about it, not noise."""
+        return POWER_CAP in self.reasons
+
+    @property
+    def slowed(self) -> bool:
+        """Slowed for a reason that is the moment's, not the GPU's: a thermal or hardware slowdown, a clock drop,
+        a reason not given. A power cap alone is not (older files marked it `throttled` too)."""
+        return bool(self.throttled) and (not self.reasons or any(r != POWER_CAP for r in self.reasons))
 
 
-CLOCK_KEYS = tuple(field.name for field in dataclasses.fields(PointClock))  # a version 2 file's flat keys, read into `clock`
+# a version 2 file's flat keys, read into `clock`
+CLOCK_KEYS = tuple(field.name for field in dataclasses.fields(PointClock))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,10 +150,12 @@ class MatmulPoint(Declared):
     h2d_s: Annotated[f.Number, f.Shown("copy in", "ms", MS)] = None  # host->device copy of A and B; 0 on the CPU
     d2h_s: Annotated[f.Number, f.Shown("copy out", "ms", MS)] = None  # device->host copy of C
     end_to_end_s: Annotated[f.Number, f.Shown("end to end", "ms", MS)] = DERIVED  # copy in + product + copy out
-    rel_error: Annotated[f.Number, f.Shown("rel. error")] = None  # ||C - C64|| / ||C64|| on sampled rows; null: not checked
+    # ||C - C64|| / ||C64|| on sampled rows; null: not checked
+    rel_error: Annotated[f.Number, f.Shown("rel. error")] = None
     times_s: f.Items[Annotated[float | None, PlainValidator(f.number_between())]] = ()
     timed_s: f.Number = LATE  # seconds inside timed blocks (all measurements), for the sweep-overhead bench
-    others_cores: f.Number = LATE  # CPU other programs used while this size was timed, in cores (its verdict's busy flag)
+    # CPU other programs used while this size was timed, in cores (its verdict's busy flag)
+    others_cores: f.Number = LATE
     clock: PointClock = Field(default_factory=lambda: PointClock(), exclude_if=lambda c: c == PointClock())  # the clock
     # it ran at, written only when read; a table shows its fields as columns of their own
     stored: StoredStatistics | None = Field(default=None, exclude=True)  # a sample-less file's statistics
@@ -262,7 +286,8 @@ class MatmulSweep(Kind):
 
     @property
     def headline(self) -> str:
-        """'n 64–2048, GPU wins from n≈300', '..., no crossover' or '..., cannot tell (busy)' for Results and the board."""
+        """'n 64–2048, GPU wins from n≈300', '..., no crossover' or '..., cannot tell (busy)' for Results and
+        the board."""
         sizes = [p.n for p in self.results] or [0]
         return f"n {min(sizes)}–{max(sizes)}, {short(self.headline_crossover)}"
 

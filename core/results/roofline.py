@@ -1,7 +1,7 @@
 """The roofline run's result: what `python -m core roofline --json` prints and the store keeps (kind "roofline").
 
-Version 2 (this one; version 1 read too). Each measured series (a device, a dtype, and on the CPU a thread count) has its roofs
-in `devices`; every timed product of the sweep is a row of `points`, with its arithmetic
+Version 2 (this one; version 1 read too). Each measured series (a device, a dtype, and on the CPU a thread count)
+has its roofs in `devices`; every timed product of the sweep is a row of `points`, with its arithmetic
 intensity, its rate and the model's prediction for it. A field the machine could not give (no
 GPU: the copy rates; no clock: the theoretical peak) is null, never a made-up number.
 
@@ -140,7 +140,8 @@ class RooflineRun(Kind):
     predicted_crossover_low: f.OptionalSize = None  # the crossover the constants' spread allows, from ... (always
     predicted_crossover_high: f.OptionalSize = None  # written; null in older files) ... to (null with a low: beyond
     # the model's search range)
-    verdicts: tuple[Verdict, ...] | None = LATE  # the pair's call per size, the Matmul race's rule (core.matmul.verdict)
+    verdicts: tuple[Verdict, ...] | None = LATE  # the pair's call per size, the Matmul race's rule
+    # (core.matmul.verdict)
     measured_crossover: Crossover | None = LATE  # the measured crossover (core.results.crossover); older files
     # without verdicts: the medians' size, found or none
 

@@ -13,7 +13,8 @@ import json
 from dataclasses import replace
 from typing import Annotated, Any, cast
 
-from pydantic import Field, PlainSerializer, PlainValidator, SerializerFunctionWrapHandler, ValidationInfo, model_serializer, model_validator
+from pydantic import (Field, PlainSerializer, PlainValidator, SerializerFunctionWrapHandler, ValidationInfo,
+                      model_serializer, model_validator)
 from pydantic.dataclasses import dataclass
 
 from core.errors import DashboardError
@@ -25,9 +26,10 @@ from core.results.schema import Declared
 
 MAX_LABEL_CHARS = 200
 MAX_VERSION_CHARS = 200
+# measured on this server (a page or the CLI), imported, Colab notebook
 MEASURED, IMPORTED, NOTEBOOK = "measured", "imported", "notebook"
 SOURCES = (MEASURED, IMPORTED, NOTEBOOK)
-_UNSET = Field(default=None, exclude_if=f.omitted_when_none)  # an optional key, written only when set  # measured on this server (a page or the CLI), imported, Colab notebook
+_UNSET = Field(default=None, exclude_if=f.omitted_when_none)  # an optional key, written only when set
 
 
 def _object(value: Any) -> dict[str, Any]:

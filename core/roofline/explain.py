@@ -5,8 +5,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from core.platform.units import number, seconds
 from core.results.crossover import FOUND, UNCLEAR, sentence
 from core.results.roofline import RooflineRun
+from core.roofline.spread import names_of
 
 MODEL_MIN_N = 256  # below this the products fit in cache and the fixed cost dominates: reported, not scored
 
@@ -18,6 +20,11 @@ class ModelErrors:
     median_abs: float | None  # median |predicted - measured| / measured over points with n >= min_n
     worst: tuple[str, int, float] | None  # (series, n, signed error) of the worst point
     left_out: tuple[str, ...] = ()  # series whose constants were flagged noisy: their points are not scored
+
+
+def whole_percent(share: float) -> str:
+    """'9%', '-12%', '70,700%': a model's error in whole percent, at most three significant figures."""
+    return f"{number(float(round(share * 100)))}%"
 
 
 def model_errors(run: RooflineRun, min_n: int = MODEL_MIN_N) -> ModelErrors:
@@ -33,11 +40,11 @@ def model_errors(run: RooflineRun, min_n: int = MODEL_MIN_N) -> ModelErrors:
 
 
 def left_out_text(run: RooflineRun, errors: ModelErrors) -> str:
-    """'Not scored: cpu float32 2 threads (noisy: wake_s).' or ''."""
+    """'Not scored: cpu float32 2 threads (noisy: thread wake-up cost).' or ''."""
     if not errors.left_out:
         return ""
     roofs = {d.series: d for d in run.devices_roofs}
-    named = "; ".join(f"{s} (noisy: {', '.join(roofs[s].noisy or ())})" for s in errors.left_out if s in roofs)
+    named = "; ".join(f"{s} (noisy: {names_of(roofs[s].noisy or ())})" for s in errors.left_out if s in roofs)
     return f"Not scored, their constants were too noisy to test the model with: {named}."
 
 
@@ -48,8 +55,10 @@ def model_error_text(run: RooflineRun) -> str:
     if errors.median_abs is None or errors.worst is None:
         return skipped
     series, n, worst = errors.worst
-    return (f"Model against the sweep for n ≥ {errors.min_n}: median |error| {errors.median_abs:.0%} over "
-            f"{errors.count} products; worst {worst:+.0%} ({series}, n = {n:,}). Small products fit in cache, so the "
+    return (f"Model against the sweep for n ≥ {errors.min_n}: median |error| "
+            f"{whole_percent(errors.median_abs)} over {errors.count} products; "
+            f"worst {'+' if worst > 0 else ''}{whole_percent(worst)} ({series}, n = {n:,}). "
+            "Small products fit in cache, so the "
             "bandwidth roof (measured from RAM) overstates their cost, and mid-size ones run below the peak the "
             "largest reach; on a busy machine a second thread can stall for milliseconds, which no constant predicts."
             + (" " + skipped if skipped else ""))
@@ -63,7 +72,8 @@ def crossover_ratio(run: RooflineRun) -> float | None:
 
 
 def measured_text(run: RooflineRun) -> str:
-    """What the sweep says about the crossover, by the Matmul race's verdicts; older files (no verdicts) by their size."""
+    """What the sweep says about the crossover, by the Matmul race's verdicts; older files (no verdicts) by their
+    size."""
     c, n = run.measured_crossover, run.measured_crossover_n
     if c is None or run.verdicts is None:
         return "the sweep found none in its range" if n is None else f"the sweep measured it at n ≈ {n:,}"
@@ -91,7 +101,8 @@ def predicted_range(run: RooflineRun) -> str:
 def crossover_sentence(run: RooflineRun) -> str:
     """One paragraph: where the model puts the crossover, where the sweep found it, and why it is there."""
     if run.challenger is None or run.baseline is None:
-        return "Only one series was measured, so there is no crossover to predict (choose a GPU, or a machine with 2+ cores)."
+        return ("Only one series was measured, so there is no crossover to predict "
+                "(choose a GPU, or a machine with 2+ cores).")
     roofs = {d.series: d for d in run.devices_roofs}
     fast, slow = roofs.get(run.challenger), roofs.get(run.baseline)
     gpu = fast is not None and fast.device != "cpu"
@@ -102,15 +113,15 @@ def crossover_sentence(run: RooflineRun) -> str:
     predicted += predicted_range(run)
     measured = measured_text(run)
     ratio = crossover_ratio(run)
-    text = f"{predicted}; {measured}" + (f" (ratio {ratio:.2f})." if ratio is not None else ".")
+    text = f"{predicted}; {measured}" + (f" (ratio {number(ratio)})." if ratio is not None else ".")
     if fast is not None and slow is not None and fast.overhead_s is not None and slow.overhead_s is not None:
         parts = ("" if fast.wake_s is None or fast.launch_s is None else
-                 f" ({fast.launch_s * 1e6:.3g} µs for a product too small to split, plus {fast.wake_s * 1e6:.3g} µs "
+                 f" ({seconds(fast.launch_s)} for a product too small to split, plus {seconds(fast.wake_s)} "
                  "to wake the other threads)")
-        text += (f" Starting one product costs {fast.overhead_s * 1e6:.3g} µs with {who}{parts} against "
-                 f"{slow.overhead_s * 1e6:.3g} µs for {run.baseline}; its roof is {fast.peak_gflops or 0:.3g} GFLOP/s "
-                 f"against {slow.peak_gflops or 0:.3g}.")
-        noisy = [f"{d.series}: {', '.join(d.noisy or ())}" for d in (fast, slow) if d.noisy]
+        text += (f" Starting one product costs {seconds(fast.overhead_s)} with {who}{parts} against "
+                 f"{seconds(slow.overhead_s)} for {run.baseline}; its roof is {number(fast.peak_gflops or 0)} GFLOP/s "
+                 f"against {number(slow.peak_gflops or 0)}.")
+        noisy = [f"{d.series}: {names_of(d.noisy or ())}" for d in (fast, slow) if d.noisy]
         if noisy:
             text += (f" Cannot tell on a machine this busy: some of these constants are noisy ({'; '.join(noisy)}), "
                      "see their ranges in the table.")

@@ -29,6 +29,7 @@ import statistics
 from collections.abc import Sequence
 
 from core.platform.machine_load import busy_for
+from core.platform.units import number, quantity, seconds
 from core.results.roofline import Spread
 
 REPEATS = 3  # figures per constant: the fewest whose median ignores one bad repeat
@@ -38,6 +39,22 @@ TIME_FLOOR_S = 2e-6  # fixed costs below 2 µs are within a clock read and a Pyt
 COPIES = ("h2d_gbs", "d2h_gbs", "h2d_pinned_gbs", "d2h_pinned_gbs")  # a GPU's host <-> device rates
 ROOFS = ("bandwidth_gbs", "peak_gflops", *COPIES)  # best repeat (a rate); the others (launch_s, wake_s) the median
 THEORY_BELOW = "theory underestimates this machine (boost clock?)"
+THEORY_MARGIN = 0.02  # measured above theory by less than this is within a timing's noise: not flagged
+
+# What each constant is called where a person reads it (the field names stay in the JSON).
+NAMES = {"bandwidth_gbs": "memory bandwidth", "peak_gflops": "peak rate", "launch_s": "start-up cost",
+         "wake_s": "thread wake-up cost", "h2d_gbs": "copy rate to the GPU", "d2h_gbs": "copy rate from the GPU",
+         "h2d_pinned_gbs": "pinned copy rate to the GPU", "d2h_pinned_gbs": "pinned copy rate from the GPU"}
+
+
+def name_of(field: str) -> str:
+    """'thread wake-up cost' for 'wake_s': what a person reads; an unknown field as it is."""
+    return NAMES.get(field, field)
+
+
+def names_of(fields: Sequence[str]) -> str:
+    """'memory bandwidth, start-up cost': a series' noisy constants in words."""
+    return ", ".join(name_of(f) for f in fields)
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -74,15 +91,23 @@ def busy(spread: Spread, spare_cores: int = 0) -> bool:
     return busy_for(spread.others_cores, cores=spare_cores + 1, needed=1)
 
 
-def why_noisy(spread: Spread, unit: str, scale: float = 1.0, spare_cores: int = 0) -> str | None:
+def figure(name: str, value: float | None) -> str:
+    """One constant as a person reads it: a time in the unit that suits it ('3.85 ms'), a rate in its unit."""
+    unit, scale = UNITS.get(name, ("", 1.0))
+    if unit == "µs":
+        return seconds(value or 0.0)
+    return quantity((value or 0.0) * scale, unit) if unit else number((value or 0.0) * scale)
+
+
+def why_noisy(spread: Spread, spare_cores: int = 0) -> str | None:
     """The note a noisy constant carries (None when it is not noisy): its range, and busy or not."""
     reasons = []
     if disagree(spread):
-        reasons.append(f"its {spread.repeats} repeats ranged from {(spread.low or 0) * scale:.3g} to "
-                       f"{(spread.high or 0) * scale:.3g} {unit} (more than {NOISY_FACTOR:g}x apart)")
+        reasons.append(f"its {spread.repeats} repeats ranged from {figure(spread.name, spread.low)} to "
+                       f"{figure(spread.name, spread.high)} (more than {NOISY_FACTOR:g}x apart)")
     if busy(spread, spare_cores):
         reasons.append(f"other programs used {spread.others_cores:.1f} cores while it was measured")
-    return f"{spread.name} is noisy: " + " and ".join(reasons) if reasons else None
+    return f"the {name_of(spread.name)} is noisy: " + " and ".join(reasons) if reasons else None
 
 
 UNITS = {"bandwidth_gbs": ("GB/s", 1.0), "peak_gflops": ("GFLOP/s", 1.0), "launch_s": ("µs", 1e6),
@@ -98,8 +123,7 @@ def flags(spreads: Sequence[Spread], spare_cores: int = 0) -> tuple[tuple[str, .
     """(names of the noisy constants, a note for each) among `spreads`; `spare_cores` as for `busy`."""
     names, notes = [], []
     for s in spreads:
-        unit, scale = UNITS.get(s.name, ("", 1.0))
-        note = why_noisy(s, unit, scale, spare_cores)
+        note = why_noisy(s, spare_cores)
         if note is not None:
             names.append(s.name)
             notes.append(note)

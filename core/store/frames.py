@@ -50,7 +50,8 @@ def kind_columns(kind: str) -> list[str]:
 
 
 def kind_frame(kind: str, runs: Sequence[StoredRun]) -> pd.DataFrame:
-    """One row per what `kind` measured (a size, an epoch, ...) of its runs among `runs`, each with its run's columns."""
+    """One row per what `kind` measured (a size, an epoch, ...) of its runs among `runs`, each with its run's
+    columns."""
     frame, schema = _frame(kind), result_kind(kind).schema
     rows = []
     for run in runs:

@@ -58,7 +58,8 @@ def read_url(url: str) -> PgUrl | None:
     found = _URL.fullmatch(url)
     if found is None or any(_bad_port(h) for h in found["hosts"].split(",")):
         return None
-    params = tuple((k, unquote(v)) for k, v in (pair.split("=", 1) for pair in (found["query"] or "").split("&") if pair))
+    params = tuple((k, unquote(v))
+                   for k, v in (pair.split("=", 1) for pair in (found["query"] or "").split("&") if pair))
     return PgUrl(user=unquote(found["user"] or ""), password=unquote(found["password"] or ""),
                  hosts=tuple(unquote(h) for h in found["hosts"].split(",")), dbname=unquote(found["db"] or ""),
                  params=params)

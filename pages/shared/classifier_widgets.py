@@ -1,7 +1,7 @@
 """The Review classifier's widget layouts: where the reviews come from, the run's settings, the latest run's metrics.
 
-Not a page (app.py does not list it); it starts no job and downloads nothing (the pages do, through core). Widget keys are `clf_*`; what they mean lives in core
-(`DataChoice`, `ClassifierConfig`).
+Not a page (app.py does not list it); it starts no job and downloads nothing (the pages do, through core).
+Widget keys are `clf_*`; what they mean lives in core (`DataChoice`, `ClassifierConfig`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def data_choice(*, offer_download: bool = True) -> DataChoice:
     choices |= {UPLOAD: "upload a file", PATH: "a folder or file on this server"}
     source = st.radio("Reviews", list(choices), format_func=choices.get, key="clf_source", horizontal=True)
     if source == UPLOAD:
-        files = st.file_uploader("A CSV/TSV with a text and a label column (0/1, neg/pos, negative/positive, false/true), "
+        files = st.file_uploader("A CSV/TSV with a text and a label column "
+                                 "(0/1, neg/pos, negative/positive, false/true), "
                                  "a .tar.gz of rt-polarity or aclImdb, or rt-polarity.pos + rt-polarity.neg",
                                  accept_multiple_files=True, key="clf_upload") or []
         return DataChoice(UPLOAD, uploads=tuple(Upload(f.name, f.getvalue(), f.file_id) for f in files))
@@ -107,8 +108,9 @@ def _settings() -> dict[str, Any]:
             preset=preset,
             weighting=c1.selectbox("Weighting", list(WEIGHTINGS), list(WEIGHTINGS).index(d.weighting),
                                    format_func=WEIGHTINGS.get, key=k("weighting"),
-                                   help="NB-weighted: binary word, pair (and letter-group) features scaled by how strongly "
-                                        "each leans positive or negative in the training reviews (best accuracy here)"),
+                                   help="NB-weighted: binary word, pair (and letter-group) features scaled by how "
+                                        "strongly each leans positive or negative in the training reviews "
+                                        "(best accuracy here)"),
             ngrams=c1.radio("n-grams", [1, 2], index=d.ngrams - 1, key=k("ngrams"), horizontal=True,
                             format_func=lambda n: "words" if n == 1 else "words + pairs"),
             max_features=c1.number_input("Vocabulary cap (0: none)", 0, 5_000_000, d.max_features or 0,
@@ -157,12 +159,13 @@ def _action_row(v: dict[str, Any], waiting_for: str) -> SettingsForm:
                            disabled=bool(waiting_for), help=wait.removeprefix(". ") or None)
     race = buttons.button("Race CPU vs GPU", key="clf_race", icon=":material/sprint:",
                           disabled=not has_gpu() or bool(waiting_for),
-                          help="the chosen preset, same seed, on the CPU and then on the GPU; compare them by wall time "
-                               "below" + ("" if has_gpu() else f". Disabled: the race {NEEDS_GPU}") + wait)
+                          help="the chosen preset, same seed, on the CPU and then on the GPU; compare them by "
+                               "wall time below" + ("" if has_gpu() else f". Disabled: the race {NEEDS_GPU}") + wait)
     both = buttons.button("Both presets", key="clf_both", icon=":material/compare_arrows:", disabled=bool(waiting_for),
                           help="each preset's defaults from this seed on the CPU and the GPU (the CPU alone without "
                                "one): seconds per epoch side by side" + wait)
-    buttons.button("Stop", key="clf_stop", icon=":material/stop:", help="stops within a few batches; results so far stay")
+    buttons.button("Stop", key="clf_stop", icon=":material/stop:",
+                   help="stops within a few batches; results so far stay")
     if waiting_for:
         st.caption(f"*Train* and *Both presets* wait for {waiting_for}.")
     if not has_gpu():
@@ -188,7 +191,8 @@ def run_metrics(run: RunRecord) -> None:
               None if accuracy is None or base is None else f"{accuracy - base.accuracy:+.1%} vs baseline")
     m2.metric("Baseline accuracy", percent(None if base is None else base.accuracy),
               help="scikit-learn LogisticRegression on the same features and the same split")
-    m3.metric("Seconds per update" if run.config.preset == "lecture" else "Seconds per epoch", "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
+    m3.metric("Seconds per update" if run.config.preset == "lecture" else "Seconds per epoch",
+              "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
               help="median over the completed epochs, device-synchronized, evaluation excluded")
     m4.metric("Epochs done", f"{len(run.epochs)} / {run.config.epochs}", f"{run.status} on {run.device}",
               delta_color="off", delta_arrow="off")

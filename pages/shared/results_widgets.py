@@ -63,7 +63,8 @@ def importer(total: int) -> None:
         chosen = st.file_uploader(words.UPLOAD_LABEL, type=["json"], key=f"results_upload_{state.results_upload_round}")
         st.text_input("Label for the imported runs (optional)", key="results_label", placeholder="e.g. Ana's laptop",
                       max_chars=200)
-        st.button("Import", key="results_import", on_click=_import, icon=":material/upload:", **words.import_button(chosen))
+        st.button("Import", key="results_import", on_click=_import, icon=":material/upload:",
+                  **words.import_button(chosen))
 
 
 def filters(options: Choices) -> None:
@@ -109,15 +110,17 @@ def export_and_delete(ids: list[int], shown: Sequence[RunSummary], key: str | No
     st.subheader("Export and delete")
     for column, b in zip(st.columns(2), words.download_buttons(board.exports(store_url(), ids), len(ids))):
         column.download_button(b.label, b.export.data, file_name=b.export.file_name, mime=b.export.mime, key=b.key,
-                               icon=":material/download:")
+                               icon=":material/download:", help=b.help)
     titles = {r.run_id: r.title for r in shown}
     with st.expander("Delete a run", icon=":material/delete:"):
         if key is not None and not access.instructor:
             st.caption(words.OWN_RUNS_ONLY)
-            st.text_input(words.KEY_LABEL, type="password", key="results_key", on_change=_enter_key, help=words.KEY_HELP)
+            st.text_input(words.KEY_LABEL, type="password", key="results_key", on_change=_enter_key,
+                          help=words.KEY_HELP)
         if mine := board.deletable(shown, access):
             pick = st.selectbox("Run", mine, format_func=titles.get, key="results_delete_pick")
-            st.button("Delete this run…", key="results_delete", on_click=state.update, args=({"results_confirm": pick},),
+            st.button("Delete this run…", key="results_delete", on_click=state.update,
+                      args=({"results_confirm": pick},),
                       icon=":material/delete:", help="asks first: it removes the run for everyone who shares the store")
         else:
             st.info(words.NOTHING_TO_DELETE)

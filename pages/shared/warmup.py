@@ -43,7 +43,7 @@ def _warm() -> None:
         for name in MODULES:
             importlib.import_module(name)
         _first_use()
-    except Exception:  # noqa: BLE001: a warm-up only; the page that needs a module reports its failure
+    except Exception:  # noqa: BLE001 - a warm-up only; the page that needs a module reports its failure
         pass
 
 
