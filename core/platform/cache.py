@@ -15,7 +15,7 @@ With cold caches each repetition is one call, and before it:
 
 Neither is timed: on the CPU the flush runs before the call's first clock read; on a GPU the zeroing
 is queued and the call timed by CUDA events recorded after it (core.platform.timing.time_after_flush),
-so neither the flush nor the host's launch latency is in the sample (tests/test_cache.py checks the
+so neither the flush nor the host's launch latency is in the sample (tests/platform/test_cache.py checks the
 order under a fake clock and fake events).
 """
 
