@@ -15,7 +15,7 @@ from pages.shared.result_store import OWNER_TOKEN
 from tests.lock_helpers import hold_cpu_for
 
 PAGE = "pages/matmul_race.py"
-ROOT_APP = Path(__file__).resolve().parents[1] / "app.py"
+ROOT_APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
 def _text(at: AppTest) -> str:
