@@ -29,9 +29,8 @@ except DashboardError as exc:
     st.error(str(exc), icon=":material/error:")
     st.stop()
 key, access = result_store.instructor_key(), result_store.access()
-widgets.notices(key, access)
+widgets.notices(key, access, store.describe())  # the store's place on the server: for the instructor only
 widgets.importer(total)
-st.caption(f"Stored in the {store.describe()}.")
 
 if not total:
     st.info(words.EMPTY_TEXT, icon=":material/inventory_2:")
