@@ -97,14 +97,15 @@ def cell(value: Any) -> str:
 
 
 def _whole(column: pd.Series) -> bool:
-    """A column of small whole numbers with nothing missing: kept as numbers (they sort and need no rounding).
-
-    From 10,000 on a table grid would draw them bare ('104903 terms' beside '18,550 reviews/s'), so such a
-    column goes through `cell` like every other: with separators."""
+    """A column of whole numbers with nothing missing."""
     import pandas as pd
 
-    if not pd.api.types.is_integer_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
-        return False
+    return pd.api.types.is_integer_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype)
+
+
+def _small(column: pd.Series) -> bool:
+    """Whole numbers all under 10,000: kept as numbers (they sort and need no rounding). From 10,000 on a table
+    grid would draw them bare ('104903 terms' beside '18,550 reviews/s'): the column gets separators instead."""
     return column.empty or int(column.abs().max()) < 10_000
 
 
@@ -123,7 +124,7 @@ def readable(table: pd.DataFrame | Sequence[Mapping[str, Any]],
         if name in formats:
             out[name] = [formats[name](v) for v in column.tolist()]
         elif _whole(column):
-            out[name] = column.tolist()
+            out[name] = column.tolist() if _small(column) else [f"{int(v):,}" for v in column.tolist()]
         else:
             out[name] = [cell(v) for v in column.tolist()]
     return pd.DataFrame(out, columns=list(frame.columns), index=frame.index)
