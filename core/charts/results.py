@@ -172,7 +172,7 @@ VIEWS: tuple[ResultsView, ...] = (
     ResultsView("matmul", _matmul, heading="Matmul sweeps",
                 controls=(Control("results_matmul_metric", "Show", MATMUL_METRICS, width=2),
                           Control("results_reference", "Lecture's reference points")),
-                caption=f"Solid lines: GPUs; dashed: CPUs. Error bars: the IQR; {glossary.IQR} "
+                caption=f"Solid lines: GPUs; dashed: CPUs. Error bars span the {glossary.IQR} "
                         f"Stars: {LECTURE_SENTENCE}."),
     ResultsView("train", _train, heading="Training runs",
                 controls=(Control("results_train_metric", "Show", TRAIN_METRICS),
