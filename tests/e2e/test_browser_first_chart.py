@@ -42,7 +42,9 @@ def _assert_chart_in_view(page, chart, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     if page.locator(TOAST).count():
         page.locator(TOAST).last.wait_for(state="detached", timeout=TOAST_GONE_MS)
-    page.mouse.move(WIDTH - 2, HEIGHT - 2)  # no button's tooltip over the picture
+    page.mouse.move(WIDTH - 2, HEIGHT - 2)  # no button's tooltip over the picture (hover, or focus: blur it)
+    page.evaluate("() => document.activeElement?.blur()")
+    page.wait_for_timeout(500)
     page.screenshot(path=str(ARTIFACTS / f"first_chart_{name}.png"))
     scrolled = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTop ?? 0")
     box = chart.bounding_box()
