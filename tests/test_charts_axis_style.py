@@ -87,3 +87,15 @@ def test_ticks_are_large_enough_for_a_projector():
     fig = ax.style(go.Figure(go.Scatter(x=[1], y=[2])), title=None, height=300)
     assert fig.layout.legend.font.size >= 16  # and every axis's own fonts, which Streamlit's theme would shrink
     assert fig.layout.xaxis.tickfont.size >= 16 and fig.layout.yaxis.title.font.size >= 16
+
+
+def test_the_legend_band_adds_to_the_height_instead_of_squeezing_the_plot():
+    """Six long entries under a roofline took 200 of its 520 px (issue 34): the band now adds to the height."""
+    def figure(entries: int) -> go.Figure:
+        fig = go.Figure([go.Scatter(x=[1], y=[1], name=f"cpu float32 {k} threads theoretical peak")
+                         for k in range(entries)])
+        return ax.style(fig, title=None, height=400)
+
+    assert figure(0).layout.height == 400
+    assert 400 < figure(1).layout.height < figure(6).layout.height
+    assert ax.style(go.Figure(go.Scatter(name="x")), title=None, height=300, legend=False).layout.height == 300

@@ -179,12 +179,30 @@ def label_points(fig: go.Figure, points: Sequence[tuple[float, float, str]]) -> 
                            xshift=LABEL_SHIFT_PX if anchor == "left" else -LABEL_SHIFT_PX, bgcolor=LABEL_BACKING)
 
 
+LEGEND_ROW_PX = 26  # one row of the legend band at FONT_SIZE
+LEGEND_WIDTH_PX = 760  # the band's width in the main column at 1280 × 720, less the margins
+LEGEND_CHAR_PX = 8.5  # an average character of a FONT_SIZE legend entry
+LEGEND_SYMBOL_PX = 50  # an entry's line or marker sample and the gap after it
+
+
+def legend_band_px(fig: go.Figure) -> int:
+    """About how tall the legend band under the plot is: entries laid in rows as wide as the longest one.
+    Traces added after `style` are not counted (their band comes out of the plot's height)."""
+    names = [str(t.name) for t in fig.data if t.name and t.showlegend is not False]
+    if not names:
+        return 0
+    widest = max(len(n) for n in names) * LEGEND_CHAR_PX + LEGEND_SYMBOL_PX
+    per_row = max(1, int(LEGEND_WIDTH_PX // widest))
+    return math.ceil(len(names) / per_row) * LEGEND_ROW_PX
+
+
 def style(fig: go.Figure, *, title: str | None, height: int, legend: bool = True) -> go.Figure:
-    """The layout every chart shares: title, height, a legend under the plot, room for both."""
+    """The layout every chart shares: title, a legend under the plot, room for both. `height` is the chart's
+    without its legend: the band the legend takes is added to it, so many series never squeeze the plot."""
     if title:
         fig.update_layout(title=dict(text=title, font=dict(size=FONT_SIZE + 2)))
     fig.update_layout(
-        height=height,
+        height=height + (legend_band_px(fig) if legend else 0),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         showlegend=legend,
         legend=LEGEND,

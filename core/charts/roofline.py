@@ -21,7 +21,7 @@ from core.roofline.spread import THEORY_BELOW, names_of
 from core.store.records import StoredRun
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
-HEIGHT = 580  # the legend takes rows under the plot: the plot itself keeps about 400 px
+HEIGHT = 480  # without the legend band under the plot, which axis_style.style adds
 
 
 def _points(run: RooflineRun, series: str) -> list[RooflinePoint]:
