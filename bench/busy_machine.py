@@ -39,7 +39,8 @@ from core.classifier.features import Features, synthetic_features  # noqa: E402
 from core.classifier.model import ClassifierConfig  # noqa: E402
 from core.classifier.training import features_for, train  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
-from core.matmul.sweep import SweepConfig, run_sweep  # noqa: E402
+from core.matmul.config import MatmulOptions, SweepConfig  # noqa: E402
+from core.matmul.sweep import run_sweep  # noqa: E402
 from core.platform.machine_load import load_average, usable_cores  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -62,7 +63,8 @@ def time_training(features: Features, config: ClassifierConfig) -> dict[str, obj
 
 
 def time_sweep(sizes: tuple[int, ...], budget_s: float, threads: int | None) -> dict[str, object]:
-    result = run_sweep(SweepConfig(sizes=sizes, threads=(threads,), budget_s=budget_s, check_error=False))
+    options = MatmulOptions(budget_s=budget_s, check_error=False)
+    result = run_sweep(SweepConfig(sizes=sizes, threads=(threads,), options=options))
     return {"medians_s": {r.n: r.median_s for r in result.results},
             "threads": sorted({r.threads for r in result.results if r.threads is not None}),
             "load": None if result.load is None else result.load.to_json()}

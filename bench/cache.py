@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from core.cli.output import format_table  # noqa: E402
-from core.matmul.engine import MatmulOptions, Series, time_matmul  # noqa: E402
+from core.matmul.config import MatmulOptions  # noqa: E402
+from core.matmul.engine import time_matmul  # noqa: E402
+from core.matmul.series import Series  # noqa: E402
 from core.platform.cache import cache_flush, llc_bytes  # noqa: E402
 from core.platform.machine_load import others_cores  # noqa: E402
 

@@ -50,7 +50,9 @@ from core.platform.device_lock import Job  # noqa: E402
 from core.platform.jobs import JobHooks  # noqa: E402
 from core.platform.devices import available_devices, has_gpu  # noqa: E402
 from core.platform.paths import LOCK_ENV  # noqa: E402
-from core.matmul.sweep import SweepConfig, results_frame, run_sweep  # noqa: E402
+from core.matmul.config import MatmulOptions, SweepConfig  # noqa: E402
+from core.matmul.report import results_frame  # noqa: E402
+from core.matmul.sweep import run_sweep  # noqa: E402
 from core.platform.units import readable  # noqa: E402
 from core.results.table import human_table  # noqa: E402
 
@@ -234,7 +236,7 @@ def main() -> int:
     gpu = available_devices()[:1] if has_gpu() else []
     devices = tuple(args.devices.split(",")) if args.devices else ("cpu", *gpu)
     config = SweepConfig(sizes=args.sizes, devices=devices, threads=tuple(dict.fromkeys(args.threads)),
-                         budget_s=args.budget)
+                         options=MatmulOptions(budget_s=args.budget))
     with tempfile.TemporaryDirectory(prefix="classroom-bench-") as tmp:
         return run_bench(args, modes, config, devices, Path(tmp))
 
@@ -244,7 +246,7 @@ def run_bench(args: argparse.Namespace, modes: list[str], config: SweepConfig, d
     """Every phase, the tables and the JSON file; `scratch` holds the lock folders."""
     os.environ[LOCK_ENV] = str(scratch / "locks")  # a lock folder of its own: no real user waits on it
     print(f"K = {args.jobs} sweeps of n = {list(config.sizes)} on {', '.join(devices)}, threads "
-          f"{list(config.threads)}, {config.budget_s:g} s per size and series; {os.cpu_count()} logical cores",
+          f"{list(config.threads)}, {config.options.budget_s:g} s per size and series; {os.cpu_count()} logical cores",
           file=sys.stderr)
 
     run_sweep(config)  # warm-up: the first sweep of this process pays for torch's lazy setup

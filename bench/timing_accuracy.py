@@ -29,7 +29,9 @@ import torch  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
 from core.platform.jobs import run_job  # noqa: E402
 from core.selfcheck import agreement_with_torch_benchmark  # noqa: E402
-from core.matmul.sweep import SweepConfig, log_sizes, run_sweep  # noqa: E402
+from core.matmul.choices import log_sizes  # noqa: E402
+from core.matmul.config import MatmulOptions, SweepConfig  # noqa: E402
+from core.matmul.sweep import run_sweep  # noqa: E402
 
 SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 RATIO_TARGET = (0.95, 1.05)
@@ -60,9 +62,10 @@ def accuracy(threads: int, rounds: int, budget_s: float) -> list[dict]:
 def overhead(threads: int) -> list[dict]:
     configs = {
         "page default without a GPU (64..2048, threads 1 and all, 1 s)": SweepConfig(
-            sizes=log_sizes(64, 2048), threads=tuple(dict.fromkeys((1, threads))), budget_s=1.0),
+            sizes=log_sizes(64, 2048), threads=tuple(dict.fromkeys((1, threads))), options=MatmulOptions(budget_s=1.0)),
         "float32 + float16 (guard skips float16's big sizes), 1 s": SweepConfig(
-            sizes=log_sizes(64, 2048), threads=(threads,), dtypes=("float32", "float16"), budget_s=1.0),
+            sizes=log_sizes(64, 2048), threads=(threads,), dtypes=("float32", "float16"),
+            options=MatmulOptions(budget_s=1.0)),
     }
     rows = []
     for name, config in configs.items():

@@ -30,14 +30,16 @@ from core.classifier.model import ClassifierConfig
 from core.classifier.reports import TrainResult
 from core.classifier.training import prepare, train
 from core.errors import DashboardError
-from core.matmul.sweep import SweepConfig, log_sizes, run_sweep
+from core.matmul.choices import log_sizes
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.sweep import run_sweep
 from core.results.matmul import MatmulSweep
 from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, Progress
 from core.platform.units import gib, percent, readable
 from core.results import jsonio
 from core.results.kinds import read_result
-from core.results.machine import Cpu, Machine, read_machine
+from core.results.machine import Cpu, Gpu, Machine, read_machine
 from core.results.runs import NOTEBOOK
 from core.store.access import Owner
 from core.results.train import preset_title
@@ -52,7 +54,12 @@ COLAB_GPU_STEPS = (
     "sessions) and try again, or come back later: free GPUs are lent out as they are free."
 )
 LECTURE_N = 10_000  # the lecture's matrix size
-GPU_SIZES = (*log_sizes(256, 8192), LECTURE_N, 16_384)  # to the lecture's size and beyond
+GPU_SIZES = (*log_sizes(256, 8192), LECTURE_N)  # to the lecture's size
+BEYOND_N = 16_384  # and beyond, on a GPU whose float32 call of it fits the budget (Ampere and newer)
+TENSOR_CAPABILITY = (8, 0)  # TF32 and native bfloat16 from here (A100, A10, L4, H100, RTX 30/40), and >= 19.5
+# TFLOP/s float32: n = 16384 (8.8 TFLOP) in well under GPU_BUDGET_S / 2. A T4 (7.5, 8.1 peak, about 4 on Colab)
+# takes about 2 s a call, so the time guard would always skip it (warm-up plus one call within the budget).
+GPU_BUDGET_S = 2.0
 NOTEBOOK_STORE = "notebook-runs.sqlite3"
 STEP_KEY = "notebook_step"  # in a saved run's settings: which notebook cell made it
 
@@ -130,22 +137,38 @@ class Plan:
         return any(d.startswith("cuda") for d in self.devices)
 
 
-def plan_for(has_gpu: bool, quick: bool = False) -> Plan:
-    """GPU: the race to n = 16384 in float32 (TF32 off and on) and bfloat16, every check, 10 epochs.
+def has_tensor_cores(gpu: Gpu | None) -> bool:
+    """Compute capability 8.0 or newer (TF32, native bfloat16); False where the record does not say."""
+    try:
+        major, minor = (int(x) for x in (gpu.compute_capability or "").split(".")) if gpu else (0, 0)
+    except ValueError:
+        return False
+    return (major, minor) >= TENSOR_CAPABILITY
+
+
+def plan_for(has_gpu: bool, quick: bool = False, gpu: Gpu | None = None) -> Plan:
+    """GPU: the race to the lecture's n = 10,000 in float32 against the CPU, every check, 10 epochs; on a
+    GPU of compute capability 8.0 and newer (`gpu`, the device check's first) also TF32 on, bfloat16 on
+    both devices and n = 16384. A T4 (or an unknown GPU) gets neither: the sweep would drop its TF32-on
+    series as TF32 off under another name and its bfloat16 as emulated, leaving a CPU bfloat16 series with
+    no GPU partner, and its n = 16384 (about 2 s a call) would always be skipped by the 2 s budget.
 
     Without a GPU the CPU parts run small, and the GPU checks are listed (they report themselves
     skipped with the reason). `quick` shrinks everything for a trial run or a test.
     """
     devices = ("cpu", "cuda") if has_gpu else ("cpu",)
     if quick:
-        sweep = SweepConfig(sizes=(64, 128, 256), devices=devices, threads=(1,), budget_s=0.2)
+        sweep = SweepConfig(sizes=(64, 128, 256), devices=devices, threads=(1,), options=MatmulOptions(budget_s=0.2))
         checks = tuple(c.name for c in CHECKS if c.needs_cuda or c.name == "devices")
         return Plan(devices, sweep, checks, epochs=2, quick=True)
-    if has_gpu:
-        sweep = SweepConfig(sizes=GPU_SIZES, devices=devices, dtypes=("float32", "bfloat16"), tf32=(False, True),
-                            budget_s=2.0)
+    if has_gpu and has_tensor_cores(gpu):
+        sweep = SweepConfig(sizes=(*GPU_SIZES, BEYOND_N), devices=devices, dtypes=("float32", "bfloat16"),
+                            tf32=(False, True), options=MatmulOptions(budget_s=GPU_BUDGET_S))
         return Plan(devices, sweep, tuple(c.name for c in CHECKS), epochs=10)
-    sweep = SweepConfig(sizes=log_sizes(64, 1024), devices=devices, budget_s=0.5)
+    if has_gpu:
+        sweep = SweepConfig(sizes=GPU_SIZES, devices=devices, options=MatmulOptions(budget_s=GPU_BUDGET_S))
+        return Plan(devices, sweep, tuple(c.name for c in CHECKS), epochs=10)
+    sweep = SweepConfig(sizes=log_sizes(64, 1024), devices=devices, options=MatmulOptions(budget_s=0.5))
     return Plan(devices, sweep, tuple(c.name for c in CHECKS), epochs=3)
 
 

@@ -31,10 +31,11 @@ from core.errors import DashboardError
 from core.platform.hardware import inspect_machine
 from core.results.machine import Machine
 from core.platform.jobs import JobHooks, run_job
-from core.matmul.engine import (
-    DTYPES, cuda_event_seconds, has_tf32, make_operands, product, supported_dtypes, tf32_matmul,
-)
-from core.matmul.sweep import SweepConfig, log_sizes, run_sweep
+from core.matmul.choices import log_sizes
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.engine import cuda_event_seconds, make_operands, product, tf32_matmul
+from core.matmul.series import DTYPES, has_tf32, supported_dtypes
+from core.matmul.sweep import run_sweep
 from core.results.crossover import sentence
 from core.results.load import MachineLoad
 from core.results.matmul import MatmulSweep
@@ -77,7 +78,7 @@ def gpu_sweep_config(device: torch.device, sizes: Sizes = FULL) -> SweepConfig:
     dtypes = ("float32", "bfloat16") if "bfloat16" in supported_dtypes(device) else ("float32",)
     tf32 = (False, True) if has_tf32(device) else (False,)
     return SweepConfig(sizes=sizes.gpu, devices=("cpu", device_key(device)), dtypes=dtypes, tf32=tf32,
-                       budget_s=sizes.gpu_budget_s)
+                       options=MatmulOptions(budget_s=sizes.gpu_budget_s))
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ def check_devices(ctx: Context) -> CheckResult:
 
 def check_cpu_sweep(ctx: Context) -> CheckResult:
     """The CPU half of the race: every size timed, results plausible and exact to float32."""
-    result = run_sweep(SweepConfig(sizes=CPU_SIZES, budget_s=CPU_BUDGET_S), ctx.hooks)
+    result = run_sweep(SweepConfig(sizes=CPU_SIZES, options=MatmulOptions(budget_s=CPU_BUDGET_S)), ctx.hooks)
     problems = [f"n={s.n} skipped: {s.message}" for s in result.skipped]
     for r in result.results:
         if not (r.median_s is not None and r.median_s > 0 and r.samples >= 1):

@@ -12,7 +12,8 @@ from core.plain_text import for_markdown
 from core.platform.units import readable
 from core.store.database import open_store
 from core.store.class_board import (
-    DEFAULT_REFRESH_S, MAX_BOARD_RUNS, MAX_REFRESH_S, MIN_REFRESH_S, changed, crossover_spread, epoch_spread,
+    ARRIVED_HELP, DEFAULT_REFRESH_S, MAX_BOARD_RUNS, WHO_HELP, MAX_REFRESH_S, MIN_REFRESH_S, changed,
+    crossover_spread, epoch_spread,
     grouped_rows, refresh, room_hardware, speedup_spread, who,
 )
 from pages.shared.entry import through_app
@@ -56,8 +57,8 @@ if not board.runs:
     st.stop()
 
 newest = board.runs[0]
-st.markdown(f"**Newest:** run #{newest.run_id}, {newest.kind}, {for_markdown(who(newest))}: "
-            f"{for_markdown(newest.headline)}")
+st.markdown(f"**Newest:** run #{newest.run_id}, {newest.kind}{' (imported)' * newest.imported}, "
+            f"{for_markdown(who(newest))}: {for_markdown(newest.headline)}")
 left, right = st.columns([3, 2])
 crossovers, speedups, epochs = crossover_spread(board), speedup_spread(board), epoch_spread(board)
 if not crossovers.empty:
@@ -71,5 +72,6 @@ right.plotly_chart(hardware_figure(room_hardware(board)), key="cb_hardware")
 
 st.subheader("Latest runs")
 st.dataframe(readable([asdict(row) for row in grouped_rows(board)]), hide_index=True, key="cb_runs",
-             column_config={"who": "name or machine", "run_id": st.column_config.NumberColumn("run", format="#%d"),
-                            "when": "arrived (UTC)"})
+             column_config={"who": st.column_config.TextColumn("name or machine", help=WHO_HELP),
+                            "run_id": st.column_config.NumberColumn("run", format="#%d"),
+                            "when": st.column_config.TextColumn("arrived (UTC)", help=ARRIVED_HELP)})

@@ -6,7 +6,7 @@ import streamlit as st
 from core import glossary
 from core.charts.ranks import ranks_figure, spread_table, verdict_line
 from core.errors import DashboardError
-from core.matmul.rank_launch import PAGE_SIZES, most_ranks, run_ranks
+from core.matmul.rank_launch import PAGE_SIZES, crowding, most_ranks, run_ranks
 from core.matmul.rank_worker import RanksConfig
 from core.platform.devices import cuda_count
 from core.platform.units import readable
@@ -32,6 +32,8 @@ ranks = int(c1.number_input("Ranks", min_value=1, max_value=most_ranks(gpus), va
 sizes = c2.selectbox("Sizes", list(PAGE_SIZES), key="mm_ranks_sizes")
 c3.text_input("Name for the Results page (optional)", key="mm_ranks_label", max_chars=200,
               placeholder="e.g. lab node")
+if crowded := crowding(RanksConfig(), ranks, gpus):  # allowed, but then no rank can be named a straggler
+    st.warning(crowded, icon=":material/group_work:")
 if c4.button("Run", key="mm_ranks_go", type="primary", icon=":material/play_arrow:", width="stretch"):
     bar = st.empty()
     try:

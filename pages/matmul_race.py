@@ -5,10 +5,12 @@ import streamlit as st
 from core.errors import DashboardError
 from core.matmul.collector import SweepCollector
 from core.matmul.guess import compare_guess
-from core.matmul.sweep import clock_summary, results_frame, run_sweep, sweep_json_text
+from core.matmul.report import clock_summary, results_frame
+from core.matmul.sweep import run_sweep
 from core.platform.devices import has_gpu
 from core.platform.units import readable
 from core.results.guess import parse_matmul_guess
+from core.results.jsonio import dumps
 from core.results.table import human_table
 from core.store.board import sweep_csv
 from pages.shared import race_views
@@ -36,10 +38,10 @@ if not (gpu_here := has_gpu()):
     gpu_badge("this race is between CPU settings (thread counts, dtypes); a GPU adds its line, the crossover "
               "size, the *forgot to synchronize* figure and the cost of copies")
 
-form = sweep_form(gpu_here)
-if form.run:
+run, config = sweep_form(gpu_here)
+if run:
     try:
-        sweep = SweepCollector.start(form.config(), parse_matmul_guess(state.mm_guess))  # refused here, before waiting
+        sweep = SweepCollector.start(config(), parse_matmul_guess(state.mm_guess))  # refused here, before waiting
         progress = st.empty()
 
         def on_progress(step) -> None:
@@ -48,7 +50,7 @@ if form.run:
             progress.progress(step.fraction, text=step.message)
 
         with page_job("mm", on_progress=on_progress) as turn:
-            final = sweep.finish(run_sweep(sweep.config, turn.hooks))
+            final = sweep.finish(run_sweep(sweep.plan, turn.hooks))
         state.mm_sweep = sweep
         progress.progress(1.0, text=f"done in {final.wall_s:.1f} s{turn.waited_note}")
         if final.results and not final.stopped:  # a finished sweep goes to the Results page; a stopped one on request
@@ -80,6 +82,6 @@ if sweep is not None and sweep.has_steps:
     d1, d2 = st.columns(2)
     d1.download_button("Download CSV", sweep_csv(store_url(), shown, sweep.saved_run, state.mm_label.strip()),
                        "matmul_race.csv", "text/csv", key="mm_csv")
-    d2.download_button("Download JSON", sweep_json_text(shown), "matmul_race.json",
+    d2.download_button("Download JSON", dumps(shown, indent=2), "matmul_race.json",
                        "application/json", key="mm_json")
 st.page_link("pages/every_device.py", label="Every device at once: the same sweep on K ranks", icon=":material/lan:")

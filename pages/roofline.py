@@ -5,7 +5,7 @@ import streamlit as st
 from core import glossary
 from core.charts.roofline import WARM_CACHE_NOTE, model_caption, model_figure, roofline_figure, roofs_table
 from core.errors import DashboardError
-from core.matmul.sweep import dtype_choices
+from core.matmul.choices import dtype_choices
 from core.platform.devices import available_devices
 from core.results.jsonio import dumps
 from core.platform.units import readable

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -40,13 +42,17 @@ class GpuModel:
     clock_rate: int  # kHz, as CUDA reports the boost clock
     has_bf16: bool  # native bfloat16 matmuls (compute capability 8.0 and newer)
     has_tf32: bool  # TF32 tensor cores (compute capability 8.0 and newer)
+    power_cap_w: float = 400.0  # the board's default power limit (T4 70 W, A100 SXM4 400 W, H100 SXM5 700 W)
+    l2_bytes: int = 40 * 2**20  # L2_cache_size (T4 4 MB, A100 40 MB, H100 50 MB)
 
 
 GPU_MODELS = {
-    "T4": GpuModel("Tesla T4", 7, 5, 15 * GIB, 40, 1_590_000, has_bf16=False, has_tf32=False),
+    "T4": GpuModel("Tesla T4", 7, 5, 15 * GIB, 40, 1_590_000, has_bf16=False, has_tf32=False, power_cap_w=70.0,
+                  l2_bytes=4 * 2**20),
     "A100-40GB": GpuModel("NVIDIA A100-SXM4-40GB", 8, 0, 40 * GIB, 108, 1_410_000, has_bf16=True, has_tf32=True),
     "A100-80GB": GpuModel("NVIDIA A100-SXM4-80GB", 8, 0, 80 * GIB, 108, 1_410_000, has_bf16=True, has_tf32=True),
-    "H100": GpuModel("NVIDIA H100 80GB HBM3", 9, 0, 80 * GIB, 132, 1_980_000, has_bf16=True, has_tf32=True),
+    "H100": GpuModel("NVIDIA H100 80GB HBM3", 9, 0, 80 * GIB, 132, 1_980_000, has_bf16=True, has_tf32=True,
+                     power_cap_w=700.0, l2_bytes=50 * 2**20),
 }
 
 
@@ -73,7 +79,7 @@ class FakeCuda:
         else:
             self.props = SimpleNamespace(name=model.name, total_memory=model.total_memory, major=model.major,
                                          minor=model.minor, multi_processor_count=model.multi_processor_count,
-                                         clock_rate=model.clock_rate)
+                                         clock_rate=model.clock_rate, L2_cache_size=model.l2_bytes)
         self.free = int(self.props.total_memory * 3 // 4)
         self.fail: set[str] = set()  # names of queries that should raise
         self.pending_error: str | None = None  # queued by a kernel, raised at the next synchronize
@@ -81,6 +87,28 @@ class FakeCuda:
         self.contexts: set[int] = set()  # devices on which this process created a CUDA context (mem_get_info,
         # synchronize do)
         self.child_contexts: set[int] = set()  # contexts another process (a rank, a worker) opened
+        self.load_w: dict[int, float] = {}  # by CUDA index: the watts the work running now would draw uncapped
+        self.gpu_s = 0.0  # the GPU's own timeline, which CUDA events stamp; a test's "kernels" advance it (`work`)
+
+    def work(self, seconds: float) -> None:
+        """A kernel of `seconds` runs on the GPU: its timeline moves on (the host's clock does not)."""
+        self.events.append("kernel")
+        self.gpu_s += seconds
+
+    def Event(self, enable_timing: bool = False, **_: object) -> FakeEvent:
+        return FakeEvent(self, enable_timing)
+
+    def current_stream(self, device=None) -> SimpleNamespace:
+        return SimpleNamespace(device=device)
+
+    @contextmanager
+    def running(self, watts: float, index: int = 0) -> Iterator[None]:
+        """Work runs on GPU `index` while inside, wanting `watts` (the fake NVML caps it at the board's limit)."""
+        self.load_w[index] = watts
+        try:
+            yield
+        finally:
+            self.load_w.pop(index, None)
 
     def _maybe_fail(self, what: str) -> None:
         if self.sticky_error is not None:
@@ -129,10 +157,32 @@ class FakeCuda:
         self._maybe_fail("synchronize")
 
 
+class FakeEvent:
+    """torch.cuda.Event on a FakeCuda: `record` stamps the GPU's timeline (FakeCuda.gpu_s) and is logged in its
+    `events` ("record"), as is `synchronize` ("event sync")."""
+
+    def __init__(self, cuda: FakeCuda, enable_timing: bool) -> None:
+        self.cuda, self.enable_timing, self.at = cuda, enable_timing, None
+
+    def record(self, stream=None) -> None:
+        self.cuda._maybe_fail("event")
+        self.cuda.events.append("record")
+        self.at = self.cuda.gpu_s
+
+    def synchronize(self) -> None:
+        self.cuda.events.append("event sync")
+        self.cuda._maybe_fail("event")
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        assert self.enable_timing and end.enable_timing and self.at is not None and end.at is not None
+        return (end.at - self.at) * 1e3  # milliseconds, as CUDA's
+
+
 def install_fake_cuda(monkeypatch, fake: FakeCuda, *, nvml: bool = True) -> FakeCuda:
-    """Stand `fake` in for torch.cuda; with NVML for it (as a machine with NVIDIA's driver has) unless `nvml`
-    is False."""
-    for name in ("is_available", "device_count", "get_device_properties", "mem_get_info", "synchronize"):
+    """Stand `fake` in for torch.cuda; with NVML for it (as a machine with NVIDIA's driver has) unless `nvml` is
+    False."""
+    for name in ("is_available", "device_count", "get_device_properties", "mem_get_info", "synchronize", "Event",
+                 "current_stream"):
         monkeypatch.setattr(torch.cuda, name, getattr(fake, name))
     monkeypatch.setattr(torch._C, "_cuda_hasPrimaryContext", fake.has_primary_context, raising=False)
     nvml_ids = fake.uuids or [f"fake-{i}" for i in range(fake.count)]
@@ -143,7 +193,12 @@ def install_fake_cuda(monkeypatch, fake: FakeCuda, *, nvml: bool = True) -> Fake
 class FakeGpuNvml(ModuleType):
     """pynvml for a FakeCuda: its GPUs by NVML's own numbering (PCI order) and UUID, their free memory.
 
-    NVML creates no CUDA context; the handles a test's code looked up are in `handles`."""
+    NVML creates no CUDA context; the handles a test's code looked up are in `handles`.
+    Its sensors follow the work (FakeCuda.running): idle, the GPU shows only the idle bit and its full clock; under
+    load it draws what the work wants up to its power cap, and at the cap sets `sw_power_cap` and lowers its clock
+    in proportion; a GPU in `thermal` also slows for heat (`sw_thermal`, 60 % of its clock) while work runs."""
+
+    IDLE, POWER_CAP, SW_THERMAL = 0x1, 0x4, 0x20  # nvmlClocksEventReasons bits
 
     def __init__(self, cuda: FakeCuda, nvml_uuids: list[str]) -> None:
         super().__init__("pynvml")
@@ -151,6 +206,28 @@ class FakeGpuNvml(ModuleType):
         self.handles: list[tuple[str, object]] = []
         self.free: dict[str, int] = {}  # by UUID, where a test sets it; else the FakeCuda's `free` as it is now
         self.sm_mhz: dict[str, int] = {u: 1410 for u in nvml_uuids}  # the SM clock, by UUID
+        self.thermal: set[str] = set()  # UUIDs of GPUs that slow down for heat while work runs
+        model = cuda.model
+        self.power_cap_w = model.power_cap_w if model is not None else 400.0
+        if model is not None:
+            self.sm_mhz = {u: model.clock_rate // 1000 for u in nvml_uuids}
+
+    def _load_w(self, handle) -> float:
+        """What the work on this GPU wants now (0 idle), found by the CUDA index its UUID has."""
+        order = self.cuda.uuids or self.nvml_uuids
+        return self.cuda.load_w.get(order.index(handle), 0.0) if handle in order else 0.0
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle) -> int:
+        load = self._load_w(handle)
+        if not load:
+            return self.IDLE
+        return (self.POWER_CAP if load >= self.power_cap_w else 0) | (self.SW_THERMAL if handle in self.thermal else 0)
+
+    def nvmlDeviceGetPowerUsage(self, handle) -> int:
+        return int(1000 * (min(self._load_w(handle), self.power_cap_w) or 0.3 * self.power_cap_w))  # milliwatts
+
+    def nvmlDeviceGetTemperature(self, handle, sensor) -> int:
+        return 40 if not self._load_w(handle) else 90 if handle in self.thermal else 70
 
     def nvmlInit(self) -> None:
         pass
@@ -166,7 +243,10 @@ class FakeGpuNvml(ModuleType):
         return self.nvml_uuids[index]
 
     def nvmlDeviceGetClockInfo(self, handle, kind):
-        return self.sm_mhz[handle]
+        load, clock = self._load_w(handle), self.sm_mhz[handle]
+        if load:
+            clock = int(clock * min(1.0, self.power_cap_w / load) * (0.6 if handle in self.thermal else 1.0))
+        return clock
 
     def nvmlDeviceGetMemoryInfo(self, handle):
         if "nvml_memory" in self.cuda.fail:

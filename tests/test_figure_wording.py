@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from core.matmul.engine import Series
+from core.matmul.series import Series
 from core.parallel.chain import ChainConfig, ChainPoint, ChainResult, summarize_chain
 from core.parallel.first_call import FirstCallPoint, FirstCallResult, summarize_first_call
 from core.parallel.marbles import MarblesPoint, MarblesResult, summarize_marbles

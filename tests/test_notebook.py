@@ -17,7 +17,7 @@ from core.results.load import MachineLoad
 from core.selfcheck import FAIL, PASS, SKIP, Outcome, Report
 from core.store.database import open_store
 from tests.notebook_runner import NOTEBOOK, ROOT, with_settings
-from core.results.machine import read_machine
+from core.results.machine import Gpu, read_machine
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload
 from tests.review_fixtures import write_rt_folder
 
@@ -79,12 +79,18 @@ def test_check_devices_reads_the_clis_json_and_a_failure_says_what_to_do(tmp_pat
         nb.check_devices(str(broken))
 
 
-def test_gpu_plan_races_to_the_lectures_size_and_beyond_with_tf32_and_bfloat16():
-    plan = nb.plan_for(has_gpu=True)
-    assert plan.has_gpu and plan.devices == ("cpu", "cuda")
-    assert nb.LECTURE_N in plan.sweep.sizes and max(plan.sweep.sizes) > nb.LECTURE_N
-    assert plan.sweep.tf32 == (False, True) and plan.sweep.dtypes == ("float32", "bfloat16")
-    assert "train-same-seed" in plan.checks and plan.epochs == 10
+def test_gpu_plan_races_to_the_lectures_size_and_beyond_with_tf32_and_bfloat16_where_the_gpu_has_them():
+    """Issue 33: on a T4 the plan's n = 16384 was always skipped by the 2 s budget, its TF32-on series timed TF32
+    off, and its CPU bfloat16 series raced no GPU partner."""
+    a100 = nb.plan_for(has_gpu=True, gpu=Gpu(index=0, name="NVIDIA A100-SXM4-40GB", compute_capability="8.0"))
+    assert a100.has_gpu and a100.devices == ("cpu", "cuda")
+    assert nb.LECTURE_N in a100.sweep.sizes and max(a100.sweep.sizes) == nb.BEYOND_N
+    assert a100.sweep.tf32 == (False, True) and a100.sweep.dtypes == ("float32", "bfloat16")
+    assert "train-same-seed" in a100.checks and a100.epochs == 10
+    for gpu in (Gpu(index=0, name="Tesla T4", compute_capability="7.5"), None, Gpu(index=0)):
+        t4 = nb.plan_for(has_gpu=True, gpu=gpu)
+        assert max(t4.sweep.sizes) == nb.LECTURE_N and t4.sweep.tf32 == (False,) and t4.sweep.dtypes == ("float32",)
+        assert t4.epochs == 10 and t4.sweep.options.budget_s == nb.GPU_BUDGET_S
 
 
 def test_cpu_plans_stay_small_and_still_list_the_gpu_checks_so_they_report_skipped():

@@ -10,12 +10,15 @@ import torch
 
 from core import selfcheck
 from core.errors import DashboardError
-from core.matmul.engine import Series, measured_point
+from core.matmul.engine import measured_point
+from core.matmul.series import Series
 from core.cli import main
 from core.selfcheck import (
     FAIL, PASS, SKIP, Check, CheckResult, Context, alternate, judge_gpu_sweep, run_checks, select,
 )
-from core.matmul.sweep import SweepConfig, plan_series, sweep_of
+from core.matmul.config import SweepConfig
+from core.matmul.plan import plan_series
+from core.matmul.report import sweep_of
 from core.platform.timing import Measurement
 
 CPU = Series("cpu", "float32", threads=2)
@@ -185,7 +188,7 @@ def test_quick_sizes_shrink_the_gpu_checks(any_gpu, monkeypatch):
                         lambda config, hooks=None: seen.append(config) or _consistent_sweep(config))
     report = run_checks(select(["gpu-sweep"]), sizes=selfcheck.QUICK)
     assert report.passed, report.outcomes
-    assert max(seen[0].sizes) == 1024 and seen[0].budget_s < selfcheck.GPU_BUDGET_S
+    assert max(seen[0].sizes) == 1024 and seen[0].options.budget_s < selfcheck.GPU_BUDGET_S
 
 
 def test_clock_and_events_take_turns():

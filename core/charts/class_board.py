@@ -36,11 +36,17 @@ def spread_figure(spread: Spread, *, title: str, x_title: str, none_word: str = 
     heights = [rows[MEASURED] + j for j in _jitter(len(spread.measured))]
     labels = spread.measured_presets if len(spread.measured_presets) == len(spread.measured) else []
     groups = list(dict.fromkeys(labels)) or [""]
+    imported = spread.measured_imported if len(spread.measured_imported) == len(spread.measured) else []
     for symbol, group in zip(SYMBOLS * len(groups), groups):  # training runs: one legend entry per preset
         at = [i for i in range(len(spread.measured)) if not labels or labels[i] == group]
         fig.add_trace(go.Scatter(x=[spread.measured[i] for i in at], y=[heights[i] for i in at], mode="markers",
                                  name=f"measured{', ' + group if group else ''} ({len(at)})",
-                                 marker=dict(size=12, color=MEASURED_COLOR, symbol=symbol)))
+                                 marker=dict(size=12, color=MEASURED_COLOR, line=dict(width=2, color=MEASURED_COLOR),
+                                             symbol=[f"{symbol}-open" if imported and imported[i] else symbol
+                                                     for i in at])))
+    if count := sum(imported):  # an imported run's measurement is drawn open: the class did not measure it here
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{count} of them imported (open)",
+                                 marker=dict(size=12, color=MEASURED_COLOR, symbol="circle-open")))
     values = [*spread.guessed, *spread.measured, *(x for pair in spread.intervals for x in pair)] or [1.0, 10.0]
     fig.update_layout(xaxis=log_axis(values, x_title, headroom=0.05, below=0.05),
                       yaxis=dict(tickvals=list(rows.values()), ticktext=list(rows), range=[-0.5, 1.5]))

@@ -180,8 +180,11 @@ def preset_race_chart(race: PresetRace) -> go.Figure:
 
 
 def scaling_chart(scaling: Scaling) -> go.Figure:
-    """Seconds per epoch against workers: compute and all-reduce stacked, the ideal 1/K as a line."""
+    """Seconds per epoch against workers: the time a gradient all-reduce was in flight stacked on the rest of
+    the epoch, the ideal 1/K as a line. DDP overlaps the all-reduce with backward (core.classifier.distributed
+    times it so), so part of the orange was also backward time: the legend says so rather than "compute"."""
     points = scaling.points
     return split_work_chart([p.workers for p in points], [p.compute_per_epoch for p in points],
                             [p.allreduce_per_epoch for p in points], [scaling.ideal(p.workers) for p in points],
-                            communication_name="gradient all-reduce", y_title="seconds per epoch (median)")
+                            communication_name="gradient all-reduce in flight (backward runs beside it)",
+                            compute_name="rest of the epoch", y_title="seconds per epoch (median)")

@@ -6,9 +6,10 @@ shuffled order (`fit.batch_order`), and takes its strided share of each global b
 pads). `DistributedDataParallel` averages the gradients after every backward, so every worker takes
 the same step and ends with the same weights; a global batch of B rows over K workers is the
 one-process run's batch of B up to the order in which floats are summed. The loop is core.classifier.
-fit's, with this module's batch plan (`Shard`). The all-reduce is timed in a DDP communication hook,
-which is the communication cost the scaling chart shows. Metrics are summed across workers; only
-rank 0 prints (one `EVENT_PREFIX` JSON line per event, which the launching job reads through
+fit's, with this module's batch plan (`Shard`). The all-reduce is timed in a DDP communication hook that
+launches it asynchronously, as DDP's own `allreduce_hook` does, so backward goes on beside it: the scaling
+chart shows the time an all-reduce was in flight, part of which DDP hides behind backward. Metrics are
+summed across workers; only rank 0 prints (one `EVENT_PREFIX` JSON line per event, which the launching job reads through
 core.platform.torchrun) and saves.
 
 Run as `python -m core.classifier.distributed --data ... --config JSON` under torchrun, which sets
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from core.classifier.reports import run_record
 from core.classifier.training import features_for
 from core.errors import DashboardError
 from core.platform import clock
-from core.platform.devices import device_key
+from core.platform.devices import device_key, synchronize
 from core.platform.jobs import Progress
 from core.platform.timing import torch_threads
 from core.platform.torchrun import (DEFAULT_TIMEOUT_S, Emit, WorkerEnv, exit_now, local_gpu_index, process_group,
@@ -85,23 +86,62 @@ class _Net(nn.Module):
         return forward(self.model, batch)
 
 
+def covered(spans: Sequence[tuple[float, float]]) -> float:
+    """Seconds covered by at least one of these (start, end) spans: buckets in flight at once count once."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
 class AllReduceTimer:
-    """DDP communication hook state: seconds spent averaging gradient buckets since the last reset."""
+    """DDP communication hook state: the seconds gradient buckets were being averaged since the last reset.
+
+    Each bucket's all-reduce is launched asynchronously, as DDP's default hook does, so backward keeps running
+    beside it (a synchronize inside the hook, as here before, took away the overlap DDP exists for, and the
+    chart then showed something DDP does not do). A bucket's span runs from its gradients being ready to its
+    average being done: on a GPU between CUDA events, the first recorded on the compute stream before the
+    all-reduce (NCCL starts after it), the second on the stream the future's callback runs on, which waits for
+    NCCL; on the CPU by the host clock, in the callback gloo runs when the all-reduce is done. Read `seconds`
+    after the epoch: the spans' union (buckets in flight together count once)."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
-        self.seconds = 0.0
+        self._host: list[tuple[float, float]] = []
+        self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+
+    def reset(self) -> None:
+        self._host, self._events = [], []
+
+    @property
+    def seconds(self) -> float:
+        if not self._events:
+            return covered(self._host)
+        synchronize(self.device)
+        first = self._events[0][0]
+        return covered([(first.elapsed_time(a) / 1e3, first.elapsed_time(b) / 1e3) for a, b in self._events])
 
     def average(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-        """Average one bucket, synchronously so its time is its own (no overlap with backward to blur it)."""
-        tensor = bucket.buffer()
-        t0 = clock.now(self.device)  # after the backward kernels queued so far: they are not communication
-        dist.all_reduce(tensor)
-        self.seconds += clock.now(self.device) - t0
-        tensor.div_(dist.get_world_size())
-        done: torch.futures.Future[torch.Tensor] = torch.futures.Future()
-        done.set_result(tensor)
-        return done
+        """Average one bucket without waiting for it (DDP waits for every bucket's future before the step)."""
+        tensor, world = bucket.buffer(), dist.get_world_size()
+        gpu = self.device.type == "cuda"
+        start = torch.cuda.Event(enable_timing=True) if gpu else None
+        if start is not None:
+            start.record(torch.cuda.current_stream(self.device))
+        t0 = clock.read_clock()
+        future = dist.all_reduce(tensor, async_op=True).get_future()
+
+        def done(f: torch.futures.Future[list[torch.Tensor]]) -> torch.Tensor:
+            if start is not None:
+                end = torch.cuda.Event(enable_timing=True)
+                end.record(torch.cuda.current_stream(self.device))  # the callback's stream waits for NCCL
+                self._events.append((start, end))
+            else:
+                self._host.append((t0, clock.read_clock()))
+            return f.value()[0].div_(world)
+        return future.then(done)
 
 
 class Shard(MiniBatches):
@@ -120,7 +160,7 @@ class Shard(MiniBatches):
         return shard_rows(order, batch, self.batch_size, self.env.rank, self.env.world_size)
 
     def epoch(self) -> Iterator[Step]:
-        self.timer.seconds = 0.0
+        self.timer.reset()
         yield from super().epoch()
 
     def eval_steps(self, split: str) -> Iterator[Step]:

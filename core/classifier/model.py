@@ -5,7 +5,7 @@ Sigmoid)`. What differs is only how the first layer is fed. A batch of reviews i
 matrix with ~30 non-zeros per row out of V ~ 50,000 columns. Densifying it per batch and calling
 `Linear` multiplies mostly zeros; the sparse path sums the Linear's own weight columns of the words
 present (`first_layer_sparse`: gather those columns, scale, add per review), which is the same product,
-so both paths give the same numbers and the same gradients (tests/test_classifier_model.py checks).
+so both paths give the same numbers and the same gradients (tests/classifier/test_classifier_model.py checks).
 Measured on rt-polarity with bigrams (bench/classifier.py): the sparse path is faster per epoch, and
 it never allocates a (B, V) dense block.
 """

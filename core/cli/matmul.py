@@ -14,11 +14,13 @@ from core.cli.waiting import cli_hooks, ctrl_c_stops
 from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import available_devices, has_gpu
 from core.errors import DashboardError
-from core.matmul.engine import DTYPES
-from core.matmul.sweep import (
-    TF32_CHOICES, SweepConfig, SweepEvent, check_sizes_fit, clock_summary, default_race_threads, plan_series,
-    run_sweep, tf32_settings,
-)
+from core.matmul.choices import TF32_CHOICES, default_race_threads, tf32_settings
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.guards import check_sizes_fit
+from core.matmul.plan import plan_series
+from core.matmul.report import clock_summary
+from core.matmul.series import DTYPES
+from core.matmul.sweep import SweepEvent, run_sweep
 from core.platform.jobs import Progress
 from core.matmul.guess import compare_guess
 from core.results.guess import MATMUL_EXAMPLE, parse_matmul_guess
@@ -87,7 +89,8 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
         kwargs["threads"] = default_race_threads(has_gpu())
     kwargs["dtypes"] = tuple(d.strip() for d in args.dtype.split(","))
     kwargs["tf32"] = tf32_settings(args.tf32)
-    return SweepConfig(budget_s=_budget(args.budget), end_to_end=args.end_to_end, cache=args.cache, **kwargs)
+    options = MatmulOptions(budget_s=_budget(args.budget), end_to_end=args.end_to_end, cache=args.cache)
+    return SweepConfig(options=options, **kwargs)
 
 
 def _progress(progress: Progress[SweepEvent]) -> None:
@@ -102,12 +105,11 @@ def run(args: argparse.Namespace) -> int:
 
         return ranks.run(args)
     guess = parse_matmul_guess(args.guess)  # an unreadable guess fails before anything runs
-    config = config_from_args(args)
-    plan = plan_series(config)
-    check_sizes_fit(config, plan)  # a size too big for memory stops here, before anything runs
+    plan = plan_series(config_from_args(args))
+    check_sizes_fit(plan)  # a size too big for memory stops here, before anything runs
     with ctrl_c_stops() as pressed:  # the first Ctrl+C keeps the sizes measured, as the page's Stop does
-        result = run_sweep(config, replace(cli_hooks(on_progress=None if args.quiet else _progress),
-                                           should_stop=pressed))
+        result = run_sweep(plan, replace(cli_hooks(on_progress=None if args.quiet else _progress),
+                                         should_stop=pressed))
     if guess is not None:
         result = replace(result, guess=guess)
     if result.stopped:

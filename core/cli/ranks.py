@@ -91,8 +91,11 @@ def run(args: argparse.Namespace) -> int:
         if result is None:  # not rank 0: rank 0 speaks for the job
             return 0
     else:
-        from core.matmul.rank_launch import run_ranks
+        from core.matmul.rank_launch import crowding, run_ranks
+        from core.platform.devices import cuda_count
 
+        if crowded := crowding(config, args.ranks, cuda_count()):
+            print(f"warning: {crowded}", file=sys.stderr, flush=True)
         result = run_ranks(config, args.ranks, hooks)
     payload = result.to_json()
     if args.json:

@@ -7,20 +7,24 @@ registering, then `save_if_requested(args, result)` after printing the run's out
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.cli import HELP
 from core.cli.output import TABLE_WIDTH, cut_cells, format_table, print_json, wrap
 from core.errors import DashboardError
 from core.results.files import check_label
 from core.results import kinds
-from core.results.files import MAX_IMPORT_BYTES
+from core.results.files import MAX_IMPORT_BYTES, too_big
 from core.results.kinds import Result
 from core.store.database import Store, open_store
-from core.store.records import StoredRun
 from core.store.frames import listing_frame
 from core.store.records import RunFilter
+
+if TYPE_CHECKING:
+    from core.store.export import Written
 
 SAVED = "saved (UTC)"  # core.store.frames.LISTING_COLUMNS
 RESULT = "result"
@@ -75,12 +79,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     rm.set_defaults(handler=run_delete)
 
 
-def _matching(store: Store, args: argparse.Namespace) -> list[StoredRun]:
-    """The runs named by id (each must exist and pass the filters, else a message says which), or all that match."""
+def _matching(store: Store, args: argparse.Namespace) -> tuple[list[int] | None, RunFilter]:
+    """The runs named by id (each must exist and pass the filters, else a message says which; None: all that
+    match), and the filter. Each named run is read to check it and let go: an export holds a batch at a time."""
+    chosen = RunFilter.of(*([value] if value is not None else None for value in (args.machine, args.device, args.kind)))
     if not getattr(args, "run_ids", None):
-        return store.list_runs(kind=args.kind, device=args.device, machine=args.machine)
-    runs = [store.get(run_id) for run_id in dict.fromkeys(args.run_ids)]
-    for run in runs:
+        return None, chosen
+    ids = list(dict.fromkeys(args.run_ids))
+    for run in (store.get(run_id) for run_id in ids):
         if args.kind is not None and run.kind != args.kind:
             raise DashboardError(f"run #{run.run_id} is a {run.kind} run, not {args.kind}; drop --kind {args.kind} "
                                  "or give the id of a matching run")
@@ -88,7 +94,7 @@ def _matching(store: Store, args: argparse.Namespace) -> list[StoredRun]:
             raise DashboardError(f"run #{run.run_id} used {', '.join(run.devices)}, not {args.device}; drop --device")
         if args.machine is not None and run.machine_label != args.machine:
             raise DashboardError(f"run #{run.run_id} is from {run.machine_label}, not {args.machine}; drop --machine")
-    return runs
+    return ids, RunFilter()
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -132,28 +138,47 @@ def _print_list_json(store: Store, args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
+    """Written as it is read, a batch of runs at a time (core.store.export): a board of 10,000 runs exports in
+    bounded memory, to a file (written beside it, then moved into place: a failure leaves no half file) or to
+    standard output. A JSON export larger than one import takes says so on stderr."""
     if args.output is not None:  # before reading the board: a folder, /proc, a read-only place is one line
         from core.platform.paths import output_file
 
         output_file(args.output, "--output")
+    from core.store.database import max_import_runs
+    from core.store.export import reimport_note, write_export
+
     store = open_store(args.db)
-    runs = _matching(store, args)
-    ids = [r.run_id for r in runs]
-    data = store.export_json(ids) if args.format == "json" else store.export_csv(ids)
+    ids, chosen = _matching(store, args)
     if args.output is None:
-        sys.stdout.buffer.write(data)
+        written = write_export(store, sys.stdout.buffer, args.format, ids, chosen)
         sys.stdout.flush()
     else:
-        try:
-            args.output.write_bytes(data)
-        except OSError as exc:
-            raise DashboardError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-        print(f"wrote {len(runs)} run(s) to {args.output}", file=sys.stderr)
+        written = _export_to_file(store, args.output, args.format, ids, chosen)
+        print(f"wrote {written.runs} run(s) to {args.output}", file=sys.stderr)
+    if note := reimport_note(written, max_import_runs()):
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 
+def _export_to_file(store: Store, path: Path, fmt: str, ids: list[int] | None, chosen: RunFilter) -> Written:
+    from core.store.export import write_export
+
+    part = path.with_name(f".{path.name}.part")
+    try:
+        with part.open("wb") as out:
+            written = write_export(store, out, fmt, ids, chosen)
+        part.replace(path)
+        return written
+    except OSError as exc:
+        raise DashboardError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        part.unlink(missing_ok=True)
+
+
 def read_import_file(name: str) -> bytes:
-    """The bytes of a file to import, refusing a missing, unreadable or oversized one before reading it all."""
+    """The bytes of a file to import, refusing a missing, unreadable or oversized one before reading it all
+    (a file's own size named; standard input's is known only to be over the limit)."""
     if name == "-":
         return sys.stdin.buffer.read(MAX_IMPORT_BYTES + 1)
     path = Path(name)
@@ -161,7 +186,9 @@ def read_import_file(name: str) -> bytes:
         if path.is_dir():
             raise DashboardError(f"{path} is a folder; give the JSON file inside it")
         with path.open("rb") as f:
-            return f.read(MAX_IMPORT_BYTES + 1)  # one byte more, so the size check sees it is too big
+            if (size := os.fstat(f.fileno()).st_size) > MAX_IMPORT_BYTES:
+                raise too_big(size)
+            return f.read(MAX_IMPORT_BYTES + 1)  # one byte more, so the size check sees a file that grew
     except FileNotFoundError:
         raise DashboardError(f"{path}: no such file") from None
     except OSError as exc:

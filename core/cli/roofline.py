@@ -11,7 +11,7 @@ from core.cli.output import TABLE_WIDTH, format_table, print_json, wrap
 from core.cli.results import add_save_options, check_save_options, save_if_requested
 from core.cli.waiting import cli_hooks
 from core.errors import DashboardError
-from core.matmul.engine import DTYPES
+from core.matmul.series import DTYPES
 from core.platform.devices import available_devices, has_gpu
 from core.platform.jobs import Progress
 from core.platform.units import seconds

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from core.matmul.engine import Series
-from core.matmul.sweep import SweepConfig, SweepEvent, plan_series, sweep_of
+from core.matmul.config import SweepConfig
+from core.matmul.plan import Plan, plan_series
+from core.matmul.report import sweep_of
+from core.matmul.series import Series
+from core.matmul.sweep import SweepEvent
 from core.platform.jobs import Progress
 from core.results.guess import Guess
 from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize
@@ -18,10 +21,10 @@ from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize
 
 @dataclass
 class SweepCollector:
-    """One sweep's config and series, every result and skip as it arrives, and the returned result once there."""
+    """One sweep's plan (its config and series), every result and skip as it arrives, and the returned result
+    once there."""
 
-    config: SweepConfig
-    series: tuple[Series, ...]
+    plan: Plan  # made once by `start`, and passed to run_sweep
     results: list[MatmulPoint] = field(default_factory=list)
     skipped: list[SkippedSize] = field(default_factory=list)
     final: MatmulSweep | None = None  # what run_sweep returned; None while running or after an interruption
@@ -31,7 +34,15 @@ class SweepCollector:
     @classmethod
     def start(cls, config: SweepConfig, guess: Guess | None = None) -> SweepCollector:
         """Plan the sweep (a bad choice raises DashboardError here, before anyone waits in line)."""
-        return cls(config, plan_series(config).series, guess=guess)
+        return cls(plan_series(config), guess=guess)
+
+    @property
+    def config(self) -> SweepConfig:
+        return self.plan.config
+
+    @property
+    def series(self) -> tuple[Series, ...]:
+        return self.plan.series
 
     def add(self, progress: Progress[SweepEvent]) -> None:
         """The `on_progress` hook: keep each result and skip the moment it is measured."""

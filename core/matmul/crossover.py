@@ -143,7 +143,7 @@ def crossover_of(points: Sequence[MatmulPoint | RooflinePoint], challenger: str,
 
 
 class SeriesLike(Protocol):
-    """What a comparison needs of a series: an engine.Series, a MatmulPoint, or a label read back."""
+    """What a comparison needs of a series: a series.Series, a MatmulPoint, or a label read back."""
 
     @property
     def label(self) -> str: ...

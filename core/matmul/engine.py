@@ -7,94 +7,37 @@ adaptive repetition within a time budget, and a float64 CPU reference on a few s
 TF32 and half precision show their price in accuracy next to their gain in speed.
 
 The product writes into a preallocated output (`torch.matmul(a, b, out=c)`), so what is timed
-is the arithmetic, not the allocator, and the memory guard can count exactly: two inputs, one
-output and a workspace margin.
+is the arithmetic, not the allocator, and the memory guard (core.matmul.guards) can count exactly:
+two inputs, one output and a workspace margin. `time_matmul` and `probe_seconds` pass that guard before
+allocating and run through the one out-of-memory wrapper (core.matmul.out_of_memory). What a series is
+and which dtypes a device runs are in core.matmul.series; how to time, `MatmulOptions`, in core.matmul.config.
 """
 
 from __future__ import annotations
 
 import functools
-import gc
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
 
 import torch
 
-from core.platform import timing
-from core.platform.cache import cache_flush, flush_bytes
-from core.platform.devices import device_key, is_async, resolve_device, synchronize
 from core.errors import DashboardError
-from core.platform.memory import free_device_bytes, release_device_memory
+from core.matmul.config import MatmulOptions
+from core.matmul.guards import ERROR_ROWS, REFERENCE_COLUMNS, check_memory, memory_need, options_need
+from core.matmul.out_of_memory import releasing_on_oom
+from core.matmul.series import DTYPES, Series, check_dtype, has_tf32
+from core.platform import timing
+from core.platform.cache import cache_flush
+from core.platform.devices import is_async, resolve_device, synchronize
 from core.platform.precision import tf32_state
 from core.platform.timing import Measurement
-from core.platform.units import GIB
 from core.results.matmul import MatmulPoint, PointClock
 
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
-WORKSPACE_FRACTION = 0.5  # of the operands' bytes: library workspace, allocator rounding, upcast buffers
-WORKSPACE_MIN_BYTES = 64 * 2**20  # 64 MiB: cuBLAS/MKL workspaces do not shrink with n
-ERROR_ROWS = 8  # rows of C checked against float64; the error is a norm over k*n entries
-REFERENCE_COLUMNS = 512  # the float64 reference is built this many columns at a time to bound RAM
 UNSYNCED_BUDGET_FRACTION = 0.2  # share of the per-size budget for the "forgot to sync" figure
 UNSYNCED_MAX_SAMPLES = 5
 COPY_BUDGET_FRACTION = 0.25  # share of the per-size budget for each copy direction (end to end)
-BF16_MIN_CAPABILITY = 8  # CUDA compute capability major version with native bfloat16 (Ampere)
-TF32_MIN_CAPABILITY = 8  # and with TF32 tensor cores
-
-T = TypeVar("T")
-OutOfMemoryError: type[BaseException] = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
-
-
-class DoesNotFit(DashboardError):
-    """A size refused before allocating: it needs more memory than the device has free."""
-
-
-class RanOutOfMemory(DashboardError):
-    """An allocation failed anyway; the memory has been released and the caller may go on."""
-
-
-@dataclass(frozen=True)
-class Series:
-    """One line on the charts: a device, a dtype, and the knobs that change its speed."""
-
-    device: str  # device key: 'cpu', 'mps', 'cuda:0'
-    dtype: str  # a key of DTYPES
-    threads: int | None = None  # CPU only: torch threads for the timed calls
-    tf32: bool | None = None  # CUDA float32 only: allow TF32 tensor cores
-
-    @property
-    def is_gpu(self) -> bool:
-        return self.device != "cpu"
-
-    @property
-    def label(self) -> str:
-        """'cpu float32 2 threads', 'cuda:0 float32 TF32 on', 'cuda:0 bfloat16'."""
-        parts = [self.device, self.dtype]
-        if self.tf32 is not None:
-            parts.append(f"TF32 {'on' if self.tf32 else 'off'}")
-        if self.threads is not None:
-            parts.append(f"{self.threads} thread{'s' if self.threads != 1 else ''}")
-        return " ".join(parts)
-
-
-@dataclass(frozen=True)
-class MatmulOptions:
-    """How to time each size; the same for every series of a sweep."""
-
-    budget_s: float = 1.0  # wall-clock budget of the main measurement, warm-up included
-    unsynced: bool = True  # also time without synchronizing (CUDA/MPS only: the classic bug)
-    end_to_end: bool = False  # also time copying the inputs in and the result out (GPU only)
-    check_error: bool = True  # relative error against a float64 CPU reference on ERROR_ROWS rows
-    seed: int = 0  # for the inputs and the sampled rows, so a rerun times the same matrices
-    cache: str = "warm"  # "cold": evict the caches before each timed call, outside the clock (core.platform.cache)
 
 
 def measured_point(series: Series, n: int, compute: Measurement, unsynced: Measurement | None,
@@ -120,127 +63,7 @@ def measured_point(series: Series, n: int, compute: Measurement, unsynced: Measu
     )
 
 
-# ---------------------------------------------------------------- what a device can do
-
-
-def supported_dtypes(device: torch.device) -> tuple[str, ...]:
-    """dtypes a matmul on `device` supports at a useful speed.
-
-    MPS has no float64. CUDA bfloat16 needs compute capability 8.0 (Ampere) or newer; older
-    GPUs only emulate it, far slower than float32, which would make a misleading race.
-    """
-    if device.type == "mps":
-        return ("float32", "float16", "bfloat16")
-    if device.type == "cuda":
-        major = torch.cuda.get_device_properties(device.index or 0).major
-        base = ("float32", "float64", "float16")
-        return base + ("bfloat16",) if major >= BF16_MIN_CAPABILITY else base
-    return tuple(DTYPES)
-
-
-def check_dtype(device: torch.device, dtype: str) -> torch.dtype:
-    if dtype not in DTYPES:
-        raise DashboardError(f"unknown dtype {dtype!r}; choose one of: {', '.join(DTYPES)}")
-    if dtype not in supported_dtypes(device):
-        raise DashboardError(
-            f"{dtype} is not supported on {device_key(device)}; choose one of: {', '.join(supported_dtypes(device))}"
-        )
-    return DTYPES[dtype]
-
-
-# ---------------------------------------------------------------- the memory guard
-
-
-@dataclass(frozen=True)
-class MemoryNeed:
-    """Bytes one size needs, on its device and on the host, before anything is allocated."""
-
-    device: str
-    n: int
-    dtype: str
-    inputs_bytes: int  # A and B
-    output_bytes: int  # C
-    workspace_bytes: int
-    host_bytes: int  # RAM besides the operands: the float64 reference, host copies for end to end
-    flush_bytes: int = 0  # cold caches: the buffer core.platform.cache touches before each call, on the device
-
-    @property
-    def device_bytes(self) -> int:
-        total = self.inputs_bytes + self.output_bytes + self.workspace_bytes + self.flush_bytes
-        return total + self.host_bytes if self.device == "cpu" else total
-
-
-def memory_need(device: torch.device, dtype: str, n: int, *, end_to_end: bool = False,
-                check_error: bool = True, cache: str = "warm") -> MemoryNeed:
-    element = torch.empty((), dtype=DTYPES[dtype]).element_size()
-    matrix = n * n * element
-    operands = 3 * matrix
-    workspace = max(WORKSPACE_MIN_BYTES, int(WORKSPACE_FRACTION * operands))
-    host = 0
-    if check_error:
-        host += 8 * n * min(n, REFERENCE_COLUMNS) + 3 * 8 * ERROR_ROWS * n  # (n, cols) chunk + row blocks
-    if end_to_end and device.type != "cpu":
-        host += operands  # host copies of A, B and C
-    return MemoryNeed(device_key(device), n, dtype, 2 * matrix, matrix, workspace, host, flush_bytes(device, cache))
-
-
-def _gib(n_bytes: int) -> str:
-    """'1.50 GiB'; past a million GiB (a mistyped size) '1.68e+32 GiB', not a 33-digit number."""
-    value = n_bytes / GIB
-    return f"{value:.2f} GiB" if value < 1e6 else f"{value:.3g} GiB"
-
-
-def check_memory(need: MemoryNeed) -> None:
-    """Refuse a size that does not fit, naming what it needs and what is free.
-
-    A CPU allocation that does not fit does not raise: the kernel kills the process. So the
-    guard has to come first; the out-of-memory handler is only the second line of defence.
-    """
-    device = torch.device(need.device)
-    free = free_device_bytes(device)
-    if need.device_bytes > free:
-        raise DoesNotFit(
-            f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.device_bytes)} (inputs "
-            f"{_gib(need.inputs_bytes)}, output {_gib(need.output_bytes)}, workspace {_gib(need.workspace_bytes)}"
-            + (f", cold-cache flush buffer {_gib(need.flush_bytes)}" if need.flush_bytes else "")
-            + (f", reference and host copies {_gib(need.host_bytes)}" if need.device == "cpu" and need.host_bytes else "")
-            + f") but only {_gib(free)} is free; choose a smaller size"
-        )
-    if need.device != "cpu" and need.host_bytes:
-        ram = free_device_bytes(torch.device("cpu"))
-        if need.host_bytes > ram:
-            raise DoesNotFit(
-                f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.host_bytes)} of RAM for the "
-                f"float64 check and host copies but only {_gib(ram)} is available; choose a smaller size "
-                "or turn off end to end"
-            )
-
-
-def largest_fitting_size(device: torch.device, dtype: str, candidates: list[int], *, end_to_end: bool = False,
-                         check_error: bool = True, cache: str = "warm") -> int | None:
-    """The largest of `candidates` that passes the memory guard now, or None."""
-    fitting = None
-    for n in sorted(candidates):
-        try:
-            check_memory(memory_need(device, dtype, n, end_to_end=end_to_end, check_error=check_error, cache=cache))
-        except DoesNotFit:
-            break
-        fitting = n
-    return fitting
-
-
 # ---------------------------------------------------------------- settings that change the speed
-
-
-def has_tf32(device: torch.device) -> bool:
-    """Whether `device` has TF32 tensor cores: CUDA compute capability 8.0 (Ampere) and newer.
-
-    On older GPUs (a T4, a V100) the TF32 setting changes nothing, so a "TF32 on" figure there
-    would only repeat the float32 one under a misleading name.
-    """
-    if device.type != "cuda":
-        return False
-    return int(torch.cuda.get_device_properties(device.index or 0).major) >= TF32_MIN_CAPABILITY
 
 
 @contextmanager
@@ -300,7 +123,8 @@ def product(ops: Operands) -> Callable[[], torch.Tensor]:
     return functools.partial(torch.matmul, ops.a, ops.b, out=ops.c)
 
 
-def measure_unsynced(fn: Callable[[], object], device: torch.device, truth: Measurement, *, budget_s: float) -> Measurement:
+def measure_unsynced(fn: Callable[[], object], device: torch.device, truth: Measurement, *,
+                     budget_s: float) -> Measurement:
     """The "forgot to synchronize" figure: the clock read right after the calls are queued.
 
     Uses the synchronized measurement's block size, so both figures time the same number of
@@ -362,22 +186,6 @@ def relative_error(ops: Operands, *, rows: int = ERROR_ROWS, seed: int = 0) -> f
     return float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
 
 
-OUT_OF_MEMORY_TEXTS = (
-    "out of memory",  # CUDA's caching allocator (torch.OutOfMemoryError), MPS
-    "can't allocate memory",  # the CPU allocator
-    "cublas_status_alloc_failed",  # cuBLAS could not allocate its workspace
-    "cublas_status_not_initialized",  # cuBLAS could not create its handle: on a full GPU, for want of memory
-)
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """torch's OOM error, or the RuntimeErrors the CPU and MPS allocators and cuBLAS raise instead."""
-    if isinstance(exc, OutOfMemoryError):
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and any(t in text for t in OUT_OF_MEMORY_TEXTS)
-
-
 def time_matmul(series: Series, n: int, options: MatmulOptions = MatmulOptions()) -> MatmulPoint:
     """Measure C = A @ B for one size of one series.
 
@@ -388,24 +196,8 @@ def time_matmul(series: Series, n: int, options: MatmulOptions = MatmulOptions()
         raise DashboardError(f"matrix size must be at least 1, got {n}")
     device = resolve_device(series.device)
     check_dtype(device, series.dtype)
-    check_memory(memory_need(device, series.dtype, n, end_to_end=options.end_to_end, check_error=options.check_error,
-                             cache=options.cache))
-    return _releasing_on_oom(lambda: _time_matmul(series, device, n, options), device, f"n={n} {series.dtype}")
-
-
-def _releasing_on_oom(work: Callable[[], T], device: torch.device, what: str) -> T:
-    """Run `work`; turn an out-of-memory error into RanOutOfMemory after freeing the memory."""
-    try:
-        return work()
-    except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
-        if not is_out_of_memory(exc):
-            raise
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    # Leaving the except block dropped the traceback and with it the frames holding the tensors.
-    gc.collect()
-    release_device_memory(device)
-    raise RanOutOfMemory(f"{what} on {device_key(device)} ran out of memory ({reason}); "
-                         "the memory was released; choose a smaller size")
+    check_memory(options_need(device, series.dtype, n, options))
+    return releasing_on_oom(lambda: _time_matmul(series, device, n, options), [device], f"n={n} {series.dtype}")
 
 
 def _time_matmul(series: Series, device: torch.device, n: int, options: MatmulOptions) -> MatmulPoint:
@@ -442,7 +234,7 @@ def probe_seconds(series: Series, n: int, *, seed: int = 0) -> float:
             timing.time_block(fn, 1, device)
             return timing.time_block(fn, 1, device)
 
-    return _releasing_on_oom(probe, device, f"probe n={n} {series.dtype}")
+    return releasing_on_oom(probe, [device], f"probe n={n} {series.dtype}")
 
 
 # ---------------------------------------------------------------- CUDA events, for the self-check

@@ -24,18 +24,19 @@ is that setting's own product.
 The CPU that other programs used during the size (machine_load's counters read before and after)
 is kept on each point as `others_cores`: its verdict is "unclear" when that is a busy machine.
 
-The device's clock is read before and after the rounds (core.platform.sensors): the CPU's
-frequency, a GPU's SM clock, temperature, power and throttle reasons; a size the GPU throttled
-during is marked `throttled`.
+The CPU's frequency is read before and after the rounds; a GPU's SM clock, temperature, power and
+throttle reasons are sampled while its blocks run (core.platform.sensors.RunSampler: an idle GPU shows
+neither the slowdown nor the clock of the work); a size the GPU was slowed during is marked `throttled`,
+one it ran at its power cap says so.
 
 With cold caches (options.cache, core.platform.cache) every block is one call, each preceded by
-its device's flush outside the clock; the flushes' cost counts against the size's budget.
+its device's flush outside the clock (timing.time_after_flush: a GPU's call timed by CUDA events
+recorded after the flush, not by the host clock); the flushes' cost counts against the size's budget.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gc
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -43,13 +44,16 @@ from collections.abc import Callable, Sequence
 import torch
 
 from core.matmul import engine
-from core.matmul.engine import DTYPES, COPY_BUDGET_FRACTION, MatmulOptions, RanOutOfMemory, Series
+from core.matmul.config import MatmulOptions
+from core.matmul.engine import COPY_BUDGET_FRACTION
+from core.matmul.out_of_memory import releasing_on_oom
+from core.matmul.series import DTYPES, Series, check_dtype
 from core.matmul.verdict import MIN_SAMPLES, cores_needed, is_busy, samples_settled
 from core.platform import timing
 from core.platform.cache import CacheFlush, cache_flush
 from core.platform.devices import resolve_device, synchronize
 from core.platform.machine_load import CpuReading, cpu_reading, explained_slowdown, others_between, usable_cores
-from core.platform.sensors import over, read_clocks
+from core.platform.sensors import RunSampler, over, read_clocks
 from core.platform.timing import MAX_CALLS_PER_BLOCK, MIN_BLOCK_S, Measurement
 from core.results.matmul import MatmulPoint, PointClock
 
@@ -113,6 +117,7 @@ class _Contender:
     flush: CacheFlush | None = None  # cold caches: run before each timed call, outside the clock
     threads: int | None = None  # torch's thread count in effect (CPU)
     tf32: bool | None = None  # TF32 in effect (CUDA float32)
+    sampler: RunSampler | None = None  # a CUDA GPU's sensors, read while its blocks run
 
     @property
     def cpu_threads(self) -> int | None:
@@ -125,9 +130,15 @@ class _Contender:
     def block(self, calls: int) -> float:
         with timing.torch_threads(self.cpu_threads) as threads, engine.tf32_matmul(self.tf32_setting) as tf32:
             self.threads, self.tf32 = threads, tf32
-            if self.flush is not None:
-                self.flush()  # before time_block's first clock read (which waits for it on a GPU)
-            return timing.time_block(engine.product(self.ops), calls, self.device)
+            if self.sampler is None:
+                return self._timed(calls)
+            with self.sampler.working():
+                return self._timed(calls)
+
+    def _timed(self, calls: int) -> float:
+        if self.flush is not None:  # cold: one call, the flush before it never timed (CUDA events on a GPU)
+            return timing.time_after_flush(engine.product(self.ops), self.device, self.flush)
+        return timing.time_block(engine.product(self.ops), calls, self.device)
 
 
 def _contenders(series: Sequence[Series], n: int, options: MatmulOptions) -> list[_Contender]:
@@ -136,7 +147,7 @@ def _contenders(series: Sequence[Series], n: int, options: MatmulOptions) -> lis
     out = []
     for s in series:
         device = resolve_device(s.device)
-        engine.check_dtype(device, s.dtype)
+        check_dtype(device, s.dtype)
         key = (s.device, s.dtype, s.tf32 if device.type == "cuda" else None)
         if key not in shared:
             shared[key] = engine.make_operands(device, DTYPES[s.dtype], n, seed=options.seed,
@@ -161,7 +172,8 @@ def _point(c: _Contender, n: int, compute: Measurement, options: MatmulOptions, 
         # Series sharing operands differ only in thread count, which leaves the arithmetic as it is: C is theirs.
         rel_error = engine.relative_error(c.ops, seed=options.seed) if options.check_error else None
     return engine.measured_point(c.series, n, compute, unsynced, copy_in, copy_out, rel_error,
-                                 c.threads if c.device.type == "cpu" else None, c.tf32, others_cores=others, clock=clock)
+                                 c.threads if c.device.type == "cpu" else None, c.tf32, others_cores=others,
+                                 clock=clock)
 
 
 def _settled(contenders: Sequence[_Contender], before: CpuReading | None) -> Callable[[list[list[float]]], bool]:
@@ -185,25 +197,28 @@ def time_interleaved(series: Sequence[Series], n: int, options: MatmulOptions = 
     raises RanOutOfMemory for the whole size, after releasing every device involved.
     """
     devices = list(dict.fromkeys(resolve_device(s.device) for s in series))
-    try:
+
+    def rounds() -> list[MatmulPoint]:
         contenders = _contenders(series, n, options)
-        clocks_before = {d: read_clocks(d) for d in devices}
+        samplers = {d: RunSampler(d, read=read_clocks) for d in devices if d.type == "cuda"}
+        for c in contenders:
+            c.sampler = samplers.get(c.device)
+        clocks_before = {d: read_clocks(d) for d in devices if d not in samplers}
         before = cpu_reading()
         cold = options.cache == "cold"
         overhead = max((c.flush.cost_s for c in contenders if c.flush is not None), default=0.0)
         budget = options.budget_s * len(contenders)
-        measured = interleave([c.block for c in contenders], budget, single_calls=cold, overhead_s=overhead,
-                              settled=_settled(contenders, before), extra_s=EXTRA_BUDGET * budget)
+        for sampler in samplers.values():
+            sampler.start()
+        try:
+            measured = interleave([c.block for c in contenders], budget, single_calls=cold, overhead_s=overhead,
+                                  settled=_settled(contenders, before), extra_s=EXTRA_BUDGET * budget)
+        finally:
+            for sampler in samplers.values():
+                sampler.stop()
         others = others_between(before, cpu_reading())
         clocks = {d: over(r, read_clocks(d)).record() for d, r in clocks_before.items()}
+        clocks.update({d: sampler.reading().record() for d, sampler in samplers.items()})
         return [_point(c, n, m, options, others, clocks[c.device]) for c, m in zip(contenders, measured)]
-    except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
-        if not engine.is_out_of_memory(exc):
-            raise
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    gc.collect()  # leaving the except block dropped the frames holding the tensors
-    for device in devices:
-        engine.release_device_memory(device)
-    where = ", ".join(str(d) for d in devices)
-    raise RanOutOfMemory(f"n={n} on {where} ran out of memory ({reason}); the memory was released; "
-                         "choose a smaller size")
+
+    return releasing_on_oom(rounds, devices, f"n={n}")

@@ -25,6 +25,7 @@ import psutil
 
 from core.errors import DashboardError
 from core.matmul.rank_worker import RanksConfig, check_config
+from core.matmul.ranks import oversubscription
 from core.platform import torchrun
 from core.platform.device_lock import JobCancelled
 from core.platform.devices import cuda_count
@@ -55,20 +56,31 @@ def rank_devices(config: RanksConfig, ranks: int, gpus: int) -> list[str]:
     return ["cpu"]
 
 
+def crowding(config: RanksConfig, ranks: int, gpus: int) -> str | None:
+    """What to say before a run whose CPU ranks would outnumber this machine's usable cores with their threads
+    (allowed, as Why parallel's processes are, but such a run names no straggler: core.matmul.ranks); None when
+    they fit, or the ranks are on GPUs."""
+    if ranks < 2 or rank_devices(config, ranks, gpus) != ["cpu"]:
+        return None
+    cores = usable_cores()
+    threads = config.threads or max(1, cores // ranks)
+    return oversubscription(ranks, threads * ranks, cores) if threads * ranks > cores else None
+
+
 def check_fits(config: RanksConfig, ranks: int, devices: list[str]) -> None:
     """The largest size on every rank at once, before anything starts: CPU ranks share one RAM, a GPU rank
     has its own GPU."""
     import torch
 
-    from core.matmul import engine
+    from core.matmul import guards
 
     n = max(config.sizes)
-    need = engine.memory_need(torch.device(devices[0]), config.dtype, n, check_error=False)
+    need = guards.memory_need(torch.device(devices[0]), config.dtype, n, check_error=False)
     if devices != ["cpu"]:
         for device in devices:
-            engine.check_memory(engine.memory_need(torch.device(device), config.dtype, n, check_error=False))
+            guards.check_memory(guards.memory_need(torch.device(device), config.dtype, n, check_error=False))
         return
-    free = engine.free_device_bytes(torch.device("cpu"))
+    free = guards.free_device_bytes(torch.device("cpu"))
     if need.device_bytes * ranks > free:
         raise DashboardError(f"n={n} on {ranks} CPU ranks needs {need.device_bytes * ranks / 2**30:.2f} GiB at once, "
                              f"but only {free / 2**30:.2f} GiB is free; choose smaller sizes or fewer ranks")
@@ -157,7 +169,8 @@ class _Follower:
             seen = dict(self.seen)
         peer_named = [m for r, m in sorted(self.errors.items()) if "seen from rank" in m]  # by heartbeats
         own = [m for r, m in sorted(self.errors.items())
-               if not any(x in m for x in ("another rank", "waited", "could not join the other ranks", "seen from rank"))]
+               if not any(x in m for x in ("another rank", "waited", "could not join the other ranks",
+                                           "seen from rank"))]
         if own:
             return own[0]
         missing = [r for r in range(self.ranks) if r not in seen]
@@ -166,7 +179,8 @@ class _Follower:
                     f"{timeout_s:g} s process-group timeout)")
         stopped = [s for s in seen.values() if s.stopped]
         if stopped:
-            return f"rank {stopped[0].rank} on {stopped[0].hostname} hung: its process was stopped (pid {stopped[0].pid})"
+            first = stopped[0]
+            return f"rank {first.rank} on {first.hostname} hung: its process was stopped (pid {first.pid})"
         ended = sorted((s for s in seen.values() if s.ended_at is not None), key=lambda s: (s.ended_at, s.rank))
         if ended and (len(ended) == 1 or ended[0].ended_at != ended[1].ended_at):
             return f"rank {ended[0].rank} on {ended[0].hostname} died (pid {ended[0].pid}) before the run finished"

@@ -39,7 +39,8 @@ import torch
 
 from core.errors import DashboardError
 from core.matmul import engine
-from core.matmul.engine import DTYPES
+from core.matmul.guards import check_memory, memory_need
+from core.matmul.series import DTYPES
 from core.matmul.ranks import contention, judge_stragglers, rank_point, spread
 from core.matmul.verdict import MIN_SAMPLES
 from core.platform import gpu_ids, timing
@@ -166,7 +167,7 @@ class _Rank:
         """One size timed on this rank's device, with how busy the machine was meanwhile; a size that does not
         fit is one line naming this rank (a CPU allocation past the RAM would not raise: the kernel kills)."""
         try:
-            engine.check_memory(engine.memory_need(self.device, config.dtype, n, check_error=False))
+            check_memory(memory_need(self.device, config.dtype, n, check_error=False))
         except DashboardError as exc:
             raise DashboardError(f"rank {self.env.rank} on {self.host}: {exc}") from None
         ops = engine.make_operands(self.device, DTYPES[config.dtype], n, seed=config.seed, end_to_end=False)
@@ -234,6 +235,7 @@ def _sweep(rank: _Rank, config: RanksConfig, report: Callable[[str, int, int], N
     dist.barrier()
     return RankRecord(rank=rank.env.rank, hostname=rank.host, device=device_key(rank.device),
                       device_name=device_name(rank.device, rank.threads), threads=rank.threads,
+                      cores=rank.cores if rank.device.type == "cpu" else None,
                       together=tuple(together), alone=tuple(alone))
 
 
@@ -293,7 +295,8 @@ def _machine_lock(distributed: bool, rank: _Rank, places: list[Place],
 
 
 def measure_ranks(config: RanksConfig, *, distributed: bool = False, hooks: JobHooks | None = None,
-                  environ: dict[str, str] | None = None, say: Callable[[Event], None] | None = None) -> ClusterRun | None:
+                  environ: dict[str, str] | None = None,
+                  say: Callable[[Event], None] | None = None) -> ClusterRun | None:
     """This rank's part of the run; rank 0 returns the whole run, every other rank None.
 
     `say` gets this rank's events (`joining`, and on rank 0 `progress`): the launched worker prints them

@@ -19,6 +19,11 @@ straggler when
   undisturbed rank 25-30 % slower, while a rank slowed forty-fold is plain even on a busy machine.
 A rank more than 10 % below that fails the noise rule makes the call `unclear`, never `none`.
 
+Oversubscribed ranks name no straggler. CPU ranks whose threads outnumber their machine's cores (`--ranks 3`
+on 2 cores: three one-thread ranks) take turns on the cores: whichever rank the scheduler leaves waiting is
+slow, by the job's own doing and differently every run (3 of 4 such runs named a rank "49 % below the
+median", issue 30). Such a run's call is `unclear`, and its note says the ranks were oversubscribed.
+
 The median rank is the middle one by rate (with an even count, the faster of the two middle ones): its
 samples are the reference, so the interval compares two real series.
 """
@@ -95,11 +100,35 @@ def median_rank(ranks: Sequence[RankRecord], n: int) -> RankRecord:
     return next(r for r in ranks if r.rank == best)
 
 
+def oversubscription(ranks: int, threads: int, cores: int, host: str = "") -> str:
+    """The sentence for `ranks` CPU ranks running `threads` threads in all on `cores` cores."""
+    where = f" of {host}" if host else ""
+    return (f"{ranks} CPU ranks run {threads} threads on the {cores} usable cores{where}: oversubscribed, so the "
+            f"ranks take turns on the cores and a slow rank is that, not a straggler; use at most {cores} ranks "
+            f"(ranks x threads <= {cores})")
+
+
+def oversubscribed(ranks: Sequence[RankRecord]) -> str:
+    """'' or, for the first machine whose CPU ranks' threads outnumber its usable cores, why no straggler can be
+    named there (a record without its machine's cores, written before they were kept, is not judged)."""
+    hosts: dict[str, list[RankRecord]] = {}
+    for r in ranks:
+        if r.device == "cpu" and r.cores:
+            hosts.setdefault(r.hostname, []).append(r)
+    for host, on in hosts.items():
+        threads, cores = sum(r.threads or 1 for r in on), min(r.cores or 0 for r in on)
+        if len(on) > 1 and threads > cores:
+            return oversubscription(len(on), threads, cores, host)
+    return ""
+
+
 def judge_stragglers(ranks: Sequence[RankRecord]) -> tuple[tuple[Straggler, ...], str, str]:
     """(stragglers, call, note) at the largest size every rank measured together (see the module's rule)."""
     sizes = common_sizes(ranks)
     if len(ranks) < 2 or not sizes:
         return (), UNCLEAR, "fewer than two ranks measured a common size" if len(ranks) < 2 else "no size on every rank"
+    if crowded := oversubscribed(ranks):
+        return (), UNCLEAR, crowded
     n = sizes[-1]
     reference = median_rank(ranks, n)
     ref_point = _at(reference, n, "together")

@@ -23,7 +23,8 @@ flip from one run to the next. So each size gets a call from its samples:
   `unclear` when it is neither (it reaches into the margin and beyond it), when either series has fewer than
   MIN_SAMPLES samples, when other programs took cores the comparison needed while the size was
   timed (machine_load.busy_for: at least BUSY_OTHERS_CORES beyond the cores its series left idle;
-  a figure from a busy machine is not a fact), or when a GPU throttled while the size was timed;
+  a figure from a busy machine is not a fact), or when a GPU was slowed while the size was timed
+  and the comparison is not one the slowed GPU won anyway (below);
 - below that busy line, what other programs did use still counts: a fraction e of a core taken
   beyond the idle ones can make a series up to 1 / (1 - e) times slower (one stalled thread holds a
   product's other threads back: machine_load.explained_slowdown), so the interval is widened by that
@@ -32,11 +33,14 @@ flip from one run to the next. So each size gets a call from its samples:
   n = 256 both ways, 1 thread x1.28 faster and 2 threads x1.49 faster; the widening (x1.30) leaves the
   first unclear.
 
-A throttled size is `unclear` rather than re-measured or stripped of samples, as nvbench does:
-the clock is read before and after a size (core.platform.sensors), not per sample, so which
-samples ran slow is not known, and dropping all of them leaves nothing to judge; a GPU at its
-power or thermal limit stays there for seconds to minutes, so timing the size again within its
-budget would most likely throttle again. The size keeps its figures and says why it has no call.
+A GPU slowed by a thermal or hardware slowdown or a clock drop (core.platform.sensors samples it while
+its blocks run; `PointClock.slowed`) makes the size `unclear` rather than re-measured or stripped of
+samples, as nvbench does: the samples are not matched to single blocks, so which ran slow is not known,
+and dropping all of them leaves nothing to judge; a GPU at its thermal limit stays there for seconds to
+minutes, so timing the size again within its budget would most likely throttle again. The size keeps
+its figures and says why it has no call. Two exceptions: a comparison the slowed series still wins keeps
+its call (at its full clock it would win the more), and a GPU at its power cap is not slowed: a 70 W T4
+runs every sustained matmul there, so that is the GPU's speed, said as a fact (core.matmul.sweep's notes).
 
 The crossover of a challenger over a baseline is then an interval of sizes with a call, made from
 these verdicts by core.matmul.crossover (`crossover_interval`, `crossover_of`).
@@ -45,13 +49,13 @@ these verdicts by core.matmul.crossover (`crossover_interval`, `crossover_of`).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
 from core.platform.machine_load import busy_for, explained_slowdown, usable_cores
 from core.results.crossover import THROTTLED_WHY, Verdict
-from core.results.matmul import MatmulPoint
+from core.results.matmul import POWER_CAP, MatmulPoint
 
 FASTER, SAME, UNCLEAR = "faster", "same", "unclear"
 SAME_MARGIN = 0.05  # within 5 % of 1 on both sides is "the same": below what a chart or a student can tell apart
@@ -80,9 +84,11 @@ def is_busy(others_cores: float | None, spare_cores: int = 0) -> bool:
 
 
 def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
-          others_cores: float | None = None, spare_cores: int = 0, throttle: str | None = None) -> Verdict:
-    """The call at size n for series a (samples a_s, seconds) against b (b_s). `throttle`: the GPU's
-    throttle reasons while the size was timed ("" when throttled for a reason not given), None if not."""
+          others_cores: float | None = None, spare_cores: int = 0, throttle: str | None = None,
+          slowed: Collection[str] | None = None) -> Verdict:
+    """The call at size n for series a (samples a_s, seconds) against b (b_s). `throttle`: the reasons a GPU
+    was slowed while the size was timed ("" when slowed for a reason not given), None if not; `slowed`: the
+    labels of the slowed series (None: both), a call one of them wins over one that was not is kept."""
     busy = is_busy(others_cores, spare_cores)
     if min(len(a_s), len(b_s)) < MIN_SAMPLES or min(*a_s, *b_s) <= 0:
         ratio = statistics.median(b_s) / statistics.median(a_s) if a_s and b_s and min(*a_s, *b_s) > 0 else None
@@ -94,10 +100,19 @@ def judge(n: int, a: str, b: str, a_s: Sequence[float], b_s: Sequence[float], *,
         if spare_cores:
             why += f", more than the {spare_cores} the compared series left idle"
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, busy=True, why=why)
-    if throttle is not None:
-        why = (f"{THROTTLED_WHY} ({throttle or 'reason not given'}) while this size was timed: it ran below its "
-               "full clock, so the times are the machine's state, not the series'")
-        return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, why=why)
+    called = _called(n, a, b, (ratio, low, high), others_cores, spare_cores)
+    hot = {a, b} if slowed is None else set(slowed)
+    if throttle is None or (called.call == FASTER and called.a in hot and called.b not in hot):
+        return called  # not slowed, or the slowed series won anyway: at its full clock it would win the more
+    why = (f"{THROTTLED_WHY} ({throttle or 'reason not given'}) while this size was timed: it ran below its "
+           "full clock, so the times are the machine's state, not the series'")
+    return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR, why=why)
+
+
+def _called(n: int, a: str, b: str, interval: tuple[float, float, float], others_cores: float | None,
+            spare_cores: int) -> Verdict:
+    """The call from the ratio's interval, widened by what other programs could explain."""
+    ratio, low, high = interval
     reach = explained_slowdown(others_cores, spare=spare_cores)
     call = call_of(low / reach, high * reach)
     if call == UNCLEAR and call_of(low, high) != UNCLEAR:  # the samples alone would call it; the neighbour could not
@@ -151,22 +166,24 @@ def cores_needed(is_gpu: bool, threads: int | None, cores: int) -> int:
 
 
 def _throttle(a: MatmulPoint, b: MatmulPoint) -> str | None:
-    """The throttle reasons of either point ("" if throttled without one), None when neither throttled."""
-    hot = [p for p in (a, b) if p.clock.throttled]
+    """The reasons either point was slowed ("" if slowed without one), None when neither was (a power cap
+    alone is not a slowdown: PointClock.slowed)."""
+    hot = [p for p in (a, b) if p.clock.slowed]
     if not hot:
         return None
-    return ", ".join(dict.fromkeys(r for p in hot for r in (p.clock.throttle or "").split(", ") if r))
+    return ", ".join(dict.fromkeys(r for p in hot for r in p.clock.reasons if r != POWER_CAP))
 
 
 def judge_points(a: MatmulPoint, b: MatmulPoint, *, cores: int | None = None) -> Verdict:
     """The call for two points of one size timed in alternation (one load window for both): the busy
     rule scaled to the cores the pair needed out of `cores` (default: the cores we may use now), and
-    unclear where the GPU throttled. The Matmul race and the Roofline's measured crossover both use it."""
+    unclear where the GPU was slowed, unless the slowed one won. The Matmul race and the Roofline's measured
+    crossover both use it."""
     cores = cores or usable_cores()
     others = [p.others_cores for p in (a, b) if p.others_cores is not None]
     spare = max(0, cores - max(cores_used(a, cores), cores_used(b, cores)))
     return judge(a.n, a.label, b.label, _samples(a), _samples(b), others_cores=max(others) if others else None,
-                 spare_cores=spare, throttle=_throttle(a, b))
+                 spare_cores=spare, throttle=_throttle(a, b), slowed=[p.label for p in (a, b) if p.clock.slowed])
 
 
 def _samples(point: MatmulPoint) -> list[float]:

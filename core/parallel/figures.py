@@ -66,12 +66,12 @@ def bar_seconds(fig: go.Figure, name: str, color: str, labels: list[str], second
 
 def split_work_chart(workers: Sequence[int], compute: Sequence[float], communication: Sequence[float],
                      ideal: Sequence[float | None], *, communication_name: str, y_title: str,
-                     x_title: str = "workers (processes)") -> go.Figure:
+                     x_title: str = "workers (processes)", compute_name: str = "compute") -> go.Figure:
     """Stacked bars per worker count (compute, then communication labelled with its share), the ideal as a line."""
     labels = [str(k) for k in workers]
     shares = [talk / (work + talk) if work + talk > 0 else 0.0 for work, talk in zip(compute, communication)]
     fig = go.Figure()
-    fig.add_bar(x=labels, y=list(compute), name="compute", marker_color=COMPUTE_COLOR)
+    fig.add_bar(x=labels, y=list(compute), name=compute_name, marker_color=COMPUTE_COLOR)
     fig.add_bar(x=labels, y=list(communication), name=communication_name, marker_color=COMMUNICATION_COLOR,
                 text=[f"{s:.0%}" for s in shares], textposition="inside")
     fig.add_scatter(x=labels, y=list(ideal), name="ideal (1 worker / K)", mode="lines+markers",

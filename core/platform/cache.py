@@ -9,11 +9,14 @@ With cold caches each repetition is one call, and before it:
 - on the CPU a buffer twice the last-level cache is read and written (an add, not a memset: glibc's
   memset of a large buffer uses non-temporal stores, which bypass the cache and evict nothing), so
   whatever the product left in any cache level is gone;
-- on a GPU a buffer the size of its L2 is zeroed, as Triton's `do_bench` does before every repetition.
+- on a GPU a buffer twice its L2 is zeroed (Triton's `do_bench` zeroes one buffer before every
+  repetition; one L2's worth (4 MB on a T4, 40 on an A100, 50 on an H100) may leave part of the
+  operands cached, as the L2's replacement is not pure LRU either).
 
-Neither is timed: the flush runs before the block's first clock read, and that read synchronizes the
-device first, so a GPU's queued zeroing finishes outside the timed interval too (tests/test_cache.py
-checks the order under a fake clock).
+Neither is timed: on the CPU the flush runs before the call's first clock read; on a GPU the zeroing
+is queued and the call timed by CUDA events recorded after it (core.platform.timing.time_after_flush),
+so neither the flush nor the host's launch latency is in the sample (tests/platform/test_cache.py checks the
+order under a fake clock and fake events).
 """
 
 from __future__ import annotations
@@ -31,8 +34,8 @@ from core.results.matmul import CACHE_CHOICES  # the page's radio and `matmul --
 SYS_CPU = Path("/sys/devices/system/cpu")
 FALLBACK_LLC_BYTES = 32 * 2**20  # a desktop or server L3 of today; used where the OS will not say
 MIN_LLC_BYTES, MAX_LLC_BYTES = 2**20, 2**30  # a size outside is a misread (a unit lost), not a cache
-FALLBACK_L2_BYTES = 256 * 2**20  # do_bench's buffer, for a GPU whose properties lack L2_cache_size
-EVICT_FACTOR = 2  # CPU: touch twice the last-level cache (its replacement policy is not pure LRU)
+FALLBACK_L2_BYTES = 128 * 2**20  # for a GPU whose properties lack L2_cache_size: twice it is do_bench's 256 MB
+EVICT_FACTOR = 2  # touch twice the last-level cache / the GPU's L2 (their replacement policies are not pure LRU)
 
 
 def check_cache(choice: str) -> str:
@@ -106,7 +109,7 @@ class CacheFlush:
         if self.device.type == "cpu":
             self.buffer.add_(1)  # reads and writes every line
         else:
-            self.buffer.zero_()  # as do_bench; the next clock read synchronizes before it starts
+            self.buffer.zero_()  # as do_bench; queued before the call's start event, so never timed
 
 
 def flush_bytes(device: torch.device, cache: str) -> int:
@@ -114,7 +117,7 @@ def flush_bytes(device: torch.device, cache: str) -> int:
     counts them, so a size near the limit is refused before anything is allocated, not killed after."""
     if check_cache(cache) == "warm":
         return 0
-    nbytes = EVICT_FACTOR * llc_bytes() if device.type == "cpu" else gpu_l2_bytes(device)
+    nbytes = EVICT_FACTOR * (llc_bytes() if device.type == "cpu" else gpu_l2_bytes(device))
     return nbytes // 4 * 4  # whole int32 elements, as allocated
 
 

@@ -102,6 +102,29 @@ def has_cuda_context(index: int) -> bool:
         return False
 
 
+class DeadContext(DashboardError):
+    """A CUDA context an earlier error broke for good (a device-side assert, an illegal address): every later
+    CUDA call of this process fails, whatever it asks; only a new process gets a working GPU."""
+
+
+def dead_context(cause: BaseException) -> DeadContext | None:
+    """The error to raise instead of `cause` where a GPU this process has a context on is broken (its
+    synchronize fails), else None. cuBLAS says CUBLAS_STATUS_NOT_INITIALIZED both on a full GPU and after
+    a sticky error: read as out of memory, every later size would say "choose a smaller size" in vain."""
+    for index in range(cuda_count()):
+        if not has_cuda_context(index):
+            continue
+        try:
+            torch.cuda.synchronize(index)
+        except Exception as exc:  # noqa: BLE001 - any error here is the context's own, raised again for good
+            sticky = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            failed = str(cause).splitlines()[0][:120] if str(cause) else type(cause).__name__
+            return DeadContext(f"CUDA on cuda:{index} was broken by an earlier error ({sticky}), so it fails "
+                               f"everything now ({failed}); this is not a lack of memory. Restart the dashboard (or "
+                               "run the command again) to get a working GPU")
+    return None
+
+
 def is_async(device: torch.device) -> bool:
     """True where a call returns before the work is done, so a clock read needs a sync first."""
     return device.type in ("cuda", "mps")

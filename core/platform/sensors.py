@@ -6,6 +6,15 @@ the same on battery: the same product then takes longer for reasons that are the
 series'. NVIDIA's nvbench drops samples taken while the GPU throttles; here the size keeps its samples
 and says so (`throttled`, with the reasons), so the table and the saved run show it.
 
+A GPU's reasons are only meaningful under load: read while it is idle they miss a slowdown the work caused,
+and its idle clock is not the clock the work ran at. So `RunSampler` reads them on a thread of its own every
+SAMPLE_INTERVAL_S while a timed block runs on the GPU (never during a CPU series' blocks, whose cores it would
+take), and `during` makes the size's reading from those samples: the median SM clock, the highest temperature,
+the median power, every reason seen. Not every reason is a slowdown: a GPU at its power cap (`sw_power_cap`:
+a 70 W T4 under any sustained matmul) runs at the clock it always runs long work at, a fact about the GPU
+(`PointClock.power_limited`). Thermal and hardware slowdowns, or a clock that fell by more than CLOCK_DROP
+during the size with no power cap to explain it, make the size `throttled` (`PointClock.slowed`).
+
 NVML comes from `nvidia-ml-py` (the `pynvml` module, which torch.cuda's own clock_rate/temperature/
 power_draw also use; they do not give the throttle reasons). It is imported only when a CUDA device is
 read, so a machine without a GPU never loads it; without it, or when the driver refuses, the GPU
@@ -16,9 +25,11 @@ does not report it: many VMs, macOS on Apple silicon).
 from __future__ import annotations
 
 import importlib
+import statistics
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -26,18 +37,21 @@ import psutil
 import torch
 
 from core.platform import gpu_ids
-from core.results.matmul import PointClock
+from core.results.matmul import POWER_CAP, PointClock
 
 NVML_CLOCK_SM = 1  # nvmlClockType_t
 NVML_TEMPERATURE_GPU = 0  # nvmlTemperatureSensors_t
 # nvmlClocksEventReasons bits (nvml.h); idle, application clocks, sync boost and display are not throttling
 THROTTLE_REASONS = {
-    0x4: "sw_power_cap",
+    0x4: POWER_CAP,
     0x8: "hw_slowdown",
     0x20: "sw_thermal",
     0x40: "hw_thermal",
     0x80: "hw_power_brake",
 }
+
+SAMPLE_INTERVAL_S = 0.05  # NVML samples while a GPU block runs: 4 reads of well under a ms each, 20 times a second
+CLOCK_DROP = 0.2  # an SM clock this far below the size's highest, without a power cap, is a slowdown
 
 _lock = threading.Lock()
 _nvml: ModuleType | None = None
@@ -53,7 +67,7 @@ class ClockReading:
     gpu_temperature_c: float | None = None
     gpu_power_w: float | None = None
     reasons: tuple[str, ...] = ()  # the active throttle reasons (GPU)
-    throttled: bool | None = None  # None: the GPU's reasons were not read (no GPU, no NVML)
+    throttled: bool | None = None  # None: the GPU's reasons were not read (no GPU, no NVML); see `during`
 
     def record(self) -> PointClock:
         """The reading as a saved point keeps it (the reasons joined: "sw_power_cap, hw_thermal")."""
@@ -127,6 +141,70 @@ def read_clocks(device: torch.device) -> ClockReading:
     if device.type == "cpu":
         return ClockReading(cpu_mhz=cpu_mhz())
     return gpu_reading(device)
+
+
+def during(samples: Sequence[ClockReading]) -> ClockReading:
+    """A size's GPU reading from the samples taken while its blocks ran: the median SM clock and power, the
+    highest temperature, every reason seen; throttled for a thermal or hardware slowdown, or for an SM clock
+    CLOCK_DROP below the size's highest with no power cap to explain it (None: neither reasons nor clocks read)."""
+    def known(values: Sequence[float | None]) -> list[float]:
+        return [v for v in values if v is not None]
+    clocks = known([s.gpu_sm_mhz for s in samples])
+    temps, powers = known([s.gpu_temperature_c for s in samples]), known([s.gpu_power_w for s in samples])
+    reasons = tuple(dict.fromkeys(r for s in samples for r in s.reasons))
+    dropped = bool(clocks) and min(clocks) < (1 - CLOCK_DROP) * max(clocks) and POWER_CAP not in reasons
+    slowdown = any(r != POWER_CAP for r in reasons)
+    read = any(s.throttled is not None for s in samples)
+    return ClockReading(gpu_sm_mhz=statistics.median(clocks) if clocks else None,
+                        gpu_temperature_c=max(temps) if temps else None,
+                        gpu_power_w=statistics.median(powers) if powers else None, reasons=reasons,
+                        throttled=slowdown or dropped if read or dropped else None)
+
+
+@dataclass
+class RunSampler:
+    """Samples a GPU's sensors on a thread of its own every `interval_s` while a timed block runs on it
+    (`working`), from `start` to `stop`; `reading()` is the size's (`during` of the samples, or one reading
+    taken at the end where the blocks were too short for any)."""
+
+    device: torch.device
+    read: Callable[[torch.device], ClockReading] = gpu_reading
+    interval_s: float | None = None  # None: SAMPLE_INTERVAL_S as it is when the sampler starts
+    samples: list[ClockReading] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._busy, self._stop = threading.Event(), threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> RunSampler:
+        interval = SAMPLE_INTERVAL_S if self.interval_s is None else self.interval_s
+
+        def sample() -> None:
+            while not self._stop.is_set():
+                if self._busy.wait(timeout=0.1) and not self._stop.is_set():
+                    self.samples.append(self.read(self.device))
+                    self._stop.wait(interval)
+        self._thread = threading.Thread(target=sample, name=f"sensors {self.device}", daemon=True)
+        self._thread.start()
+        return self
+
+    @contextmanager
+    def working(self) -> Iterator[None]:
+        """Around a timed block of this GPU: the sampler reads while it runs."""
+        self._busy.set()
+        try:
+            yield
+        finally:
+            self._busy.clear()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._busy.set()  # wake the thread's wait
+        if self._thread is not None:
+            self._thread.join()
+
+    def reading(self) -> ClockReading:
+        return during(self.samples or [self.read(self.device)])
 
 
 def over(before: ClockReading, after: ClockReading) -> ClockReading:

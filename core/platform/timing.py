@@ -4,6 +4,12 @@ Same idea as torch.utils.benchmark's `blocked_autorange` (and checked against it
 bench/timing_accuracy.py), with two differences this dashboard needs: a wall-clock budget
 that also stops huge sizes after a single timed call, and the cold first call kept as data
 for the first-call demo instead of thrown away.
+
+Cold-cache samples are one call each (`time_after_flush`). On a CUDA GPU they are timed by CUDA events
+recorded on the stream after the flush, as Triton's `do_bench` does: one call read by the host clock
+carries the launch and synchronize latency (tens of microseconds) that a warm block of at least
+MIN_BLOCK_S spreads out, so at a small n on an A100 or H100 "cold minus warm" would be mostly that
+latency, and the cold crossover would move with it.
 """
 
 from __future__ import annotations
@@ -96,6 +102,30 @@ def time_block(fn: Callable[[], object], calls: int, device: torch.device, *, sy
     return elapsed
 
 
+def event_seconds(fn: Callable[[], object], device: torch.device, calls: int = 1) -> float:
+    """Seconds per call of `fn` between two CUDA events recorded on `device`'s current stream around the
+    calls: timestamps the GPU writes itself, so work queued before the first (a flush) is not in them, and
+    neither is the host's launch or synchronize latency."""
+    stream = torch.cuda.current_stream(device)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record(stream)
+    for _ in range(calls):
+        fn()
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end) / 1000.0 / calls  # elapsed_time is in milliseconds
+
+
+def time_after_flush(fn: Callable[[], object], device: torch.device, flush: Callable[[], None]) -> float:
+    """Seconds for one call of `fn` with cold caches: the flush first, never timed. On a CUDA GPU the
+    flush is queued and the call timed by events recorded after it (`event_seconds`); elsewhere by the
+    clock, whose first read waits for the flush."""
+    flush()
+    if device.type == "cuda":
+        return event_seconds(fn, device)
+    return time_block(fn, 1, device)
+
+
 def measure(
     fn: Callable[[], object],
     device: torch.device,
@@ -121,8 +151,10 @@ def measure(
     overhead = 0.0 if flush is None else flush.cost_s
 
     def block(calls: int, synced: bool = sync) -> float:
+        if flush is not None and synced:
+            return time_after_flush(fn, device, flush)  # one call (calls is 1 with a flush), the flush never timed
         if flush is not None:
-            flush()  # before the first clock read, which waits for it on a GPU: never timed
+            flush()
         return time_block(fn, calls, device, sync=synced)
 
     first = block(1, True)  # cold: library set-up, kernel selection, page faults

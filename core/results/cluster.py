@@ -50,6 +50,8 @@ class RankRecord(Declared):
     device: f.Device
     device_name: f.Text  # "NVIDIA H100 80GB HBM3", or the CPU's name with this rank's thread count
     threads: f.OptionalSize = None  # a CPU rank's share of the cores; None on a GPU
+    # a CPU rank's machine's usable cores: ranks whose threads outnumber them take turns (ranks.oversubscribed)
+    cores: f.OptionalSize = Field(default=None, exclude_if=f.omitted_when_none)
     together: f.Items[RankPoint] = ()
     alone: f.Items[RankPoint] = ()
 

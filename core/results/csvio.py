@@ -28,6 +28,7 @@ def integer_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def csv_text(frame: pd.DataFrame) -> str:
-    """The table as CSV, without the index, whole numbers written as integers."""
-    return integer_columns(frame).to_csv(index=False)
+def csv_text(frame: pd.DataFrame, *, header: bool = True) -> str:
+    """The table as CSV, without the index, whole numbers written as integers; `header=False` for the rows
+    only (an export written a batch at a time, core.store.export)."""
+    return integer_columns(frame).to_csv(index=False, header=header)

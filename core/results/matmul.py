@@ -83,18 +83,36 @@ class StoredStatistics(Declared):
                                  f"{high:.6g} s)")
 
 
+POWER_CAP = "sw_power_cap"  # NVML's reason for a GPU held at its power limit (core.platform.sensors)
+
+
 @dataclass(frozen=True, kw_only=True)
 class PointClock(Declared):
-    """The clock a size was timed at (core.platform.sensors reads it before and after the size); None where the
-    OS or the driver does not say. Saved as the point's `clock` object; older files had these keys on the point."""
+    """The clock a size was timed at (core.platform.sensors: the CPU's before and after the size, a GPU's sampled
+    while its blocks ran); None where the OS or the driver does not say. Saved as the point's `clock` object;
+    older files had these keys on the point."""
 
     cpu_mhz: Annotated[f.Number, f.Shown("CPU", "MHz")] = LATE  # the CPU's current clock after the size
-    gpu_sm_mhz: Annotated[f.Number, f.Shown("GPU", "MHz")] = LATE  # a CUDA GPU's SM clock after the size (NVML)
+    gpu_sm_mhz: Annotated[f.Number, f.Shown("GPU", "MHz")] = LATE  # a CUDA GPU's SM clock while the size ran (NVML)
     gpu_temperature_c: Annotated[f.Number, f.Shown("GPU", "°C")] = LATE
     gpu_power_w: Annotated[f.Number, f.Shown("GPU", "W")] = LATE
-    # the GPU's throttle reasons seen before or after the size
-    throttle: Annotated[f.OptionalText, f.Shown("throttled")] = LATE
-    throttled: f.OptionalFlag = LATE  # the GPU throttled while the size was timed: its figures are marked, not trusted
+    throttle: Annotated[f.OptionalText, f.Shown("throttled")] = LATE  # the GPU's reasons seen during the size
+    throttled: f.OptionalFlag = LATE  # the GPU was slowed (`slowed`) while the size was timed: marked, not trusted
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(r for r in (self.throttle or "").split(", ") if r)
+
+    @property
+    def power_limited(self) -> bool:
+        """The GPU ran at its power cap: the clock it runs any sustained work at, a fact about it, not noise."""
+        return POWER_CAP in self.reasons
+
+    @property
+    def slowed(self) -> bool:
+        """Slowed for a reason that is the moment's, not the GPU's: a thermal or hardware slowdown, a clock drop,
+        a reason not given. A power cap alone is not (older files marked it `throttled` too)."""
+        return bool(self.throttled) and (not self.reasons or any(r != POWER_CAP for r in self.reasons))
 
 
 # a version 2 file's flat keys, read into `clock`

@@ -23,10 +23,12 @@ import torch
 
 from core.errors import DashboardError
 from core.matmul.crossover import comparisons, crossover_of, sweep_verdicts
-from core.matmul.engine import (DTYPES, DoesNotFit, MatmulOptions, RanOutOfMemory, Series, check_memory,
-                                memory_need)
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.guards import rate_refusal
+from core.matmul.out_of_memory import RanOutOfMemory
 from core.matmul.paired import time_interleaved
-from core.matmul.sweep import SweepConfig, plan_series
+from core.matmul.plan import plan_series
+from core.matmul.series import DTYPES, Series
 from core.platform import timing
 from core.platform.hardware import inspect_machine
 from core.results.machine import Machine, unknown_machine
@@ -44,7 +46,6 @@ from core.roofline.spread import (COPIES, REPEATS, THEORY_BELOW, THEORY_MARGIN, 
 DEFAULT_SIZES = (16, 32, 64, 128, 256, 512, 1024)
 GPU_SIZES = (2048, 4096)  # added when a GPU is chosen: its crossover and its peak lie higher
 MAX_BUDGET_S = 60.0
-GUARD_CALLS = 2  # warm-up plus one timed call must fit in the budget
 
 
 @dataclass(frozen=True)
@@ -191,20 +192,6 @@ def point_of(r: MatmulPoint, model: RooflineModel | None) -> RooflinePoint:
         predicted_end_to_end_s=None if model is None or not r.is_gpu else model.end_to_end_s(r.n))
 
 
-def _ready(s: Series, n: int, best: dict[Series, float], budget_s: float) -> str | None:
-    """Why size n of series s is not timed (the time guard, the memory guard), or None."""
-    guess = 2 * n**3 / best[s] if s in best else 0.0
-    if GUARD_CALLS * guess > budget_s:
-        return (f"n={n:,} on {s.label} skipped: at least {guess:.3g} s per product (2n^3 at the best rate so far), "
-                f"so warm-up plus one timed product would overrun the {budget_s:g} s budget; "
-                "raise the budget to time it")
-    try:
-        check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=s.is_gpu, check_error=False))
-    except DoesNotFit as exc:
-        return f"n={n:,} on {s.label} skipped: {exc}"
-    return None
-
-
 def _sweep(job: RunningJob, series: Sequence[Series], config: RooflineConfig, notes: list[str],
            done: int, total: int) -> tuple[list[MatmulPoint], bool]:
     """Every size, smallest first, its series timed in alternation (the Matmul race's paired rounds);
@@ -219,7 +206,7 @@ def _sweep(job: RunningJob, series: Sequence[Series], config: RooflineConfig, no
         done += 1
         ready = []
         for s in series:
-            refusal = _ready(s, n, best, config.budget_s)
+            refusal = rate_refusal(s, n, best.get(s), config.budget_s)
             if refusal is None:
                 ready.append(s)
             else:

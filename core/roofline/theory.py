@@ -33,8 +33,11 @@ FP32_LANES_PER_SM = {7: 64, 8: 64, 9: 128, 10: 128, 12: 128}  # by compute-capab
 #   8.9 Ada (NVIDIA Ada whitepaper; L4: 58 SMs, 2040 MHz): fp16/bf16 121, TF32 60, fp64 1/64
 #   9.0 H100 SXM5 (NVIDIA H100 whitepaper, 132 SMs): fp64 tensor 67, TF32 495, fp16/bf16 989; its tensor
 #       figures are at 1830 MHz, below the 1980 MHz boost clock torch reports, so this line sits ~8% high
-# GeForce cards of 8.6 and 8.9 run float16 with float32 accumulation (what torch asks for) at half the
-# rate above. Capabilities not listed (10.x, 12.x, ...) get the float32 line only: unknown is not invented.
+# GeForce cards (7.5 RTX 20, 8.6 RTX 30, 8.9 RTX 40) run their tensor cores' float16 and bfloat16 with float32
+# accumulation (what torch asks for) and TF32 at half the rate above (CONSUMER_TENSOR_FACTOR): the GA102 and
+# Ada whitepapers' GeForce tables (RTX 3090: 82 SMs, 1695 MHz, TF32 35.6, fp16/bf16 with fp32 accumulate 71
+# TFLOP/s dense; RTX 4090: 128 SMs, 2520 MHz, 82.6 and 165.2), against the same chips' A10/A40 and L4/L40 figures
+# above. Capabilities not listed (10.x, 12.x, ...) get the float32 line only: unknown is not invented.
 TENSOR_FLOPS_PER_SM_CLOCK: dict[tuple[int, int], dict[str, int]] = {
     (7, 0): {"float64": 64, "float16": 1024},
     (7, 5): {"float64": 4, "float16": 1024},
@@ -43,6 +46,16 @@ TENSOR_FLOPS_PER_SM_CLOCK: dict[tuple[int, int], dict[str, int]] = {
     (8, 9): {"float64": 4, "float16": 1024, "bfloat16": 1024, "tf32": 512},
     (9, 0): {"float64": 256, "float16": 4096, "bfloat16": 4096, "tf32": 2048},
 }
+
+
+CONSUMER_TENSOR_FACTOR = 0.5  # GeForce: tensor float16/bfloat16 (float32 accumulate) and TF32 at half rate
+CONSUMER_CAPABILITIES = ((7, 5), (8, 6), (8, 9))
+
+
+def consumer_factor(name: str, capability: tuple[int, int], key: str) -> float:
+    """The share of the table's tensor rate a GeForce card of these capabilities runs (1 elsewhere)."""
+    consumer = "GEFORCE" in name.upper() and capability in CONSUMER_CAPABILITIES
+    return CONSUMER_TENSOR_FACTOR if consumer and key in ("float16", "bfloat16", "tf32") else 1.0
 
 
 @dataclass(frozen=True)
@@ -125,5 +138,9 @@ def cuda_peak(index: int, dtype: str, *, tf32: bool = False) -> TheoreticalPeak:
     if per_clock is None:
         return TheoreticalPeak(None, f"unknown: no {key} figure for compute capability {capability[0]}.{capability[1]}")
     units = "FP64 units" if key == "float64" and per_clock < 2 * lanes else "tensor cores, dense"
+    factor = consumer_factor(str(getattr(props, "name", "")), capability, key)
+    if factor != 1.0:
+        per_clock = int(per_clock * factor)
+        units += ", a GeForce card's half rate"
     return TheoreticalPeak(sms * ghz * per_clock,
                            f"{sms} SMs x {ghz:.2f} GHz x {per_clock} {key} flops per SM per clock ({units})")

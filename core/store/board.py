@@ -8,6 +8,7 @@ widget settings (labels, keys, button states) live in pages/shared/board_widgets
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -15,12 +16,14 @@ from typing import Literal, Protocol
 from core.errors import DashboardError
 from core.plain_text import for_markdown, message_markdown
 from core.results.csvio import csv_text
+from core.results import files
 from core.results.files import utc_now
 from core.results.machine import unknown_machine
 from core.results.matmul import MatmulSweep
 from core.results.runs import MEASURED, SOURCES, Provenance, RunRecord
 from core.store.access import Access
 from core.store.database import Store, open_store
+from core.store.export import ExportTooBig, mib, write_export
 from core.store.frames import tidy_frame
 from core.store.records import RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun
 
@@ -147,23 +150,41 @@ class Export:
     mime: str
 
 
+PAGE_EXPORT_BYTES = files.MAX_IMPORT_BYTES  # the most a download is built to in the server: re-importable too
+
+
 def exports(url: str | None, run_ids: Sequence[int]) -> list[Export]:
     """The JSON export (re-importable) and the CSV table of the runs shown, oldest first; each read from
-    the store only when its Download is pressed. A store that fails then gives a file that says so (the
-    page has finished by then, so it cannot show a message)."""
+    the store only when its Download is pressed, a batch of runs at a time (core.store.export), and built only
+    up to PAGE_EXPORT_BYTES: the file is held in the server's memory, which a class shares. A larger export,
+    or a store that fails then, gives a file that says so and what to do (the page has finished by then, so
+    it cannot show a message): the CLI writes any size to a file as it reads."""
     ids = tuple(run_ids)
 
     def build(fmt: ExportFormat) -> Callable[[], bytes]:
         def data() -> bytes:
+            out = io.BytesIO()
             try:
                 store = open_store(url)
-                return store.export_json(ids) if fmt == "json" else store.export_csv(ids)
+                if fmt == "json" and store.payload_chars(ids) > PAGE_EXPORT_BYTES:  # certain before any run is read
+                    return too_big_text(len(ids), fmt).encode()
+                write_export(store, out, fmt, ids, limit_bytes=PAGE_EXPORT_BYTES)
+            except ExportTooBig:
+                return too_big_text(len(ids), fmt).encode()
             except DashboardError as exc:
                 return f"The export failed: {exc}\n".encode()
+            return out.getvalue()
         return data
 
     return [Export("json", build("json"), "gpu-vs-cpu-results.json", "application/json"),
             Export("csv", build("csv"), "gpu-vs-cpu-results.csv", "text/csv")]
+
+
+def too_big_text(runs: int, fmt: ExportFormat) -> str:
+    """What a download past PAGE_EXPORT_BYTES holds instead of the export: why, and the command that writes it."""
+    return (f"The export of the {runs:,} runs shown is over {mib(PAGE_EXPORT_BYTES)}, more than this page builds "
+            f"(and more than one import reads). Show fewer runs (the filters, or fewer 'show more'), or export "
+            f"them on the server: python -m core results export --format {fmt} --output FILE\n")
 
 
 def sweep_csv(url: str | None, sweep: MatmulSweep, run_id: int | None, label: str = "") -> Callable[[], bytes]:

@@ -5,13 +5,15 @@ server little, a refresh first asks the store for its version (`Store.version()`
 highest id, one cheap query) and reads nothing more when it has not changed; when runs were only
 added, it reads just the new ids; only a delete (the count falls behind the ids) rereads the newest
 MAX_BOARD_RUNS. Rows are read from the store's listing summaries (no payload decoded); payloads only for
-the sweeps and training runs the board charts, and for one run of a machine that has neither. The
-board is ordered by arrival (run id), newest first: a projector shows what just landed, whatever date
-an imported file claims.
+the sweeps and training runs the board charts, and for one run of a machine that has neither. The board is
+ordered by arrival (run id), newest first: a projector shows what just landed, whatever date an imported file
+claims, and its "arrived" column is the store's own clock at the insert (`RunSummary.stored_at`), never that date.
 
-What the board shows is derived here, without streamlit or plotly: the rows grouped by name or
-machine, the guesses against the measured crossovers and speed-ups (the same `crossover` and
-`headline` the race page and Results use), and the CPUs and GPUs in the room.
+What the board shows is derived here, without streamlit or plotly: the rows grouped by name and the browser
+session that saved them (a name always carries that session's mark, so a classmate's name or a machine's typed
+in another session is a group of its own), or by machine; where each came from (an imported run says so); the
+guesses against the measured crossovers and speed-ups (the same `crossover` and `headline` the race page and
+Results use), and the CPUs and GPUs in the room.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Gues
 from core.results import kinds
 from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun, preset_title
+from core.store.access import session_mark
 from core.store.database import Store
 from core.store.records import RunSummary, StoredRun
 
@@ -97,9 +100,33 @@ def _read_full(store: Store, board: ClassBoard) -> ClassBoard:
     return replace(board, full=tuple(full))
 
 
+WHO_HELP = ("a name is followed by the mark of the browser session that saved the run ('server': the command "
+            "line), so two students typing one name are two groups; runs without a name are grouped by machine")
+ARRIVED_HELP = "when the run reached the board, by the server's clock (an imported file's own dates are not used)"
+MACHINE_GROUP = "machine: "  # how the board names a group of unnamed runs: by their machine, said to be one
+
+
+def group_key(run: RunSummary | StoredRun) -> tuple[str, str, str]:
+    """Which group a run belongs to on the board: ('name', its name, its session's mark), else ('machine', its
+    machine, ''). A name is one person's only within one browser session: two sessions that both type "Ana",
+    or a name equal to a machine's, make groups of their own (issue 30)."""
+    if run.label:
+        return "name", run.label, session_mark(run.owner)
+    return "machine", run.machine_label, ""
+
+
 def who(run: RunSummary | StoredRun) -> str:
-    """The group a run belongs to on the board: its name, else its machine."""
-    return run.label or run.machine_label
+    """How the board names a run's group: its name with the mark of the session that saved it ('Ana · 3fa2c1';
+    'server' for the command line), else its machine, said to be one ('machine: AMD EPYC'). A name is never
+    shown bare, so a student cannot post under a classmate's name, or a machine's, unnoticed."""
+    what, name, mark = group_key(run)
+    return f"{name} · {mark}" if what == "name" else f"{MACHINE_GROUP}{name}"
+
+
+def arrived(run: RunSummary) -> str:
+    """'HH:MM' (UTC) of when the run reached the store, by the server's clock; '' when the store did not record it
+    (runs stored before it did). Never the time the run, or an imported file, claims."""
+    return run.stored_at[11:16]
 
 
 def guess_text(guess: Guess | None) -> str:
@@ -118,25 +145,27 @@ def run_guess(run: StoredRun) -> Guess | None:
 class BoardRow:
     """One line of the board's table."""
 
-    who: str
+    who: str  # who(): a name with its session's mark, or 'machine: ...'
     machine: str
     run_id: int
-    when: str  # 'HH:MM' (UTC) of the run's arrival
+    when: str  # arrived(): 'HH:MM' (UTC) by the server's clock
     kind: str
+    source: str  # 'measured', 'imported', 'imported (notebook)', 'notebook': an imported run says so
     result: str
     guess: str
 
 
 def grouped_rows(board: ClassBoard) -> list[BoardRow]:
-    """Every run as a row, grouped by name or machine (the group with the newest run first), newest first within."""
+    """Every run as a row, grouped by name and session, or by machine (the group with the newest run first),
+    newest first within."""
     full = {run.run_id: run for run in board.full}
-    groups: dict[str, list[RunSummary]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[RunSummary]] = defaultdict(list)
     for run in board.runs:  # newest first, so groups come out ordered by their newest run
-        groups[who(run)].append(run)
-    return [BoardRow(who=name, machine=run.machine_label, run_id=run.run_id, when=run.created_at[11:16],
-                     kind=run.kind, result=run.headline,
+        groups[group_key(run)].append(run)
+    return [BoardRow(who=who(run), machine=run.machine_label, run_id=run.run_id, when=arrived(run), kind=run.kind,
+                     source=run.source, result=run.headline,
                      guess=guess_text(run_guess(full[run.run_id]) if run.run_id in full else None))
-            for name, runs in groups.items() for run in runs]
+            for runs in groups.values() for run in runs]
 
 
 
@@ -150,6 +179,7 @@ class Spread:
     none_guessed: int = 0  # "no crossover" guesses
     none_measured: int = 0  # runs that found no crossover (or, for speed-ups, could not tell)
     measured_presets: list[str] = field(default_factory=list)  # training: each measurement's preset, for the legend
+    measured_imported: list[bool] = field(default_factory=list)  # each measurement: from an imported run (drawn open)
 
     @property
     def empty(self) -> bool:
@@ -163,7 +193,7 @@ class Spread:
 def crossover_spread(board: ClassBoard) -> Spread:
     """Crossover guesses (n) against the crossovers the class's sweeps measured: each sweep's
     `headline_crossover`, the one the race page shows first and Results lists."""
-    guessed, measured, intervals, none_g, none_m = [], [], [], 0, 0
+    guessed, measured, intervals, none_g, none_m, imported = [], [], [], 0, 0, []
     for run in board.full:
         sweep = run.result
         if not isinstance(sweep, MatmulSweep):
@@ -177,9 +207,10 @@ def crossover_spread(board: ClassBoard) -> Spread:
             none_m += 1
         elif c.call == "found" and (n := c.n or c.n_high) is not None:
             measured.append(float(n))
+            imported.append(run.imported)
             if c.n_high is not None:
                 intervals.append((float(c.n_low or c.n_high / 2), float(c.n_high)))
-    return Spread(guessed, measured, intervals, none_g, none_m)
+    return Spread(guessed, measured, intervals, none_g, none_m, measured_imported=imported)
 
 
 def _epoch_median(run: TrainRun) -> float | None:
@@ -191,7 +222,7 @@ def speedup_spread(board: ClassBoard) -> Spread:
     """The GPU's speed-up: guesses against each machine's measured CPU over GPU seconds per epoch
     (the newest CPU and GPU runs of one preset on one machine, as a race saves them)."""
     guessed: list[float] = []
-    newest: dict[tuple[str, str | None, bool], float] = {}  # (machine, preset, on a GPU) -> seconds per epoch
+    newest: dict[tuple[str, str | None, bool], tuple[float, bool]] = {}  # (machine, preset, GPU) -> (s/epoch, imported)
     for run in board.full:  # newest first: the first seen is kept
         train = run.result
         if not isinstance(train, TrainRun):
@@ -200,15 +231,16 @@ def speedup_spread(board: ClassBoard) -> Spread:
             guessed.append(train.guess.value)
         seconds = _epoch_median(train)
         if seconds:
-            newest.setdefault((run.machine_label, train.preset, train.device != "cpu"), seconds)
-    pairs = [(cpu / newest[(m, p, True)], preset_title(p)) for (m, p, gpu), cpu in newest.items()
-             if not gpu and (m, p, True) in newest]
-    return Spread(guessed, [s for s, _ in pairs], measured_presets=[p for _, p in pairs])
+            newest.setdefault((run.machine_label, train.preset, train.device != "cpu"), (seconds, run.imported))
+    pairs = [(cpu / newest[(m, p, True)][0], preset_title(p), imported or newest[(m, p, True)][1])
+             for (m, p, gpu), (cpu, imported) in newest.items() if not gpu and (m, p, True) in newest]
+    return Spread(guessed, [s for s, _, _ in pairs], measured_presets=[p for _, p, _ in pairs],
+                  measured_imported=[i for _, _, i in pairs])
 
 
 def epoch_spread(board: ClassBoard) -> Spread:
     """Seconds per epoch: guesses against every training run's median epoch."""
-    guessed, measured, presets = [], [], []
+    guessed, measured, presets, imported = [], [], [], []
     for run in board.full:
         train = run.result
         if not isinstance(train, TrainRun):
@@ -218,7 +250,8 @@ def epoch_spread(board: ClassBoard) -> Spread:
         if (seconds := _epoch_median(train)) is not None:
             measured.append(seconds)
             presets.append(preset_title(train.preset))
-    return Spread(guessed, measured, measured_presets=presets)
+            imported.append(run.imported)
+    return Spread(guessed, measured, measured_presets=presets, measured_imported=imported)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -27,10 +27,10 @@ from core.platform.paths import data_dir
 from core.results import files, jsonio
 from core.results.runs import RunRecord
 from core.results.kinds import read_result
-from core.results.runs import MEASURED, Provenance
+from core.results.runs import IMPORTED, MEASURED, Provenance
 from core.store import url_redaction
-from core.store.access import COMMAND_LINE, INSTRUCTOR, Access, Owner, owner_hash
-from core.results.csvio import csv_text
+from core.store.access import (COMMAND_LINE, INSTRUCTOR, OWNER_KEPT_DAYS, Access, Owner, owner_hash,
+                               token_shape)
 from core.results.kinds import Result
 from core.results.machine import Machine, read_machine
 from core.store.records import (RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun,
@@ -59,7 +59,7 @@ SUMMARY_BATCH = 500  # rows per step when schema 3 writes the summaries of a boa
 
 RUN_COLUMNS = ("id, uid, kind, created_at, label, machine_json, settings_json, versions_json, payload_json, "
                "provenance_json, owner")
-SUMMARY_COLUMNS = "id, kind, created_at, label, machine_label, source, owner, summary_json"
+SUMMARY_COLUMNS = "id, kind, created_at, label, machine_label, source, owner, summary_json, stored_at"
 NOT_YOURS = ("run #{run_id} was saved by another browser session: only that session, or the instructor "
              "(with the instructor key), can delete it")
 
@@ -247,10 +247,39 @@ def _add_session_saves(tx: _Tx) -> None:
     tx.run("CREATE INDEX IF NOT EXISTS gvc_session_saves_owner ON gvc_session_saves(owner, saved_at)")
 
 
+def _add_stored_at(tx: _Tx) -> None:
+    """Schema 5: when each run reached this store, by the server's clock (`created_at` is what the run, or an
+    imported file, claims): the Class board's "arrived" column (issue 30). Runs saved before: a measured or
+    notebook run was saved by `Store.save`, whose `created_at` is the server's clock at the save; an imported
+    run's provenance recorded the server's clock at the import; a row whose provenance cannot be read keeps ''."""
+    tx.run("ALTER TABLE gvc_runs ADD COLUMN stored_at TEXT NOT NULL DEFAULT ''")
+    tx.run(f"UPDATE gvc_runs SET stored_at = created_at WHERE source <> '{IMPORTED}'")
+    last = 0
+    while rows := tx.run("SELECT id, provenance_json FROM gvc_runs WHERE source = ? AND id > ? ORDER BY id LIMIT ?",
+                         (IMPORTED, last, SUMMARY_BATCH)):
+        last = int(rows[-1][0])
+        for run_id, text in rows:
+            try:
+                at = jsonio.loads(text, what="its provenance").get("imported_at") if text else None
+            except (DashboardError, AttributeError):
+                at = None
+            if isinstance(at, str) and len(at) <= 40:
+                tx.run("UPDATE gvc_runs SET stored_at = ? WHERE id = ?", (at, run_id))
+
+
+def _add_issued_owners(tx: _Tx) -> None:
+    """Schema 6: the owner tokens this server issued to browsers (their SHA-256, as `owner`), so a token a
+    browser hands back after a reload is taken only if the server made it (core.store.access.OWNER_COOKIE)."""
+    tx.run("""CREATE TABLE IF NOT EXISTS gvc_owners (
+        owner TEXT PRIMARY KEY,
+        issued_at TEXT NOT NULL)""")
+    tx.run("CREATE INDEX IF NOT EXISTS gvc_owners_issued ON gvc_owners(issued_at)")
+
+
 # MIGRATIONS[i] takes schema version i to i + 1, inside the same transaction that records it.
 # To change the schema, append a function; never edit one that has shipped.
 MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables, _add_provenance_and_owner, _add_summaries,
-                                           _add_session_saves]
+                                           _add_session_saves, _add_stored_at, _add_issued_owners]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -435,6 +464,25 @@ class Store:
         assert run_id is not None, "a fresh uuid cannot collide"
         return run_id
 
+    def issue_owner(self, token: str) -> None:
+        """Record that this server gave `token` to a browser (its hash only), so `issued_owner` takes it back after
+        a reload; tokens issued more than OWNER_KEPT_DAYS ago are forgotten meanwhile."""
+        since = (datetime.now(timezone.utc) - timedelta(days=OWNER_KEPT_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self._transaction() as tx:
+            tx.run("DELETE FROM gvc_owners WHERE issued_at < ?", (since,))
+            tx.run("INSERT INTO gvc_owners (owner, issued_at) VALUES (?, ?) ON CONFLICT (owner) DO NOTHING",
+                   (owner_hash(token), files.utc_now()))
+
+    def issued_owner(self, token: str) -> bool:
+        """Did this server issue `token` (within OWNER_KEPT_DAYS)? What a browser hands back is taken only then:
+        a token a student made up, or one from another server, is not, so nobody chooses their owner token."""
+        if not token_shape(token):
+            return False
+        since = (datetime.now(timezone.utc) - timedelta(days=OWNER_KEPT_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with self._transaction(write=False) as tx:
+            return bool(tx.run("SELECT 1 FROM gvc_owners WHERE owner = ? AND issued_at >= ?",
+                               (owner_hash(token), since)))
+
     def delete(self, run_id: int, access: Access = INSTRUCTOR) -> None:
         """Delete one run, readable or not, if `access` allows it (the default, the command line's, does)."""
         key = _run_key(run_id)
@@ -511,7 +559,9 @@ class Store:
         read: dict[int, RunSummary | UnreadableRun | None] = {int(row[0]): _row_to_summary(row) for row in rows}
         if missing := [i for i, summary in read.items() if summary is None]:
             full = self.read_runs(run_ids=missing)
-            read.update({r.run_id: r.summary for r in full.runs} | {r.run_id: r for r in full.unreadable})
+            arrived = {int(row[0]): str(row[-1] or "") for row in rows}
+            read.update({r.run_id: replace(r.summary, stored_at=arrived.get(r.run_id, "")) for r in full.runs}
+                        | {r.run_id: r for r in full.unreadable})
             self._refresh_summaries(full.runs)
         return SummaryListing([r for r in read.values() if isinstance(r, RunSummary)],
                               [r for r in read.values() if isinstance(r, UnreadableRun)])
@@ -565,27 +615,63 @@ class Store:
         return listing.runs[0]
 
     def export_json(self, run_ids: Sequence[int] | None = None) -> bytes:
-        """An export file (all runs, or the given ones, oldest first) that `import_json` reads back."""
-        return export_bytes(self._oldest_first(run_ids))
+        """An export file (all runs, or the given ones, oldest first) that `import_json` reads back, in memory:
+        for a few runs (a file of a whole board is written a batch at a time by core.store.export)."""
+        return self._export("json", run_ids)
 
     def export_csv(self, run_ids: Sequence[int] | None = None) -> bytes:
-        """The tidy table of the runs (one row per run and device and size, or per run and epoch)."""
-        from core.store.frames import tidy_frame
+        """The tidy table of the runs (one row per run and device and size, or per run and epoch), in memory."""
+        return self._export("csv", run_ids)
 
-        return csv_text(tidy_frame(self._oldest_first(run_ids))).encode()
+    def _export(self, fmt: str, run_ids: Sequence[int] | None) -> bytes:
+        import io
 
-    def _oldest_first(self, run_ids: Sequence[int] | None) -> list[StoredRun]:
-        if run_ids is None:
-            runs = self.list_runs()
-        else:  # in chunks: a page shows thousands of runs after a few "show more", past SQLite's parameter limit
+        from core.store.export import write_export
+
+        out = io.BytesIO()
+        write_export(self, out, fmt, run_ids)
+        return out.getvalue()
+
+    def export_order(self, run_ids: Sequence[int] | None = None,
+                     runs: RunFilter = RunFilter()) -> list[tuple[int, str, str]]:
+        """(id, created_at, kind) of the runs an export holds (`run_ids`, else all `runs` matches), oldest first:
+        three small columns, so a board of 10,000 runs is listed without reading a payload."""
+        chosen: list[Sequence[int] | None] = [None]
+        if run_ids is not None:  # in chunks: past SQLite's parameter limit, and a page may show thousands
             ids = list(run_ids)
-            runs = [r for start in range(0, len(ids), UID_CHUNK)
-                    for r in self.list_runs(run_ids=ids[start:start + UID_CHUNK])]
-        return sorted(runs, key=lambda r: (r.created_at, r.run_id))
+            chosen = [ids[start:start + UID_CHUNK] for start in range(0, len(ids), UID_CHUNK)]
+        found: dict[int, tuple[int, str, str]] = {}
+        with self._transaction(write=False) as tx:
+            for chunk in chosen:
+                if (query := _where(runs, chunk)) is None:
+                    continue
+                where, params = query
+                for run_id, created_at, kind in tx.run(f"SELECT r.id, r.created_at, r.kind FROM gvc_runs r "
+                                                       f"WHERE {where}", params):
+                    found[int(run_id)] = (int(run_id), str(created_at), str(kind))
+        return sorted(found.values(), key=lambda row: (row[1], row[0]))
 
+    def payload_chars(self, run_ids: Sequence[int]) -> int:
+        """The characters of the chosen runs' stored payloads: less than their JSON export, known from one query
+        per UID_CHUNK ids, so a download certain to be too big is refused before any run is read."""
+        ids, total = list(run_ids), 0
+        with self._transaction(write=False) as tx:
+            for start in range(0, len(ids), UID_CHUNK):
+                if (query := _where(RunFilter(), ids[start:start + UID_CHUNK])) is not None:
+                    where, params = query
+                    total += int(tx.run(f"SELECT COALESCE(SUM(LENGTH(r.payload_json)), 0) FROM gvc_runs r "
+                                        f"WHERE {where}", params)[0][0])
+        return total
 
-def export_bytes(runs: Sequence[StoredRun]) -> bytes:
-    return files.export_text([r.record for r in runs]).encode()
+    def runs_in_batches(self, run_ids: Sequence[int], batch: int) -> Iterator[list[StoredRun]]:
+        """The readable runs among `run_ids`, in that order, `batch` at a time (unreadable ones left out, as
+        `list_runs` leaves them): what an export holds in memory at once."""
+        ids = list(run_ids)
+        for start in range(0, len(ids), max(1, batch)):
+            chunk = ids[start:start + max(1, batch)]
+            read = {run.run_id: run for part in range(0, len(chunk), UID_CHUNK)
+                    for run in self.list_runs(run_ids=chunk[part:part + UID_CHUNK])}
+            yield [read[run_id] for run_id in chunk if run_id in read]
 
 
 def _run_key(run_id: Any) -> int:
@@ -636,14 +722,15 @@ def _stored_uids(tx: _Tx, uids: Sequence[str]) -> set[str]:
 def _insert(tx: _Tx, record: RunRecord, owner_token: str | None = None) -> int | None:
     """Insert a checked record with its device rows; None when its uid is already stored."""
     provenance = record.provenance or Provenance(source=MEASURED)
+    now = files.utc_now()  # the server's clock: when the run arrived, whatever the run or its file claims
     rows = tx.run(
         "INSERT INTO gvc_runs (uid, kind, created_at, label, machine_label, machine_json, settings_json, "
-        "versions_json, payload_json, provenance_json, owner, source, sort_at, summary_json) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING RETURNING id",
+        "versions_json, payload_json, provenance_json, owner, source, sort_at, summary_json, stored_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO NOTHING RETURNING id",
         (record.uid, record.kind, record.created_at, record.label, machine_label(record.machine),
          jsonio.dumps(record.machine), jsonio.dumps(record.settings), jsonio.dumps(record.versions),
          jsonio.dumps(record.result), jsonio.dumps(provenance), owner_hash(owner_token) if owner_token else None,
-         provenance.source, min(record.created_at, files.utc_now()), jsonio.dumps(summary_facts(record))),
+         provenance.source, min(record.created_at, now), jsonio.dumps(summary_facts(record)), now),
     )
     if not rows:
         return None
@@ -672,7 +759,7 @@ def _row_to_run(row: tuple) -> StoredRun | UnreadableRun:
 def _row_to_summary(row: tuple) -> RunSummary | None:
     """A listing row from its columns and stored summary; None when it has none, or one of another summary
     version or that cannot be read (it is derived: the run is read in full instead, and its summary rewritten)."""
-    run_id, kind, created_at, label, machine, source, owner, summary = row
+    run_id, kind, created_at, label, machine, source, owner, summary, stored_at = row
     if summary is None:
         return None
     try:
@@ -681,7 +768,7 @@ def _row_to_summary(row: tuple) -> RunSummary | None:
             return None
         return RunSummary(int(run_id), str(kind), str(created_at), str(label), str(machine),
                           tuple(str(d) for d in facts["devices"]), str(facts["headline"]), str(facts["load"]),
-                          str(source), str(facts["shown"]), owner)
+                          str(source), str(facts["shown"]), owner, str(stored_at or ""))
     except (DashboardError, KeyError, TypeError, ValueError):
         return None
 

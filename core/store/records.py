@@ -144,6 +144,9 @@ class RunSummary:
     origin: str  # Provenance.source: measured, imported, notebook (what the filter matches)
     source: str  # Provenance.shown: the listing's column ('imported (notebook)')
     owner: str | None = field(default=None, repr=False)
+    # when the run reached the store, by the server's clock ('' where a board stored before schema 5 did not
+    # record it); created_at is what the run, or its imported file, claims. StoredRun.summary does not know it.
+    stored_at: str = field(default="", compare=False)
 
     @property
     def imported(self) -> bool:

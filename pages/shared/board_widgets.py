@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from core.plain_text import for_markdown
 from core.store import key_guard
-from core.store.board import PAGE_RUNS, Export
+from core.store.board import PAGE_EXPORT_BYTES, PAGE_RUNS, Export
+from core.store.export import mib
 from core.store.records import UnreadableRun
 
 UPLOAD_LABEL = "A file from `python -m core matmul --json`, `python -m core train --json`, or an export from this page"
@@ -24,6 +25,8 @@ EMPTY_TEXT = (
     "that shares this store. A JSON file from another machine can be imported above."
 )
 EXPORT_WHAT = {"json": "JSON, re-importable", "csv": "CSV, one row per point"}
+EXPORT_HELP = (f"built in the server up to {mib(PAGE_EXPORT_BYTES)}; a larger export is written on the server by "
+               "`python -m core results export --output FILE`")
 
 
 def import_button(upload: object | None) -> dict[str, object]:
@@ -53,6 +56,7 @@ class DownloadButton:
     label: str
     key: str
     export: Export
+    help: str = EXPORT_HELP
 
 
 def download_buttons(files: Sequence[Export], runs: int) -> list[DownloadButton]:

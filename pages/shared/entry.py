@@ -16,6 +16,7 @@ import streamlit as st
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 FLAG = "_entered_through_app"  # set by app.py on every run
+OWNER_COOKIE_DUE = "board_owner_cookie"  # session state: the script that gives the browser its owner token to keep
 
 
 def mark_entered() -> None:
@@ -23,9 +24,19 @@ def mark_entered() -> None:
     st.session_state[FLAG] = True
 
 
+def keep_owner() -> None:
+    """Once, after this session's owner token was issued (pages/shared/result_store.py), have the browser keep it
+    in a cookie, so a reload keeps the right to delete the runs it saved. In the sidebar, out of the way; the
+    script was built there (core.store.access.cookie_script), so this module imports nothing of core."""
+    if script := st.session_state.pop(OWNER_COOKIE_DUE, None):
+        st.sidebar.html(script, unsafe_allow_javascript=True)
+
+
 def through_app() -> None:
-    """Run app.py instead of this page when Streamlit ran the page file directly."""
+    """Run app.py instead of this page when Streamlit ran the page file directly; then give the browser
+    its owner token to keep, if one was issued since the last run."""
     if st.session_state.get(FLAG):
+        keep_owner()
         return
     runpy.run_path(str(APP), run_name="__main__")
     st.stop()

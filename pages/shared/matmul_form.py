@@ -1,20 +1,22 @@
-"""The Matmul race's settings (in the sidebar) and its Run row: the widgets, and the SweepConfig they describe.
+"""The Matmul race's settings (in the sidebar) and its Run row: the widgets, and the SweepConfig they build.
 
 Not a page (app.py does not list it). Widget keys are `mm_*`; the choices offered come from core
-(`dtype_choices`, `size_choices`, `thread_choices`, `TF32_CHOICES`), so the page cannot offer what
-the machine cannot run.
+(core.matmul.choices: `dtype_choices`, `size_choices`, `thread_choices`, `TF32_CHOICES`; core.matmul.plan:
+`tf32_unavailable`), so the page cannot offer what the machine cannot run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from functools import partial
 
 import streamlit as st
 
-from core.matmul.sweep import (
-    TF32_CHOICES, SweepConfig, default_race_threads, dtype_choices, log_sizes, size_choices, tf32_settings,
-    thread_choices,
+from core.matmul.choices import (
+    TF32_CHOICES, default_race_threads, dtype_choices, log_sizes, size_choices, tf32_settings, thread_choices,
 )
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.plan import tf32_unavailable
 from core.platform.cache import CACHE_CHOICES
 from core.platform.devices import NEEDS_GPU, available_devices
 from core.results.guess import MATMUL_EXAMPLE
@@ -34,32 +36,10 @@ def _threads_label(threads: int | None) -> str:
     return "free cores" if threads is FREE else str(threads)
 
 
-@dataclass(frozen=True)
-class SweepForm:
-    """What the user chose, and whether they pressed Run."""
-
-    run: bool
-    devices: list[str]
-    dtypes: list[str]
-    threads: list[int | None]  # None: the cores free when the sweep starts
-    sizes: tuple[int, int]
-    per_doubling: int
-    budget_s: float
-    tf32: str
-    unsynced: bool
-    end_to_end: bool
-    cache: str = "warm"
-
-    def config(self) -> SweepConfig:
-        """The sweep these choices ask for; a bad combination raises DashboardError."""
-        return SweepConfig(sizes=log_sizes(*self.sizes, self.per_doubling), devices=tuple(self.devices),
-                           dtypes=tuple(self.dtypes), threads=tuple(self.threads), tf32=tf32_settings(self.tf32),
-                           budget_s=float(self.budget_s), unsynced=self.unsynced, end_to_end=self.end_to_end,
-                           cache=self.cache)
-
-
-def sweep_form(gpu_here: bool) -> SweepForm:
-    """Draw the settings in the sidebar and the guess, the name, Run and Stop in one row under the title.
+def sweep_form(gpu_here: bool) -> tuple[bool, Callable[[], SweepConfig]]:
+    """Draw the settings in the sidebar and the guess, the name, Run and Stop in one row under the title;
+    return whether Run was pressed and the SweepConfig the choices build, called when Run is (a bad
+    combination, such as no device, raises DashboardError then, not while the user is still choosing).
 
     The sidebar keeps the page's main column for what the class watches: at a projector's 1280 × 720
     the Run button, the progress and the first result all fit above the fold."""
@@ -89,10 +69,11 @@ def sweep_form(gpu_here: bool) -> SweepForm:
         budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget",
                                   help="Per size and series. A size whose series cannot yet be told apart samples "
                                        "on, up to twice this.")
+        no_tf32 = tf32_unavailable(devices)
         tf32 = st.radio("TF32 for CUDA float32", list(TF32_CHOICES), horizontal=True, key="mm_tf32",
-                        disabled=not any(d.startswith("cuda") for d in devices),
-                        help="TF32 tensor cores: faster, less exact. Only CUDA float32 uses it, so it is off "
-                             "unless a CUDA GPU is among the devices.")
+                        disabled=no_tf32 is not None,
+                        help="TF32 tensor cores: faster, less exact." + (f" Off here: {no_tf32}." if no_tf32 else ""))
+        tf32 = "off" if no_tf32 else tf32
         unsynced = st.checkbox("Also time unsynchronized (the bug)", value=True, key="mm_unsynced",
                                disabled=not gpu_here,
                                help="the classic bug: reading the clock without synchronizing. "
@@ -105,4 +86,6 @@ def sweep_form(gpu_here: bool) -> SweepForm:
                   placeholder="e.g. Ana's laptop", help="finished sweeps are saved there, under this name")
     run = c3.button("Run", type="primary", key="mm_run", icon=":material/play_arrow:")
     c4.button("Stop", key="mm_stop", icon=":material/stop:")
-    return SweepForm(run, devices, dtypes, threads, sizes, per_doubling, budget, tf32, unsynced, end_to_end, cache)
+    options = MatmulOptions(budget_s=float(budget), unsynced=unsynced, end_to_end=end_to_end, cache=cache)
+    return run, partial(SweepConfig, sizes=log_sizes(*sizes, per_doubling), devices=tuple(devices),
+                        dtypes=tuple(dtypes), threads=tuple(threads), tf32=tf32_settings(tf32), options=options)

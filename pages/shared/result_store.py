@@ -17,13 +17,16 @@ from core.errors import DashboardError
 from core.results.kinds import Result
 from core.store import board, key_guard
 from core.store.database import DATABASE_URL_ENV, open_store
-from core.store.access import INSTRUCTOR_KEY_ENV, Access, Owner, configured_key, new_owner_token
+from core.store.access import (INSTRUCTOR_KEY_ENV, OWNER_COOKIE, Access, Owner, configured_key, cookie_script,
+                               new_owner_token, token_shape)
+from pages.shared.entry import OWNER_COOKIE_DUE, keep_owner
 from core.store.records import RunFilter, RunListing
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 OWNER_TOKEN = "board_owner_token"  # session state: this session's secret owner token (never shown)
+# The browser keeps it in a cookie (core.store.access.OWNER_COOKIE) so a reload keeps the right to delete its runs.
 SESSION_TAG = "board_session_tag"  # session state: a short name for the session in an import's provenance
 INSTRUCTOR_MODE = "board_instructor"  # session state: True once the right key was entered
 
@@ -48,8 +51,37 @@ def instructor_key() -> str | None:
 
 
 def owner_token() -> str:
-    """This browser session's owner token, made on first use; runs it saves store its hash."""
-    token: str = st.session_state.setdefault(OWNER_TOKEN, new_owner_token())
+    """This browser session's owner token, on first use the one its browser kept (a reload) if this server
+    issued it, else a new one the server records and the browser is given to keep; runs it saves store its
+    hash. A store that cannot be reached gives a token for this session only, as before."""
+    token = st.session_state.get(OWNER_TOKEN)
+    if token is None:
+        token = _kept_token() or _issued_token()
+        st.session_state[OWNER_TOKEN] = token
+    return str(token)
+
+
+def _browser_cookie() -> str | None:
+    """The owner token this browser kept, sent with the page's request (None in a first visit)."""
+    return st.context.cookies.get(OWNER_COOKIE)
+
+
+def _kept_token() -> str | None:
+    kept = _browser_cookie()
+    try:
+        return kept if token_shape(kept) and open_store(store_url()).issued_owner(kept) else None
+    except DashboardError:
+        return None
+
+
+def _issued_token() -> str:
+    token = new_owner_token()
+    try:
+        open_store(store_url()).issue_owner(token)
+    except DashboardError:
+        return token
+    secure = str(st.context.url or "").startswith("https:")
+    st.session_state[OWNER_COOKIE_DUE] = cookie_script(token, secure=secure)  # entry.keep_owner() runs it
     return token
 
 
@@ -86,6 +118,7 @@ def save_run(result: Result, *, label: str = "") -> int | None:
     except DashboardError as exc:
         st.warning(f"The run was not saved to the Results page: {exc}", icon=":material/save:")
         return None
+    keep_owner()  # a reload right after this save still may delete the run
     st.toast(f"Saved as run #{run_id} (see Results).", icon=":material/save:")
     return run_id
 

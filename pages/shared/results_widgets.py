@@ -116,7 +116,7 @@ def export_and_delete(ids: list[int], shown: Sequence[RunSummary], key: str | No
     st.subheader("Export and delete")
     for column, b in zip(st.columns(2), words.download_buttons(board.exports(store_url(), ids), len(ids))):
         column.download_button(b.label, b.export.data, file_name=b.export.file_name, mime=b.export.mime, key=b.key,
-                               icon=":material/download:")
+                               icon=":material/download:", help=b.help)
     titles = {r.run_id: r.title for r in shown}
     with st.expander("Delete a run", icon=":material/delete:"):
         if key is not None and not access.instructor:

@@ -7,7 +7,7 @@ one daemon thread that imports them while the user reads the page they opened, s
 for it (it starts after the page has rendered) and a later Results view finds them loaded.
 
 No page waits for it either: a page importing a module the thread is importing waits for that one module (Python's
-per-module import lock), and since no package `__init__` imports its own modules (tests/test_warmup.py), two
+per-module import lock), and since no package `__init__` imports its own modules (tests/pages/test_warmup.py), two
 threads entering a package from two ends cannot meet a partly initialized module. (They once could: core.results'
 and core.store's `__init__`s imported their submodules, and every page waited for the whole warm-up.)
 A module that fails here fails again, with its own message, on the page that needs it.

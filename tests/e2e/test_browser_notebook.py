@@ -4,7 +4,8 @@ from dataclasses import replace
 
 import pytest
 
-from core.matmul.sweep import SweepConfig, run_sweep
+from core.matmul.config import MatmulOptions, SweepConfig
+from core.matmul.sweep import run_sweep
 from core.store.database import open_store
 from core.store.database import SQLITE_FILE
 from tests.e2e.conftest import assert_no_exception, screenshot, upload, wait_for_idle
@@ -19,7 +20,7 @@ def test_the_notebooks_export_imports_and_overlays_with_a_local_cpu_sweep(page, 
     store = open_store(f"sqlite:///{e2e_home / 'data' / SQLITE_FILE}")
     for run in store.list_runs():
         store.delete(run.run_id)
-    local = run_sweep(SweepConfig(sizes=(64, 128, 256), threads=(1,), budget_s=0.2))
+    local = run_sweep(SweepConfig(sizes=(64, 128, 256), threads=(1,), options=MatmulOptions(budget_s=0.2)))
     local_id = store.save(replace(local, settings={"sizes": "64..256"}), label="local CPU")
 
     page.goto(streamlit_url)

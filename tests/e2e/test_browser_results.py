@@ -144,3 +144,30 @@ def test_import_waits_for_a_slow_upload(page, streamlit_url, seeded, tmp_path):
     button.click()  # Playwright's click waits for the button to become enabled, as a user's second click would
     page.get_by_text("slow-laptop.json: imported 1 run(s).").wait_for()
     assert len(store.list_runs()) == 4
+
+
+def test_a_reload_keeps_the_sessions_owner_token(page, streamlit_url, seeded, tmp_path):
+    """Issue 30 item 11, in a real browser: the token is kept in a cookie of the site, and the session a reload
+    starts saves with the same owner (so it may still delete the runs saved before the reload)."""
+    from core.store.access import owner_hash
+
+    store, _ = seeded
+    page.goto(streamlit_url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Results").wait_for()
+    for name in ("before-reload.json", "after-reload.json"):
+        if name == "after-reload.json":
+            page.reload()
+        page.goto(f"{streamlit_url}/results")
+        wait_for_idle(page)
+        page.get_by_text("Import a result file").click()
+        path = tmp_path / name
+        path.write_text(json.dumps(matmul_payload(LAPTOP, sizes=(128, 256 if name.startswith("b") else 512))))
+        upload(page, path)
+        page.get_by_role("button", name="Import", exact=True).click()
+        page.get_by_text(f"{name}: imported 1 run(s).").wait_for()
+        wait_for_idle(page)
+    kept = [c for c in page.context.cookies() if c["name"] == "gvc_owner"]
+    assert len(kept) == 1 and kept[0]["sameSite"] == "Strict"
+    owners = {r.provenance.file: r.owner for r in store.list_runs() if r.imported}
+    assert owners["before-reload.json"] == owners["after-reload.json"] == owner_hash(kept[0]["value"])

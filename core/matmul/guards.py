@@ -1,0 +1,232 @@
+"""The race's two guards, which decide before anything is allocated or timed whether a size of a series runs.
+
+- The memory guard (`memory_need`, `check_memory`): the bytes a size needs (two inputs, the preallocated
+  output, a workspace margin, the float64 reference, host copies, a cold-cache flush buffer) against what is
+  free now. A CPU allocation that does not fit does not raise: the kernel kills the process, so this guard
+  comes first and the out-of-memory wrapper (core.matmul.out_of_memory) is only the second line of defence.
+- The time guard (`TimeGuard`): t grows as n^3, so a size whose warm-up plus one timed product would
+  overrun the budget is predicted from the sizes measured so far and skipped; a series with no history is
+  calibrated on smaller sizes first, with the probe the loop hands it (core.matmul.engine.probe_seconds).
+
+`refusal` asks both for one size of one series and says why it is skipped, as the saved `SkippedSize`; the
+Roofline's sweep asks both through `rate_refusal`, its time guard reckoned from the best rate so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from core.matmul.config import MatmulOptions
+from core.matmul.out_of_memory import RanOutOfMemory
+from core.matmul.plan import Plan
+from core.matmul.series import DTYPES, Series
+from core.errors import DashboardError
+from core.platform.cache import flush_bytes
+from core.platform.devices import device_key
+from core.platform.memory import free_device_bytes
+from core.platform.units import GIB
+from core.results.matmul import SkippedSize
+
+WORKSPACE_FRACTION = 0.5  # of the operands' bytes: library workspace, allocator rounding, upcast buffers
+WORKSPACE_MIN_BYTES = 64 * 2**20  # 64 MiB: cuBLAS/MKL workspaces do not shrink with n
+ERROR_ROWS = 8  # rows of C the engine checks against float64; the error is a norm over k*n entries
+REFERENCE_COLUMNS = 512  # the engine builds the float64 reference this many columns at a time to bound RAM
+CALIBRATION_N = 128  # the time guard probes sizes down to this one for a series with no history
+GUARD_CALLS = 2  # a size costs at least its warm-up call and one timed call
+
+
+class DoesNotFit(DashboardError):
+    """A size refused before allocating: it needs more memory than the device has free."""
+
+
+# ---------------------------------------------------------------- the memory guard
+
+
+@dataclass(frozen=True)
+class MemoryNeed:
+    """Bytes one size needs, on its device and on the host, before anything is allocated."""
+
+    device: str
+    n: int
+    dtype: str
+    inputs_bytes: int  # A and B
+    output_bytes: int  # C
+    workspace_bytes: int
+    host_bytes: int  # RAM besides the operands: the float64 reference, host copies for end to end
+    flush_bytes: int = 0  # cold caches: the buffer core.platform.cache touches before each call, on the device
+
+    @property
+    def device_bytes(self) -> int:
+        total = self.inputs_bytes + self.output_bytes + self.workspace_bytes + self.flush_bytes
+        return total + self.host_bytes if self.device == "cpu" else total
+
+
+def memory_need(device: torch.device, dtype: str, n: int, *, end_to_end: bool = False,
+                check_error: bool = True, cache: str = "warm") -> MemoryNeed:
+    element = torch.empty((), dtype=DTYPES[dtype]).element_size()
+    matrix = n * n * element
+    operands = 3 * matrix
+    workspace = max(WORKSPACE_MIN_BYTES, int(WORKSPACE_FRACTION * operands))
+    host = 0
+    if check_error:
+        host += 8 * n * min(n, REFERENCE_COLUMNS) + 3 * 8 * ERROR_ROWS * n  # (n, cols) chunk + row blocks
+    if end_to_end and device.type != "cpu":
+        host += operands  # host copies of A, B and C
+    return MemoryNeed(device_key(device), n, dtype, 2 * matrix, matrix, workspace, host, flush_bytes(device, cache))
+
+
+def options_need(device: torch.device, dtype: str, n: int, options: MatmulOptions) -> MemoryNeed:
+    """What a size needs timed with `options` (end to end, the float64 check, cold caches)."""
+    return memory_need(device, dtype, n, end_to_end=options.end_to_end, check_error=options.check_error,
+                       cache=options.cache)
+
+
+def _gib(n_bytes: int) -> str:
+    """'1.50 GiB'; past a million GiB (a mistyped size) '1.68e+32 GiB', not a 33-digit number."""
+    value = n_bytes / GIB
+    return f"{value:.2f} GiB" if value < 1e6 else f"{value:.3g} GiB"
+
+
+def check_memory(need: MemoryNeed) -> None:
+    """Refuse a size that does not fit, naming what it needs and what is free.
+
+    A CPU allocation that does not fit does not raise: the kernel kills the process. So the
+    guard has to come first; the out-of-memory handler is only the second line of defence.
+    """
+    device = torch.device(need.device)
+    free = free_device_bytes(device)
+    if need.device_bytes > free:
+        raise DoesNotFit(
+            f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.device_bytes)} (inputs "
+            f"{_gib(need.inputs_bytes)}, output {_gib(need.output_bytes)}, workspace {_gib(need.workspace_bytes)}"
+            + (f", cold-cache flush buffer {_gib(need.flush_bytes)}" if need.flush_bytes else "")
+            + (f", reference and host copies {_gib(need.host_bytes)}"
+               if need.device == "cpu" and need.host_bytes else "")
+            + f") but only {_gib(free)} is free; choose a smaller size"
+        )
+    if need.device != "cpu" and need.host_bytes:
+        ram = free_device_bytes(torch.device("cpu"))
+        if need.host_bytes > ram:
+            raise DoesNotFit(
+                f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.host_bytes)} of RAM for the "
+                f"float64 check and host copies but only {_gib(ram)} is available; choose a smaller size "
+                "or turn off end to end"
+            )
+
+
+def largest_fitting_size(device: torch.device, dtype: str, candidates: list[int], *, end_to_end: bool = False,
+                         check_error: bool = True, cache: str = "warm") -> int | None:
+    """The largest of `candidates` that passes the memory guard now, or None."""
+    fitting = None
+    for n in sorted(candidates):
+        try:
+            check_memory(memory_need(device, dtype, n, end_to_end=end_to_end, check_error=check_error, cache=cache))
+        except DoesNotFit:
+            break
+        fitting = n
+    return fitting
+
+
+def check_sizes_fit(plan: Plan) -> None:
+    """Raise DoesNotFit for the first size that would not fit now (the CLI's up-front check)."""
+    for s in plan.series:
+        for n in plan.config.sizes:
+            check_memory(options_need(torch.device(s.device), s.dtype, n, plan.config.options))
+
+
+# ---------------------------------------------------------------- the time guard
+
+
+def predict_seconds(history: Sequence[tuple[int, float]], n: int) -> tuple[float, int] | None:
+    """(seconds per product at n, the size it was extrapolated from), or None without history.
+
+    t grows as n^3, extrapolated from the largest measured size not above n (the nearest, since
+    efficiency changes with size), or from the smallest above it if none is below.
+    """
+    if not history:
+        return None
+    below = [(m, t) for m, t in history if m <= n]
+    m, t = max(below) if below else min(history)
+    return t * (n / m) ** 3, m
+
+
+@dataclass
+class TimeGuard:
+    """Per series: measured (n, seconds per product) so far, and the rule that skips a size."""
+
+    budget_s: float
+    probe: Callable[[Series, int], float]  # seconds per warm product of a size, for calibration
+    history: dict[Series, list[tuple[int, float]]] = field(default_factory=dict)
+
+    def record(self, series: Series, n: int, seconds: float) -> None:
+        self.history.setdefault(series, []).append((n, seconds))
+
+    def refuse(self, series: Series, n: int) -> str | None:
+        """A message if size n would overrun the budget, else None (after probing if needed).
+
+        With no measured size at or above n/2, smaller sizes n/2, n/4, ... (down to
+        CALIBRATION_N) are probed first, smallest first, so no extrapolation spans more than
+        a factor 8 in time. Each probe is itself guarded.
+        """
+        ladder = []
+        m = n // 2
+        while m >= CALIBRATION_N and not any(m <= k <= n for k, _ in self.history.get(series, [])):
+            ladder.append(m)
+            m //= 2
+        for size in reversed(ladder):
+            message = self._overrun(series, size, n)
+            if message:
+                return message
+            self.record(series, size, self.probe(series, size))
+        return self._overrun(series, n, n)
+
+    def _overrun(self, series: Series, size: int, target: int) -> str | None:
+        predicted = predict_seconds(self.history.get(series, []), size)
+        if predicted is None or GUARD_CALLS * predicted[0] <= self.budget_s:
+            return None
+        target_s, source = predict_seconds(self.history[series], target) or predicted
+        return (f"predicted {target_s:.3g} s per product (t ~ n^3 from n={source:,}), so warm-up plus one "
+                f"timed product would exceed the {self.budget_s:g} s budget per size; raise the budget to time it")
+
+
+# ---------------------------------------------------------------- both, for one size of one series
+
+
+def skipped_size(series: Series, n: int, reason: str, message: str) -> SkippedSize:
+    """A size of a series not timed: reason "memory" (refused before allocating), "out_of_memory"
+    (failed anyway) or "time" (the guard)."""
+    return SkippedSize(device=series.device, n=n, dtype=series.dtype, series=series.label, reason=reason,
+                       message=message)
+
+
+def refusal(options: MatmulOptions, guard: TimeGuard, s: Series, n: int) -> SkippedSize | None:
+    """Why size n of series s is not timed (memory, time guard), or None: it joins the size's round."""
+    try:
+        check_memory(options_need(torch.device(s.device), s.dtype, n, options))
+        refused = guard.refuse(s, n)
+    except DoesNotFit as exc:
+        return skipped_size(s, n, "memory", str(exc))
+    except RanOutOfMemory as exc:  # a calibration probe
+        return skipped_size(s, n, "out_of_memory", str(exc))
+    return None if refused is None else skipped_size(s, n, "time", refused)
+
+
+def rate_refusal(s: Series, n: int, best_flops: float | None, budget_s: float) -> str | None:
+    """The Roofline's sweep: why size n of series s is not timed, or None.
+
+    Its time guard reckons from the best rate the series has reached so far (one stalled size, a descheduled
+    thread, must not skip the rest), its memory guard counts the copies a GPU series times end to end.
+    """
+    guess = 2 * n**3 / best_flops if best_flops is not None else 0.0
+    if GUARD_CALLS * guess > budget_s:
+        return (f"n={n:,} on {s.label} skipped: at least {guess:.3g} s per product (2n^3 at the best rate so far), "
+                f"so warm-up plus one timed product would overrun the {budget_s:g} s budget; "
+                "raise the budget to time it")
+    try:
+        check_memory(memory_need(torch.device(s.device), s.dtype, n, end_to_end=s.is_gpu, check_error=False))
+    except DoesNotFit as exc:
+        return f"n={n:,} on {s.label} skipped: {exc}"
+    return None
