@@ -3,6 +3,7 @@ once and then each alone; GFLOP/s per rank with the median and the straggler, sa
 
 import streamlit as st
 
+from core import glossary
 from core.charts.ranks import ranks_figure, spread_table, verdict_line
 from core.errors import DashboardError
 from core.matmul.rank_launch import PAGE_SIZES, crowding, most_ranks, run_ranks
@@ -27,7 +28,7 @@ st.caption("In data-parallel training every step waits for the slowest device. H
            "matmul sweep all at once, then each alone: are they equally fast, and do they slow each other down?")
 c1, c2, c3, c4 = st.columns([2, 3, 3, 2], vertical_alignment="bottom")
 ranks = int(c1.number_input("Ranks", min_value=1, max_value=most_ranks(gpus), value=min(2, most_ranks(gpus)),
-                            key="mm_ranks_k"))
+                            key="mm_ranks_k", help=glossary.RANKS))
 sizes = c2.selectbox("Sizes", list(PAGE_SIZES), key="mm_ranks_sizes")
 c3.text_input("Name for the Results page (optional)", key="mm_ranks_label", max_chars=200,
               placeholder="e.g. lab node")
@@ -51,4 +52,4 @@ if (run := state.mm_ranks_run) is not None:
     st.plotly_chart(ranks_figure(run), key="mm_ranks_chart")
     st.dataframe(readable(spread_table(run)), hide_index=True, key="mm_ranks_table")
     st.caption("alone / together: the ranks' median GFLOP/s each alone over all at once; above 1, they slowed "
-               "each other down (shared cores, memory bandwidth, power).")
+               f"each other down (shared cores, memory bandwidth, power). {glossary.GFLOPS} {glossary.INTERVAL}")

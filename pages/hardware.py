@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core import glossary
 from core.charts.hardware import gpu_memory_bar
 from core.platform.devices import GET_A_GPU
 from core.platform.hardware import inspect_machine
@@ -24,7 +25,7 @@ with st.container(border=True):
     c1.metric("Physical cores", info.cpu.physical_cores or "unknown")
     c2.metric("Logical cores", info.cpu.logical_cores or "unknown")
     c3.metric("Threads torch uses", info.cpu.torch_threads)
-    c4.metric("SIMD level", info.cpu.capability or "unknown")
+    c4.metric("SIMD level", info.cpu.capability or "unknown", help=glossary.SIMD)
     st.metric("RAM available / total", f"{gib(info.cpu.ram_available_bytes)} / {gib(info.cpu.ram_total_bytes)}")
 
 for gpu in info.gpus:
@@ -59,6 +60,7 @@ st.table(
         ],
     }
 )
+st.caption(glossary.TF32)
 for note in info.notes:
     st.info(note)
 

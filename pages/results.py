@@ -29,9 +29,8 @@ except DashboardError as exc:
     st.error(str(exc), icon=":material/error:")
     st.stop()
 key, access = result_store.instructor_key(), result_store.access()
-widgets.notices(key, access)
+widgets.notices(key, access, store.describe())  # the store's place on the server: for the instructor only
 widgets.importer(total)
-st.caption(f"Stored in the {store.describe()}.")
 
 if not total:
     st.info(words.EMPTY_TEXT, icon=":material/inventory_2:")
@@ -46,7 +45,6 @@ for bad in listing.unreadable:
 if not (shown := listing.runs):
     st.info("No saved run matches these filters." if runs != RunFilter() else words.EMPTY_TEXT)
     st.stop()
-st.dataframe(readable(listing_frame(shown)), hide_index=True, key="results_table")
 ids, by_id = [r.run_id for r in shown], {r.run_id: r for r in shown}
 chosen_ids = st.multiselect("Runs to compare", ids, default=ids[:board.DEFAULT_COMPARE],
                             format_func=lambda i: by_id[i].title, key=words.compare_key(ids))
@@ -54,4 +52,6 @@ compared = result_store.compared(chosen_ids, version)
 for bad in compared.unreadable:  # a row changed by hand since its summary was stored
     widgets.unreadable(bad, access)
 widgets.figures(compared.runs, chosen_ids, version)  # each kind by its view (core.charts.results.VIEWS)
+st.subheader("Every run shown")  # the long table after the charts, so the charts come into view first
+st.dataframe(readable(listing_frame(shown)), hide_index=True, key="results_table")
 widgets.export_and_delete(ids, shown, key, access)

@@ -8,7 +8,7 @@ from core.errors import DashboardError
 from core.plain_text import message_markdown
 from core.results.guess import parse_train_guess
 from pages.shared.classifier_widgets import (
-    data_choice, preset_race_view, run_history, run_metrics, settings_form, try_your_review, workbench,
+    data_choice, preset_race_view, run_history, run_metrics, run_notes, settings_form, try_your_review, workbench,
 )
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
@@ -25,7 +25,7 @@ st.caption("The lecture's network, `Linear(V, hidden) → ReLU → Linear(hidden
 with st.sidebar:  # the settings; the main column keeps the buttons and what they produce (a projector's 720 rows)
     choice = data_choice()
 settings = settings_form(waiting_for=choice.waiting_for)
-status, guess_slot, metrics_slot, loss_slot, acc_slot = st.empty(), st.empty(), st.empty(), st.empty(), st.empty()
+status, guess_slot, race_slot, metrics_slot, loss_slot, acc_slot = (st.empty() for _ in range(6))
 
 download = st.session_state.get("clf_download", False)  # Download pressed: read the reviews (downloaded first), no run
 if settings.train or settings.race or settings.both or download:
@@ -48,8 +48,8 @@ if settings.train or settings.race or settings.both or download:
         config = settings.config()
         guess = parse_train_guess(st.session_state.clf_guess)  # an unreadable guess is refused before anything runs
         if bench.needs_loading(choice):
-            with st.spinner("reading reviews"):
-                bar = st.progress(0.0)
+            with st.spinner("reading reviews"):  # the bar in the status line: a refusal there replaces it
+                bar = status.progress(0.0)
                 bench.load(choice, progress=lambda d, t: bar.progress(min(1.0, d / t) if t else 0.0))
                 bar.empty()
         if download:
@@ -66,6 +66,9 @@ if settings.train or settings.race or settings.both or download:
 
 if bench.guess_note:  # ---- the guess beside the measurement, right under the buttons
     guess_slot.info(bench.guess_note, icon=":material/psychology_alt:")
+if (race := bench.preset_race) is not None and bench.race_is_latest:  # ---- "Both presets" just ran: first
+    with race_slot.container():
+        preset_race_view(race)
 if bench.runs:  # ---- the latest run (from the session, so it survives reruns and Stop)
     last, base = bench.runs[-1], bench.runs[-1].baseline
     with metrics_slot.container():
@@ -75,7 +78,8 @@ if bench.runs:  # ---- the latest run (from the session, so it survives reruns a
                                        kept_epoch=last.best_epoch, run=last.label), key="clf_loss")
     acc_slot.plotly_chart(accuracy_curve(last.epochs, baseline_accuracy=base and base.accuracy,
                                          best_epoch=last.best_epoch, run=last.label), key="clf_acc")
-if bench.preset_race is not None:  # ---- the latest "both presets" comparison
+    run_notes(last)  # the busy warning and the kept epoch's meaning, under the charts
+if bench.preset_race is not None and not bench.race_is_latest:  # ---- an earlier "both presets" comparison
     preset_race_view(bench.preset_race)
 st.page_link("pages/classifier_scaling.py", label="More workers: data-parallel scaling", icon=":material/lan:")
 

@@ -54,7 +54,8 @@ def run(section: Section[Any, Any], config: object) -> None:
 
 def show(section: Section[Any, Any], config: object) -> None:
     """A section: its title with Run beside it, then the progress and the result (directly under the
-    button, so a 720-pixel projector shows them without scrolling), then the explanation and the code."""
+    button: its verdicts, then its chart, so a 720-pixel projector shows both without scrolling), then the
+    explanation and the code."""
     with st.container(border=True):
         title, button = st.columns([6, 1], vertical_alignment="center")
         title.subheader(section.title)
@@ -64,9 +65,9 @@ def show(section: Section[Any, Any], config: object) -> None:
         if result is not None:
             if st.session_state.get(f"wp_partial_{section.key}"):
                 st.caption("Stopped before the end: these are the steps measured so far.")
+            st.markdown(section.summarize(result))  # the one-line verdicts, then their chart: both in view
             st.plotly_chart(section.figure(result), key=f"wp_chart_{section.key}")
             load_notice(st.session_state.get(f"wp_load_{section.key}"))
-            st.markdown(section.summarize(result))
             if verbatim := section.verbatim(result):
                 st.code(verbatim, language="text")
         st.markdown(section.explain(gpu, config))

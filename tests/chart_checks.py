@@ -27,11 +27,13 @@ def assert_log_axis(axis, unit: str | None = None) -> None:
         assert axis.title.text.endswith(f"({unit})"), axis.title.text
 
 
-def assert_legend_right(fig: go.Figure) -> None:
-    """The legend is shown, vertical, right of the plot: never over an axis title."""
+def assert_legend_below(fig: go.Figure) -> None:
+    """The legend is shown, horizontal, in the band Plotly reserves at the figure's bottom: never over an axis
+    title, and never taking the plot's width."""
     legend = fig.layout.legend
     assert fig.layout.showlegend is True
-    assert legend.orientation == "v" and legend.x >= 1 and legend.xanchor == "left", legend
+    assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0, legend
+    assert legend.yanchor == "bottom" and legend.xanchor == "left", legend
 
 
 def _inside(value: float, axis, ref: str) -> bool:

@@ -223,9 +223,11 @@ def test_settings_are_colab_form_fields_the_tests_can_fill_in():
         with_settings(source, {"NOPE": 1})
 
 
-def test_the_no_gpu_advice_everywhere_points_to_the_notebook_and_the_readme_section():
+def test_the_no_gpu_advice_everywhere_points_to_the_colab_buttons_the_kit_and_the_readme_section():
+    """The buttons and `colab-kit` give the notebook and the wheel: no repository address needed (issue 34)."""
+    from core.cli import HELP
     from core.platform.devices import GET_A_GPU
 
-    assert "notebooks/colab.ipynb" in GET_A_GPU and "No GPU? Use Colab" in GET_A_GPU
-    assert (ROOT / GET_A_GPU.split("notebook, ")[1].split(",")[0]).exists()
+    assert "Download for Colab" in GET_A_GPU and "python -m core colab-kit --out DIR" in GET_A_GPU
+    assert "colab-kit" in HELP and "No GPU? Use Colab" in GET_A_GPU
     assert "## No GPU? Use Colab" in (ROOT / "README.md").read_text()

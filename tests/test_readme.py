@@ -42,3 +42,12 @@ def test_readme_gives_the_install_size_and_the_cpu_build_line_under_the_start_co
     after_start = text.split(_commands()[0], 1)[1].split("```bash", 1)[0]
     assert re.search(r"\d(\.\d)? GB", after_start)
     assert "python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu" in after_start
+
+
+def test_the_cpu_build_advice_comes_before_the_install_line():
+    """A reader on GPU-less Linux who runs the first command as soon as they see it gets the 6.1 GB CUDA build:
+    the CPU-build line must be read first (issue 34), in the sentence that introduces the command."""
+    text = (ROOT / "README.md").read_text()
+    before_start = text.split("```bash", 1)[0]
+    assert "python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu" in before_start
+    assert "without an NVIDIA GPU" in before_start

@@ -2,9 +2,11 @@
 
 Log axes carry decade ticks only, each labelled with its whole value (Plotly's own minor labels
 "2 … 9" dropped the decade, so "3" read as 3 where it meant 0.3); a time axis has one unit, chosen
-from the data, written in its title; legends sit right of the plot, where Plotly widens the margin
-for them and nothing else is drawn, so they never cover an axis title; text is placed inside the
-plot area; error bars never reach below a log axis's floor.
+from the data, written in its title; legends sit in a band under the plot, below the x axis's title,
+where Plotly reserves the room for them: a legend beside the plot took most of a chart's width in
+the main column (a roofline squeezed to 170 of 820 pixels, its axis title cut), one under it takes
+height only where it has entries; text is placed inside the plot area; error bars never reach below
+a log axis's floor. Tick labels are 16 px: readable from a classroom's back row on a projector.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ LOG_PAD = 0.12  # decades of room above and below the data on a log axis, so mar
 LINEAR_HEADROOM = 0.15  # share of the span added above a linear axis's top, for text above bars
 BAR_FLOOR_DECADES = 0.5  # a log bar chart's floor lies this far under its smallest bar
 LOWER_ARM_FLOOR = 0.1  # an error bar's lower arm on a log axis stops at this share of its value
-FONT_SIZE = 14  # tick labels and legend: readable across a classroom
+FONT_SIZE = 16  # tick labels and legend, in px: readable across a classroom on a 1280 × 720 projector
 LABEL_BACKING = "rgba(255,255,255,0.85)"
 LABEL_SHIFT_PX = 12  # text starts this far from its marker
 MINOR_GRID = "#f2f2f2"  # faint unlabelled lines at 2 … 9 times a decade: the eye still sees the log scale
-LEGEND = dict(orientation="v", x=1.02, xanchor="left", y=1.0, yanchor="top", font=dict(size=FONT_SIZE))
+# at the bottom of the figure (container coordinates): Plotly reserves that band, so axis titles stay above it
+LEGEND = dict(orientation="h", x=0.0, xanchor="left", yref="container", y=0.0, yanchor="bottom",
+              font=dict(size=FONT_SIZE))
 
 
 @dataclass(frozen=True)
@@ -175,18 +179,39 @@ def label_points(fig: go.Figure, points: Sequence[tuple[float, float, str]]) -> 
                            xshift=LABEL_SHIFT_PX if anchor == "left" else -LABEL_SHIFT_PX, bgcolor=LABEL_BACKING)
 
 
+LEGEND_ROW_PX = 26  # one row of the legend band at FONT_SIZE
+LEGEND_WIDTH_PX = 760  # the band's width in the main column at 1280 × 720, less the margins
+LEGEND_CHAR_PX = 8.5  # an average character of a FONT_SIZE legend entry
+LEGEND_SYMBOL_PX = 50  # an entry's line or marker sample and the gap after it
+
+
+def legend_band_px(fig: go.Figure) -> int:
+    """About how tall the legend band under the plot is: entries laid in rows as wide as the longest one.
+    Traces added after `style` are not counted (their band comes out of the plot's height)."""
+    names = [str(t.name) for t in fig.data if t.name and t.showlegend is not False]
+    if not names:
+        return 0
+    widest = max(len(n) for n in names) * LEGEND_CHAR_PX + LEGEND_SYMBOL_PX
+    per_row = max(1, int(LEGEND_WIDTH_PX // widest))
+    return math.ceil(len(names) / per_row) * LEGEND_ROW_PX
+
+
 def style(fig: go.Figure, *, title: str | None, height: int, legend: bool = True) -> go.Figure:
-    """The layout every chart shares: title, height, a legend right of the plot, room for both."""
+    """The layout every chart shares: title, a legend under the plot, room for both. `height` is the chart's
+    without its legend: the band the legend takes is added to it, so many series never squeeze the plot."""
     if title:
         fig.update_layout(title=dict(text=title, font=dict(size=FONT_SIZE + 2)))
     fig.update_layout(
-        height=height,
+        height=height + (legend_band_px(fig) if legend else 0),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
         showlegend=legend,
         legend=LEGEND,
         hovermode="closest",
-        font=dict(size=FONT_SIZE - 1),
+        font=dict(size=FONT_SIZE),  # every other text too: hover, annotations
     )
+    # Streamlit's chart theme sets its own, smaller, tick and axis-title fonts on every axis that has none: name them
+    fig.update_xaxes(tickfont_size=FONT_SIZE, title_font_size=FONT_SIZE)
+    fig.update_yaxes(tickfont_size=FONT_SIZE, title_font_size=FONT_SIZE)
     return fig
 
 

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from core.charts.axis_style import (TimeUnit, clipped_lower_arms, label_points, linear_axis, log_axis, style,
                                     time_unit, trace_values)
+from core import glossary
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N, LECTURE_SENTENCE
 from core.plain_text import plotly_safe_frame
 from core.results.cluster import ClusterRun
@@ -80,7 +81,7 @@ def matmul_overlay(frame: pd.DataFrame, metric: str = "median_s", *, reference: 
             x=rows["n"], y=y, name=str(series), mode="lines+markers", error_y=error,
             line=dict(dash="solid" if _is_gpu(device) else "dash"),
             customdata=rows[["machine", "samples"]].to_numpy(),
-            hovertemplate="%{fullData.name}<br>n = %{x}<br>%{y:.4g}" + (f" {unit.name}" if scale != 1.0 else "")
+            hovertemplate="%{fullData.name}<br>n = %{x}<br>%{y:.3g}" + (f" {unit.name}" if scale != 1.0 else "")
                           + "<br>%{customdata[0]}, %{customdata[1]} samples<extra></extra>",
         )
     marks = [p.labelled(metric, unit) for p in LECTURE_POINTS] if reference else []
@@ -106,7 +107,7 @@ def train_overlay(frame: pd.DataFrame, metric: str = "test_accuracy", x: str = "
         device = str(rows["device"].iloc[0])
         fig.add_scatter(x=rows[x], y=rows[metric], name=str(series), mode="lines+markers",
                         line=dict(dash="solid" if _is_gpu(device) else "dash"),
-                        hovertemplate="%{fullData.name}<br>%{x:.4g}: %{y:.4g}<extra></extra>")
+                        hovertemplate="%{fullData.name}<br>%{x:.3g}: %{y:.3g}<extra></extra>")
     style(fig, title=None, height=440)
     fig.update_layout(xaxis=linear_axis(trace_values(fig, "x"), TRAIN_AXES[x], headroom=0.05),
                       yaxis=dict(title=dict(text=TRAIN_METRICS[metric]), automargin=True))
@@ -171,7 +172,8 @@ VIEWS: tuple[ResultsView, ...] = (
     ResultsView("matmul", _matmul, heading="Matmul sweeps",
                 controls=(Control("results_matmul_metric", "Show", MATMUL_METRICS, width=2),
                           Control("results_reference", "Lecture's reference points")),
-                caption=f"Solid lines: GPUs; dashed: CPUs. Stars: {LECTURE_SENTENCE}."),
+                caption=f"Solid lines: GPUs; dashed: CPUs. Error bars span the {glossary.IQR} "
+                        f"Stars: {LECTURE_SENTENCE}."),
     ResultsView("train", _train, heading="Training runs",
                 controls=(Control("results_train_metric", "Show", TRAIN_METRICS),
                           Control("results_train_x", "Against", TRAIN_AXES))),

@@ -42,8 +42,10 @@ def data_roots() -> tuple[Path, ...]:
 def refusal(roots: Sequence[Path]) -> str:
     """The one message for every path a browser user may not read, so it reveals nothing about the disk."""
     where = ", ".join(str(r) for r in roots)
-    return (f"that path is not available here; the server reads reviews only from files and folders under {where} "
-            f"(the server's {DATA_ROOTS_ENV} setting); upload the file instead")
+    return ("that path is not available here. Upload the file instead (choose \"upload a file\"), or, on the "
+            "server, add a copy of a built-in data set you already have with `python -m core data add rt-polarity "
+            "PATH` (or `imdb`): it then shows as a choice above, no download needed. A path typed here is read only "
+            f"under {where} (the server's {DATA_ROOTS_ENV} setting)")
 
 
 def allowed_path(text: str, roots: Sequence[Path] | None = None) -> Path:

@@ -115,6 +115,7 @@ class Workbench:
     runs: list[RunRecord] = field(default_factory=list)
     model: tuple[str, TrainResult] | None = None  # the latest run's label and kept weights, for "try your own review"
     preset_race: PresetRace | None = None  # the latest "both presets" comparison
+    preset_race_runs: int = 0  # how many runs the history held when that comparison finished
     kept_preps: dict[Hashable, tuple[Features, BaselineResult]] = field(default_factory=dict)  # newest last
     status: str = ""  # the latest line about the current run
     shared_features: SharedBuilds[tuple[Features, BaselineResult]] | None = None  # the server's, for every session
@@ -193,8 +194,14 @@ class Workbench:
             if on_done is not None and should_save(results[-1]):
                 on_done(replace(results[-1].run, baseline_accuracy=baseline.accuracy))
         if both:
-            self.preset_race = preset_race(results, with_gpu=has_gpu())
+            self.preset_race, self.preset_race_runs = preset_race(results, with_gpu=has_gpu()), len(self.runs)
         return results
+
+    @property
+    def race_is_latest(self) -> bool:
+        """The latest runs were a "both presets" comparison (no Train since): the page shows it first, so its
+        chart is what a projector shows after the click, above the last run's own curves."""
+        return self.preset_race is not None and bool(self.runs) and len(self.runs) == self.preset_race_runs
 
     def _one_run(self, features: Features, baseline: BaselineResult, config: ClassifierConfig,
                  hooks: JobHooks) -> TrainResult:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from core.charts.axis_style import TimeUnit, bar_axis, style, trace_values
+from core.charts.axis_style import FONT_SIZE, TimeUnit, bar_axis, style, trace_values
 from core.parallel.wording import format_duration
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2")
@@ -76,7 +76,6 @@ def split_work_chart(workers: Sequence[int], compute: Sequence[float], communica
                 text=[f"{s:.0%}" for s in shares], textposition="inside")
     fig.add_scatter(x=labels, y=list(ideal), name="ideal (1 worker / K)", mode="lines+markers",
                     line=dict(color=IDEAL_COLOR, dash="dash"))
-    fig.update_layout(height=340, margin=dict(l=10, r=10, t=30, b=10), barmode="stack",
-                      xaxis=dict(title=x_title, type="category"), yaxis_title=y_title,
-                      legend=dict(orientation="h", y=1.12))
-    return fig
+    fig.update_layout(barmode="stack", xaxis=dict(title=x_title, type="category", tickfont=dict(size=FONT_SIZE)),
+                      yaxis=dict(title=y_title, tickfont=dict(size=FONT_SIZE), automargin=True))
+    return style(fig, title=None, height=380)  # the shared legend band under the plot, 16 px ticks

@@ -186,7 +186,9 @@ def run_processes(config: ProcessesConfig = ProcessesConfig(), hooks: JobHooks =
 
 
 def explain_processes(gpu: str | None, config: ProcessesConfig = ProcessesConfig()) -> str:
-    engine = ("This is `torch.distributed` over gloo, started by `torchrun`: the engine that trains across machines; "
+    engine = ("This is `torch.distributed` over gloo (the library PyTorch uses to pass data between processes on "
+              "a CPU), started by `torchrun` (PyTorch's launcher: it starts the K processes and lets them find each "
+              "other): the engine that trains across machines; "
               + (f"the GPU ({gpu}) sits this one out, and" if gpu else "there is no GPU here, and")
               + " with one GPU per process the same code would talk over NCCL.")
     return (

@@ -191,12 +191,19 @@ class WaitStatus:
 
     @property
     def message(self) -> str:
+        """The waiting line with the running job's process id, which a terminal's user can look up."""
+        return self.line(pid=True)
+
+    def line(self, *, pid: bool) -> str:
+        """'waiting for cpu: 1 ahead (3 s so far); now running: matmul sweep, 12 s of at most 300 s'; the page
+        leaves the process id out (`pid=False`): nobody in front of a browser can act on it."""
         if self.device is None:
             return ""
         text = f"waiting for {self.device}: {self.ahead} ahead ({self.waited_s:.0f} s so far)"
         holder = self.holder
         if holder is not None:
-            text += f"; now running: {holder.label or 'a job'} (pid {holder.pid}), {holder.running_s:.0f} s"
+            shown_pid = f" (pid {holder.pid})" if pid else ""
+            text += f"; now running: {holder.label or 'a job'}{shown_pid}, {holder.running_s:.0f} s"
             text += f" of at most {holder.max_job_s:.0f} s" if not holder.overdue else ", past its time limit"
         return text
 

@@ -10,12 +10,13 @@ import torch
 
 from core.errors import DashboardError
 
-GET_A_GPU = (
-    "No GPU is visible to PyTorch. To get one for free, open this project's notebook, "
-    "notebooks/colab.ipynb, in Google Colab (README: \"No GPU? Use Colab\"): it runs these "
-    "measurements on Colab's GPU and saves a file for the Results page. There, choose Runtime > "
-    "Change runtime type > GPU, save, and check that a 'GPU RAM' line appears in the resources "
-    "panel. If Colab says too many sessions are active, close your other Colab sessions and try again."
+GET_A_GPU = (  # the Hardware check page, `devices` and a refused GPU device all say this
+    "No GPU is visible to PyTorch. To borrow one for free from Google Colab, take this project's notebook and "
+    "wheel: the Download for Colab buttons (at the bottom of the Hardware check page), or `python -m core "
+    "colab-kit --out DIR` on the command line. In Colab, File > Upload notebook (colab.ipynb), drop the .whl "
+    "into the Files panel on the left, choose Runtime > Change runtime type > T4 GPU, then Run all: the "
+    "notebook runs these measurements on Colab's GPU and downloads a file for the Results page (README: \"No "
+    "GPU? Use Colab\"). If Colab says too many sessions are active, close your other Colab sessions and try again."
 )
 NEEDS_GPU = "needs a GPU, and PyTorch sees none on this machine"  # why a GPU-only control is disabled
 

@@ -76,6 +76,12 @@ def percent(share: float | None) -> str:
     return EMPTY if share is None or is_blank(share) else f"{share:.1%}"
 
 
+def points(difference: float | None) -> str:
+    """A difference of two shares in percentage points, '+0.6 points' (78.0% against 77.4%): never '+0.6%',
+    which would mean 0.6 % of 77.4 %. EMPTY where there is none."""
+    return EMPTY if difference is None or is_blank(difference) else f"{difference * 100:+.1f} points"
+
+
 def cell(value: Any) -> str:
     """Any value as a table shows it: numbers to SIGNIFICANT figures, whole numbers with separators from 10,000
     (so years, ids and sizes up to 9,999 read as typed), flags as yes/no, nothing as ''."""
@@ -91,16 +97,22 @@ def cell(value: Any) -> str:
 
 
 def _whole(column: pd.Series) -> bool:
-    """A column of whole numbers with nothing missing: kept as numbers (they sort and need no rounding)."""
+    """A column of whole numbers with nothing missing."""
     import pandas as pd
 
     return pd.api.types.is_integer_dtype(column.dtype) and not pd.api.types.is_bool_dtype(column.dtype)
 
 
+def _small(column: pd.Series) -> bool:
+    """Whole numbers all under 10,000: kept as numbers (they sort and need no rounding). From 10,000 on a table
+    grid would draw them bare ('104903 terms' beside '18,550 reviews/s'): the column gets separators instead."""
+    return column.empty or int(column.abs().max()) < 10_000
+
+
 def readable(table: pd.DataFrame | Sequence[Mapping[str, Any]],
              formats: Mapping[str, Format] | None = None) -> pd.DataFrame:
     """The table as it is shown: each column in `formats` through its format, every other cell through `cell`,
-    except columns of whole numbers with nothing missing, kept as numbers. Only for showing: exports keep
+    except columns of whole numbers under 10,000 with nothing missing, kept as numbers. Only for showing: exports keep
     every digit."""
     import pandas as pd  # here, not at the top: the CLI's quick commands never draw a data frame
 
@@ -112,7 +124,7 @@ def readable(table: pd.DataFrame | Sequence[Mapping[str, Any]],
         if name in formats:
             out[name] = [formats[name](v) for v in column.tolist()]
         elif _whole(column):
-            out[name] = column.tolist()
+            out[name] = column.tolist() if _small(column) else [f"{int(v):,}" for v in column.tolist()]
         else:
             out[name] = [cell(v) for v in column.tolist()]
     return pd.DataFrame(out, columns=list(frame.columns), index=frame.index)

@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from core import glossary
 from core.classifier.datasets import BUILTIN_DATASETS, is_cached
 from core.classifier.baseline import BaselineResult
 from core.classifier.features import WEIGHTINGS, Features
@@ -24,7 +25,7 @@ from core.classifier.shared_builds import SharedBuilds
 from core.classifier.workbench import PATH, UPLOAD, DataChoice, Upload, Workbench
 from core.results.guess import TRAIN_EXAMPLE
 from core.platform.devices import NEEDS_GPU, available_devices, has_gpu
-from core.platform.units import percent, readable
+from core.platform.units import EMPTY, percent, points, readable, seconds
 from pages.shared.notices import gpu_badge, load_notice
 
 
@@ -108,9 +109,9 @@ def _settings() -> dict[str, Any]:
             preset=preset,
             weighting=c1.selectbox("Weighting", list(WEIGHTINGS), list(WEIGHTINGS).index(d.weighting),
                                    format_func=WEIGHTINGS.get, key=k("weighting"),
-                                   help="NB-weighted: binary word, pair (and letter-group) features scaled by how "
-                                        "strongly each leans positive or negative in the training reviews "
-                                        "(best accuracy here)"),
+                                   help=f"{glossary.NB_WEIGHTING} NB-weighted: binary word, pair (and letter-group) "
+                                        "features so scaled (best accuracy here); TF-IDF: counts weighted down for "
+                                        "words most reviews contain"),
             ngrams=c1.radio("n-grams", [1, 2], index=d.ngrams - 1, key=k("ngrams"), horizontal=True,
                             format_func=lambda n: "words" if n == 1 else "words + pairs"),
             max_features=c1.number_input("Vocabulary cap (0: none)", 0, 5_000_000, d.max_features or 0,
@@ -188,22 +189,31 @@ def run_metrics(run: RunRecord) -> None:
     m1, m2, m3, m4 = st.columns(4)
     accuracy = None if kept is None else kept.test_accuracy
     m1.metric("Test accuracy (kept epoch)", percent(accuracy),
-              None if accuracy is None or base is None else f"{accuracy - base.accuracy:+.1%} vs baseline")
+              None if accuracy is None or base is None else f"{points(accuracy - base.accuracy)} vs baseline",
+              help="share of the held-out test reviews the kept epoch labels right; the difference from the "
+                   "baseline is in percentage points (78.0% against 77.4% is +0.6 points)")
     m2.metric("Baseline accuracy", percent(None if base is None else base.accuracy),
               help="scikit-learn LogisticRegression on the same features and the same split")
-    m3.metric("Seconds per update" if run.config.preset == "lecture" else "Seconds per epoch",
-              "—" if run.seconds_per_epoch is None else f"{run.seconds_per_epoch:.3f}",
+    m3.metric("Time per update" if run.config.preset == "lecture" else "Time per epoch",
+              seconds(run.seconds_per_epoch) or EMPTY,
               help="median over the completed epochs, device-synchronized, evaluation excluded")
     m4.metric("Epochs done", f"{len(run.epochs)} / {run.config.epochs}", f"{run.status} on {run.device}",
               delta_color="off", delta_arrow="off")
+
+
+def run_notes(run: RunRecord) -> None:
+    """Under the run's charts: the busy-machine warning and what the kept epoch means when the test loss rose,
+    in body text (a sentence the class should read, not a grey caption), below the charts so they stay in view."""
     load_notice(run.load)
     if note := run.overfitting_note:
-        st.caption(note)
+        st.markdown(note)
 
 
 SCALING_TEXT = (
-    "The marbles across processes: K worker processes (`torch.distributed`, gloo) each train on every K-th review "
-    "of a batch, then add their gradients (all-reduce) so all take the same step. The compute shares out over K; "
+    "The marbles across processes: K worker processes (`torch.distributed` over gloo, the library PyTorch uses to "
+    "pass data between processes on a CPU) each train on every K-th review of a batch, then add their gradients "
+    "(an all-reduce: each worker hands in its gradients and gets back the sum of all of them) so all take the "
+    "same step. The compute shares out over K; "
     "the all-reduce does not, and with tiny mini-batch steps it can be most of the epoch, keeping the measured bars "
     "far above the ideal line: Amdahl's law, with communication as the part that does not shrink. The lecture "
     "preset's few big full-batch steps would spend far less of their time adding counts.")

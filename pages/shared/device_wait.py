@@ -69,7 +69,7 @@ class PageJob:
                 st.button("Cancel", key=f"{self._key}_cancel_wait{suffix}", icon=":material/cancel:",
                           help="leave the line; nothing runs")
             self._lines += 1
-        self._note.info(status.message, icon=":material/hourglass_top:")
+        self._note.info(status.line(pid=False), icon=":material/hourglass_top:")
 
     def _on_start(self, job: Job) -> None:
         self._box.empty()

@@ -40,14 +40,20 @@ def _enter_key() -> None:
     state.results_notice = Notice(*words.key_notice(outcome))
 
 
-def notices(key: str | None, access: Access) -> None:
-    """The last action's outcome, the warnings about the key, and the question before a delete."""
+def notices(key: str | None, access: Access, store: str) -> None:
+    """The last action's outcome, the notes about the key and the store, and the question before a delete.
+
+    Administrative notes (where the store lives on the server, a key too short) are for the instructor only:
+    a key configured and entered in this session. With no key configured, one neutral line and no server path:
+    every student and the projector see it."""
     if notice := state.pop("results_notice", None):
         getattr(st, notice.level)(notice.text)
     if key is None:
-        st.warning(words.OPEN_BOARD_WARNING, icon=":material/lock_open:")
-    elif key_too_short(key) and access.instructor:
-        st.warning(words.SHORT_KEY_WARNING, icon=":material/key:")
+        st.caption(words.OPEN_BOARD_NOTE)
+    elif access.instructor:  # a key is set, and this session entered it
+        if key_too_short(key):
+            st.warning(words.SHORT_KEY_WARNING, icon=":material/key:")
+        st.caption(f"Stored in the {store}.")
     if state.get("results_confirm") is not None:  # the board is shared: ask before deleting for everyone
         st.warning(words.confirm_text(board.run_title(store_url(), state.results_confirm)), icon=":material/delete:")
         st.button("Yes, delete it", key="results_delete_yes", type="primary", on_click=lambda: state.update(

@@ -72,8 +72,30 @@ def test_inside_anchor_grows_text_toward_the_middle():
     assert ax.inside_anchor(1.2, (1.0, 4.0)) == "left" and ax.inside_anchor(3.9, (1.0, 4.0)) == "right"
 
 
-def test_style_puts_the_legend_right_of_the_plot():
+def test_style_puts_the_legend_under_the_plot():
+    """Beside the plot, a legend of long series names took most of the width (issue 34); under it, it
+    takes a band of the figure's height that Plotly reserves below the x axis's title."""
     fig = ax.style(go.Figure(), title="t", height=300)
     legend = fig.layout.legend
-    assert legend.orientation == "v" and legend.x >= 1 and legend.xanchor == "left"
+    assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0 and legend.yanchor == "bottom"
     assert fig.layout.showlegend is True and fig.layout.title.text == "t"
+
+
+def test_ticks_are_large_enough_for_a_projector():
+    axis = ax.log_axis([1.0, 100.0], "t (ms)")
+    assert axis["tickfont"]["size"] >= 16 and ax.linear_axis([1.0], "x")["tickfont"]["size"] >= 16
+    fig = ax.style(go.Figure(go.Scatter(x=[1], y=[2])), title=None, height=300)
+    assert fig.layout.legend.font.size >= 16  # and every axis's own fonts, which Streamlit's theme would shrink
+    assert fig.layout.xaxis.tickfont.size >= 16 and fig.layout.yaxis.title.font.size >= 16
+
+
+def test_the_legend_band_adds_to_the_height_instead_of_squeezing_the_plot():
+    """Six long entries under a roofline took 200 of its 520 px (issue 34): the band now adds to the height."""
+    def figure(entries: int) -> go.Figure:
+        fig = go.Figure([go.Scatter(x=[1], y=[1], name=f"cpu float32 {k} threads theoretical peak")
+                         for k in range(entries)])
+        return ax.style(fig, title=None, height=400)
+
+    assert figure(0).layout.height == 400
+    assert 400 < figure(1).layout.height < figure(6).layout.height
+    assert ax.style(go.Figure(go.Scatter(name="x")), title=None, height=300, legend=False).layout.height == 300

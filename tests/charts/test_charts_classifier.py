@@ -6,7 +6,7 @@ from core.charts.classifier import accuracy_curve, loss_curves, lowest_test_loss
 from core.classifier.model import ClassifierConfig
 from core.classifier.runs import RunRecord
 from core.results.train import TrainEpoch
-from tests.chart_checks import assert_annotations_inside, assert_legend_right
+from tests.chart_checks import assert_annotations_inside, assert_legend_below
 
 
 def _report(epoch, batches_done=4, loss=0.5, seconds=1.0, elapsed=None, test_loss=None):
@@ -24,7 +24,7 @@ def test_loss_curves_with_baseline_line_and_fixed_range():
     assert fig.layout.shapes[0].y0 == 0.45 and tuple(fig.layout.xaxis.range) == (0, 5.2)
     assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] > 0.7
     assert lowest.name == "lowest test loss: epoch 2"
-    assert_legend_right(fig)
+    assert_legend_below(fig)
     assert_annotations_inside(fig)
 
 
@@ -54,7 +54,7 @@ def test_accuracy_curve_marks_kept_epoch():
     assert "kept epoch (2)" in [t.name for t in fig.data]
     assert [a.text for a in fig.layout.annotations] == ["LogisticRegression 75.0%"]  # the only text in the plot
     assert fig.layout.yaxis.tickformat == ".0%"
-    assert_legend_right(fig)
+    assert_legend_below(fig)
     assert_annotations_inside(fig)
 
 
@@ -66,7 +66,7 @@ def test_overlay_by_epoch_and_by_wall_time():
     race = overlay([cpu, gpu], by="seconds", metric="test_accuracy")
     assert [list(t.x) for t in race.data] == [[2.0, 4.0], [0.1, 0.2]]
     assert race.data[1].name == "run 2 · cuda:0 · mini-batch"
-    assert_legend_right(race)
+    assert_legend_below(race)
     with pytest.raises(ValueError):
         overlay([cpu], by="minutes")
     with pytest.raises(ValueError):

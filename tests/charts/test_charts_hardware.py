@@ -5,7 +5,7 @@ import pytest
 from core.charts.hardware import gpu_memory_bar
 from core.platform.hardware import GpuInfo
 from core.platform.units import GIB
-from tests.chart_checks import assert_legend_right
+from tests.chart_checks import assert_legend_below
 
 
 def test_gpu_memory_bar_shows_used_and_free_on_one_gib_axis():
@@ -14,4 +14,4 @@ def test_gpu_memory_bar_shows_used_and_free_on_one_gib_axis():
     assert [t.name for t in fig.data] == ["used 3.0 GiB", "free 13.0 GiB"]
     assert fig.layout.barmode == "stack" and fig.layout.xaxis.title.text == "GiB"
     assert fig.layout.xaxis.range == pytest.approx((0, 16))  # the whole card, nothing past it
-    assert_legend_right(fig)
+    assert_legend_below(fig)

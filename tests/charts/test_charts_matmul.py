@@ -5,7 +5,7 @@ import pytest
 from core.matmul import report, sweep
 from core.charts.matmul import gflops_figure, speedup_figure, speedup_table, time_figure
 from core.lecture import LECTURE_N
-from tests.chart_checks import assert_annotations_inside, assert_legend_right, assert_log_axis, assert_points_inside
+from tests.chart_checks import assert_annotations_inside, assert_legend_below, assert_log_axis, assert_points_inside
 from core.matmul.engine import measured_point
 from core.matmul.series import Series
 from core.matmul.config import MatmulOptions, SweepConfig
@@ -55,7 +55,7 @@ def test_time_figure_axes(result):
     assert_log_axis(fig.layout.xaxis)
     assert_log_axis(fig.layout.yaxis, "ms")
     assert list(fig.layout.xaxis.tickvals) == [100.0, 1000.0, 10_000.0]  # 32 .. 10,000: decades only
-    assert_legend_right(fig)
+    assert_legend_below(fig)
     assert_points_inside(fig)
     texts = {a.text: a for a in fig.layout.annotations}  # the lecture's labels, in the plot, on a white backing
     assert set(texts) == {"lecture CPU ≈ 23,000 ms (23 s)", "lecture Colab GPU ≈ 3,000 ms (3 s)"}
@@ -87,7 +87,7 @@ def test_gflops_figure(result):
     assert_log_axis(fig.layout.xaxis)
     assert_log_axis(fig.layout.yaxis)
     assert fig.layout.yaxis.title.text == "GFLOP/s"
-    assert_legend_right(fig)
+    assert_legend_below(fig)
     assert_points_inside(fig)
     assert {a.text for a in fig.layout.annotations} == {"lecture CPU ≈ 87 GFLOP/s", "lecture Colab GPU ≈ 667 GFLOP/s"}
     assert_annotations_inside(fig)
@@ -110,7 +110,7 @@ def test_speedup_figure_marks_the_crossover(result):
     assert labels["crossover ≈ 100"].xanchor == "left"  # left half of 32 .. 10,000: the text grows rightward
     assert_log_axis(fig.layout.xaxis)
     assert_log_axis(fig.layout.yaxis)
-    assert_legend_right(fig)
+    assert_legend_below(fig)
     assert_annotations_inside(fig)
     assert_points_inside(fig)
     table = speedup_table(report.results_frame(result.results), "cuda:0 float32 TF32 off", "cpu float32 1 thread")
@@ -134,7 +134,7 @@ def test_cpu_only_speedup_has_no_lecture_gpu_point(monkeypatch):
     fig = speedup_figure(report.results_frame(result.results), result.crossovers)
     assert "cpu float32 2 threads vs cpu float32 1 thread" in _names(fig)
     assert not any(t.name.startswith("lecture") for t in fig.data)
-    assert_legend_right(fig)  # shown with no crossover too: the line needs its name
+    assert_legend_below(fig)  # shown with no crossover too: the line needs its name
     assert "break-even (1×)" in _names(fig)
     lo, hi = fig.layout.yaxis.range
     assert lo < 0 < hi  # 1× on the axis even where every speed-up is above it

@@ -7,7 +7,7 @@ import pytest
 from core.charts.results import matmul_overlay, train_overlay
 from core.store.frames import kind_frame
 from core.store.database import open_store
-from tests.chart_checks import assert_annotations_inside, assert_legend_right, assert_log_axis, assert_points_inside
+from tests.chart_checks import assert_annotations_inside, assert_legend_below, assert_log_axis, assert_points_inside
 from tests.result_samples import LAB, LAPTOP, matmul_payload, train_payload, save_payload
 
 
@@ -38,7 +38,7 @@ def test_matmul_overlay_draws_each_series_and_the_lecture(runs):
     assert_log_axis(fig.layout.xaxis)
     assert_log_axis(fig.layout.yaxis, "ms")
     assert fig.layout.yaxis.title.text == "time per product (ms)"
-    assert_legend_right(fig)
+    assert_legend_below(fig)
     assert_points_inside(fig)
 
 
@@ -51,7 +51,7 @@ def test_matmul_overlay_in_gflops_without_reference(runs):
     assert_log_axis(with_ref.layout.yaxis)
     assert [a.text for a in with_ref.layout.annotations] == list(with_ref.data[-1].text)  # GFLOP/s, not seconds
     assert_annotations_inside(with_ref)
-    assert_legend_right(with_ref)
+    assert_legend_below(with_ref)
     assert_points_inside(with_ref)
 
 
@@ -74,7 +74,7 @@ def test_train_overlay_by_epoch_and_by_time(runs):
     assert xs["#4 cuda:0 (NVIDIA H200) mini-batch"] == pytest.approx([0.2, 0.4])
     assert xs["#3 cpu (Student Laptop CPU i5) mini-batch"] == pytest.approx([5.0, 10.0])
     assert by_time.layout.xaxis.title.text == "seconds of training"
-    assert_legend_right(by_time)
+    assert_legend_below(by_time)
     assert by_time.layout.xaxis.range[0] == 0 and by_time.layout.xaxis.range[1] >= 10.0
     assert by_epoch.layout.yaxis.tickformat == ".0%"
 

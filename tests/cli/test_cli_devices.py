@@ -35,7 +35,8 @@ def test_devices_table_mentions_cpu_and_how_to_get_a_gpu(monkeypatch, capsys):
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
     assert main(["devices"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("CPU ") and "Change runtime type > GPU" in " ".join(out.split())  # wrapped at 100
+    joined = " ".join(out.split())  # wrapped at 100
+    assert out.startswith("CPU ") and "Download for Colab" in joined and "python -m core colab-kit" in joined
     assert max(len(line) for line in out.splitlines()) <= 100
 
 

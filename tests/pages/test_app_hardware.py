@@ -27,7 +27,7 @@ def test_hardware_page_without_gpu(app, monkeypatch):
     assert not app.exception
     text = _text(app)
     assert cpu_name() in text
-    assert "No GPU found" in text and "Runtime > Change runtime type > GPU" in text
+    assert "No GPU found" in text and "Download for Colab buttons" in text and "colab-kit" in text
     assert "close your other Colab sessions" in text
     labels = [m.label for m in app.metric]
     assert "Logical cores" in labels and "RAM available / total" in labels

@@ -138,6 +138,8 @@ def test_a_server_path_outside_the_data_roots_is_refused_without_reading_it(app,
     _train_on(_open(app), secret)
     refused = [e.value for e in app.error]
     assert refused and "not available here" in refused[0] and "hunter2" not in refused[0]
+    assert "python -m core data add" in refused[0] and "Upload the file" in refused[0]  # what to do offline
+    assert not app.get("progress"), "no empty progress bar left under the refusal (issue 34)"
     _train_on(app, tmp_path / "elsewhere" / "nothing.csv")
     assert [e.value for e in app.error] == refused, "missing and forbidden paths get the same message"
 

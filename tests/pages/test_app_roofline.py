@@ -91,3 +91,34 @@ def test_a_busy_run_reads_cannot_tell_in_a_warning(app: AppTest, no_gpu, monkeyp
     (warning,) = [w.value for w in app.warning if "crossover" in w.value]
     assert "the sweep: cannot tell on a machine this busy" in warning and "measured it at" not in warning
     assert not [s.value for s in app.success if "crossover" in s.value]
+
+
+def test_after_a_run_the_chart_comes_first_and_no_field_name_shows(app: AppTest, no_gpu, monkeypatch):
+    """At 1280 × 720 the chart must follow the buttons, not a long verdict box and the roofs table (issue 34);
+    and what the page says names constants in words ('memory bandwidth'), never 'bandwidth_gbs'."""
+    from core.roofline import run as roofline_run
+    from core.roofline.spread import NAMES
+    from tests.roofline.test_roofline_spread import _run
+
+    busy = replace(_run((20e-6,) * 3, others=1.0), wall_s=1.0)  # noisy constants: every note and flag shown
+    monkeypatch.setattr(roofline_run, "run_roofline", lambda config, hooks=None: busy)
+    app.switch_page(PAGE).run()
+    app.button(key="rl_run").click().run()
+    assert not app.exception
+    order = [getattr(n, "type", "") for n in _walk(app.main)]
+    first_chart = order.index("plotly_chart")
+    assert first_chart < order.index("dataframe") and first_chart < order.index("warning"), order
+    shown = [str(x.value) for x in [*app.markdown, *app.caption, *app.info, *app.success, *app.warning]]
+    shown += [str(c) for c in app.dataframe[0].value.columns] + [str(v) for v in app.dataframe[0].value.values.ravel()]
+    leaked = [(field, text) for field in NAMES for text in shown if field in text]
+    assert not leaked, leaked
+
+
+def _walk(node):
+    """Every element under a node, in page order."""
+    children = getattr(node, "children", None)
+    if not children:
+        yield node
+        return
+    for key in sorted(children):
+        yield from _walk(children[key])

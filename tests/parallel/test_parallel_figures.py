@@ -12,7 +12,7 @@ from core.parallel.location import LocationResult
 from core.parallel.marbles import MarblesPoint, MarblesResult
 from core.parallel.timing_bug import SyncPoint, TimingBugResult
 from core.platform.timing import Measurement
-from tests.chart_checks import assert_legend_right, assert_log_axis
+from tests.chart_checks import assert_legend_below, assert_log_axis
 
 
 def m(median: float, first: float | None = None) -> Measurement:
@@ -33,7 +33,7 @@ def test_marbles_figure_draws_the_ideal_line_and_one_line_per_size():
     assert list(fig.data[0].y) == [1, 2, 4] and list(fig.data[1].y) == pytest.approx([1, 2, 4])
     assert fig.layout.yaxis.type == "linear"  # 1 to 4: a log axis would only blur it
     assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] > 4
-    assert_legend_right(fig)
+    assert_legend_below(fig)
 
 
 def test_marbles_figure_puts_the_gpu_after_the_threads():
@@ -54,7 +54,7 @@ def test_chain_figure_groups_the_two_shapes_per_device():
     assert fig.data[1].x == ("CPU", "GPU (cuda:0)") and fig.data[1].y == pytest.approx((8, 16))  # ms
     assert_log_axis(fig.layout.yaxis, "ms")  # 50 µs to 16 ms
     assert list(fig.data[0].text) == ["5 ms", "50 µs"]  # each bar's own reading
-    assert_legend_right(fig)
+    assert_legend_below(fig)
     assert all(t.cliponaxis is False for t in fig.data)  # text above the tallest bar is not cut
 
 
@@ -82,7 +82,7 @@ def test_first_call_figure_has_three_bars_per_size():
     assert [t.y[0] for t in fig.data] == pytest.approx([500, 20, 10])  # all below 1 ms: in µs
     assert_log_axis(fig.layout.yaxis, "µs")
     assert fig.layout.yaxis.range[0] <= 1 - 0.5  # half a decade under the 10 µs bar: it still has a height
-    assert_legend_right(fig)
+    assert_legend_below(fig)
 
 
 @pytest.mark.parametrize("result, verdict, tensors", [

@@ -144,8 +144,11 @@ def test_wait_status_counts_jobs_ahead_and_names_the_holder():
     threads[1].start()
     wait_until(lambda: len(tickets("cuda:0")) == 1)  # the second job is in line
 
+    pageline: list[str] = []
+
     def on_change(s: WaitStatus) -> None:
         seen.append(s.message)
+        pageline.append(s.line(pid=False))
         release.set()  # the holder lets go once this job has said it waits behind two
 
     status = WaitStatus(on_change=on_change)
@@ -156,6 +159,7 @@ def test_wait_status_counts_jobs_ahead_and_names_the_holder():
         t.join(10)
     assert seen[0].startswith("waiting for cuda:0: 2 ahead")
     assert f"now running: matmul sweep (pid {os.getpid()})" in seen[0] and "of at most 300 s" in seen[0]
+    assert "now running: matmul sweep, " in pageline[0] and "pid" not in pageline[0]  # a page's line (issue 34)
     assert any(m.startswith("waiting for cuda:0: 1 ahead") for m in seen), "the line moves up"
     assert status.device == "cuda:0" and status.waited_s > 0
 

@@ -33,7 +33,7 @@ def test_unknown_device_names_the_choices(name):
 
 def test_absent_cuda_says_how_to_get_one(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(DashboardError, match="Change runtime type > GPU"):
+    with pytest.raises(DashboardError, match="Download for Colab buttons"):
         devices.resolve_device("cuda")
 
 

@@ -405,7 +405,7 @@ def test_saved_and_imported_rooflines_reach_the_store(tmp_path):
 
 
 def test_roofline_charts_share_the_axis_style():
-    from tests.chart_checks import assert_legend_right, assert_log_axis, assert_points_inside
+    from tests.chart_checks import assert_legend_below, assert_log_axis, assert_points_inside
 
     run = _synthetic_run()
     roof, model = roofline_figure(run), model_figure(run)
@@ -414,5 +414,5 @@ def test_roofline_charts_share_the_axis_style():
     assert_log_axis(model.layout.yaxis, unit="ms" if "(ms)" in model.layout.yaxis.title.text else None)
     assert model.layout.yaxis.title.text.startswith("time per product (")
     for fig in (roof, model):
-        assert_legend_right(fig)
+        assert_legend_below(fig)
         assert_points_inside(fig)
