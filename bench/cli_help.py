@@ -17,7 +17,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from core.cli.output import format_table, wrap  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from cli_startup import measure, wall_s  # noqa: E402  (its alternating wall-clock runs)
 
 TARGET_S = 1.0  # `python -m core --help` within a second (issue 34)
 BASELINE = "python -c pass"
@@ -40,23 +42,6 @@ def commands(python: str) -> dict[str, list[str]]:
         "python -m core selfcheck --help": [python, "-m", "core", "selfcheck", "--help"],
         "python -m core devices": [python, "-m", "core", "devices"],
     }
-
-
-def wall_s(argv: list[str], cwd: Path) -> float:
-    """Seconds from start to exit of one fresh process; a failing command stops the benchmark."""
-    start = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - start
-
-
-def measure(cmds: dict[str, list[str]], runs: int, cwd: Path) -> dict[str, list[float]]:
-    """`runs` wall times per command, taking turns, with the first command rotating each round."""
-    labels = list(cmds)
-    times: dict[str, list[float]] = {label: [] for label in labels}
-    for i in range(runs):
-        for label in labels[i % len(labels):] + labels[:i % len(labels)]:
-            times[label].append(wall_s(cmds[label], cwd))
-    return times
 
 
 def main() -> int:

@@ -246,13 +246,5 @@ def cuda_event_seconds(fn: Callable[[], object], device: torch.device, calls: in
     Events are timestamps the GPU itself writes between kernels, so they need no host clock;
     the self-check uses them to confirm that sync-then-read-the-clock tells the same story.
     """
-    stream = torch.cuda.current_stream(device)
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    synchronize(device)
-    start.record(stream)
-    for _ in range(calls):
-        fn()
-    end.record(stream)
-    end.synchronize()
-    return start.elapsed_time(end) / 1000.0 / calls  # elapsed_time is in milliseconds
+    synchronize(device)  # nothing queued before the first event: the calls alone
+    return timing.event_seconds(fn, device, calls)
