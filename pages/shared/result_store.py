@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from core.errors import DashboardError
+from core.results.runs import MEASURED
 from core.store import board
 from core.store.database import DATABASE_URL_ENV, open_store
 from core.store.access import INSTRUCTOR_KEY_ENV, Access, configured_key, key_matches, new_owner_token
@@ -80,14 +81,16 @@ def enter_key(entered: str) -> bool | None:
     return False
 
 
-def save_run(kind: str, payload: dict[str, Any], settings: dict[str, Any], *, label: str = "") -> int | None:
+def save_run(kind: str, payload: dict[str, Any], settings: dict[str, Any], *, label: str = "",
+             source: str = MEASURED) -> int | None:
     """Save a finished run for the Results page; a store that fails is a warning, never a lost run.
+    `source`: where it was measured (core.results.runs: here, or reported by a student's browser).
 
     Call it after the run's results are already in st.session_state, so nothing depends on it.
     """
     try:
         store = open_store(store_url())
-        run_id = store.save(kind, payload, settings, label=label, owner_token=owner_token())
+        run_id = store.save(kind, payload, settings, label=label, owner_token=owner_token(), source=source)
     except DashboardError as exc:
         st.warning(f"The run was not saved to the Results page: {exc}", icon=":material/save:")
         return None
