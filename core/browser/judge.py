@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.browser.payload import check_payload
+from core.browser.payload import Checked, check_payload, refuse
+from core.errors import DashboardError
 from core.matmul import verdict
 from core.matmul.crossover import find_crossover
 from core.results.browser import (GPU_SERIES, ONE_WORKER, PROVENANCE, Adapter, BrowserCrossover, BrowserPoint,
@@ -83,6 +84,13 @@ def machine_of(raw: Mapping[str, Any], adapter: Adapter | None) -> dict[str, Any
 def judged(value: Any, *, guess: Guess | None = None, settings: Mapping[str, Any] | None = None) -> BrowserRun:
     """The browser's object, checked (one-line DashboardError if not) and judged into a run."""
     checked = check_payload(value)
+    try:
+        return _judged(checked, guess, settings)
+    except (DashboardError, ValueError) as exc:  # a field the declared types refuse (pydantic's errors are ValueErrors)
+        raise refuse(str(exc).splitlines()[0]) from None
+
+
+def _judged(checked: Checked, guess: Guess | None, settings: Mapping[str, Any] | None) -> BrowserRun:
     raw = checked.raw
     adapter = Adapter.from_json(raw["adapter"], "adapter") if raw.get("adapter") is not None else None
     points = tuple(BrowserPoint(series=p["series"], n=p["n"], times_s=tuple(float(t) for t in p["times_s"]),

@@ -196,6 +196,7 @@ async function raceSize(race, n) {
 async function runRace(race) {
   const { data } = race;
   try {
+    performance.mark("gvc-race-start"); // the run's span on the page's timeline (a test checks no long task in it)
     race.show("starting the workers and the GPU ...");
     race.cpu = new Workers(data.workers, data);
     await race.cpu.ready;
@@ -232,6 +233,7 @@ async function runRace(race) {
   race.show(race.points.length ? "done: the server judges it below" : `nothing measured: ${race.notes.join("; ")}`);
   if (!race.points.length) return;
   const gpu = race.gpu || { state: "error", note: "" };
+  performance.mark("gvc-race-sent");
   race.send({
     run_id: race.id, user_agent: navigator.userAgent, cores: navigator.hardwareConcurrency || null,
     workers: data.workers, secure: globalThis.isSecureContext === true, gpu: gpu.state,

@@ -59,7 +59,7 @@ class Adapter(Declared):
     description: f.AnyText = ""
     fallback: f.Flag = False  # adapter.info.isFallbackAdapter: a software adapter
     limits: f.Settings = Field(default_factory=dict)  # the few limits the sizes were capped by
-    features: f.Items[f.Name] = ()
+    features: f.Items[f.Text] = ()  # 'timestamp-query', 'shader-f16', ...
 
     @property
     def software(self) -> bool:
@@ -68,7 +68,8 @@ class Adapter(Declared):
     @property
     def title(self) -> str:
         """'nvidia ampere', 'google swiftshader (software, not a GPU)': what a legend and the board call it."""
-        name = " ".join(dict.fromkeys(p for p in (self.vendor, self.architecture, self.device) if p)) or "unnamed adapter"
+        parts = dict.fromkeys(p for p in (self.vendor, self.architecture, self.device) if p)
+        name = " ".join(parts) or "unnamed adapter"
         return f"{name} ({SOFTWARE})" if self.software else name
 
 
@@ -167,7 +168,8 @@ class BrowserCrossover(Declared):
         if self.call == "found" and self.n_low is None:
             return f"{self.challenger} beats {self.baseline} at every measured size (from n ≤ {self.n_high:,})"
         if self.call == "found":
-            return f"{self.challenger} beats {self.baseline} from a size between n = {self.n_low:,} and {self.n_high:,} on"
+            return (f"{self.challenger} beats {self.baseline} from a size between n = {self.n_low:,} and "
+                    f"{self.n_high:,} on")
         if self.call == "none":
             return f"no crossover in this range: {self.challenger} does not beat {self.baseline} for good"
         return f"cannot tell where {self.challenger} starts to beat {self.baseline}: the samples overlap"
