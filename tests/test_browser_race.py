@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from core.browser.judge import Inbox, browser_name, judged
+from core.browser.judge import Inbox, browser_name, judged, rejudged
 from core.browser.payload import MAX_PAYLOAD_CHARS, check_payload
 from core.errors import DashboardError
 from core.results.browser import GPU_SERIES, SOFTWARE, BrowserRun
@@ -143,3 +143,28 @@ def test_browser_names():
     assert browser_name(UA) == "Chrome 140 on Linux"
     assert browser_name("Mozilla/5.0 (Windows NT 10.0) Gecko/20100101 Firefox/141.0") == "Firefox 141 on Windows"
     assert browser_name("curl/8") == "a browser"
+
+
+def test_an_edited_files_verdicts_are_judged_again_from_its_samples():
+    run = judged(payload())
+    data = json.loads(json.dumps(run.to_json()))
+    for v in data["verdicts"]:
+        v["call"] = "same"  # an edited export
+    data["crossovers"] = []
+    edited = read_result("browser", data)
+    assert isinstance(edited, BrowserRun) and edited != run
+    assert rejudged(edited) == run
+
+
+def test_submit_alone_may_be_under_one_clock_step():
+    p = payload()
+    p["points"][0]["unawaited_s"] = 0.0  # performance.now() did not move during submit()
+    assert judged(p).points[0].unawaited_s == 0.0
+
+
+def test_a_field_the_types_refuse_is_a_one_line_refusal_too():
+    p = payload()
+    p["adapter"] = {**SWIFTSHADER, "features": ["x" * 300]}
+    with pytest.raises(DashboardError) as caught:
+        judged(p)
+    assert str(caught.value).startswith("refused the browser's run") and "\n" not in str(caught.value)

@@ -12,6 +12,7 @@ component's value, which persists across the page's reruns, is judged and saved 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -96,15 +97,21 @@ def _judged(checked: Checked, guess: Guess | None, settings: Mapping[str, Any] |
     points = tuple(BrowserPoint(series=p["series"], n=p["n"], times_s=tuple(float(t) for t in p["times_s"]),
                                 reps=p.get("reps", 1), unawaited_s=p.get("unawaited_s"), rel_error=p.get("rel_error"))
                    for p in raw["points"])
-    series = list(dict.fromkeys(p.series for p in points))
-    pairs = comparisons(checked.workers, series)
-    verdicts = verdicts_of(points, pairs)
-    crossovers = tuple(crossover_of(points, verdicts, a, b) for a, b in pairs)
-    return BrowserRun(run_id=raw["run_id"], user_agent=str(raw.get("user_agent") or "")[:200], cores=raw.get("cores"),
+    run = BrowserRun(run_id=raw["run_id"], user_agent=str(raw.get("user_agent") or "")[:200], cores=raw.get("cores"),
                       workers=checked.workers, gpu=raw.get("gpu", "ok"), gpu_note=str(raw.get("gpu_note") or "")[:2000],
-                      adapter=adapter, points=points, verdicts=tuple(verdicts), crossovers=crossovers, guess=guess,
+                      adapter=adapter, points=points, guess=guess,
                       stopped=raw.get("stopped") is True, settings=dict(settings or {}),
                       machine=machine_of(raw, adapter))
+    return rejudged(run)
+
+
+def rejudged(run: BrowserRun) -> BrowserRun:
+    """A saved or imported run judged again from its own samples: what a file says about its verdicts and
+    crossovers is never taken from it (its statistics already derive from the samples when it is read)."""
+    pairs = comparisons(run.workers, run.series)
+    verdicts = verdicts_of(run.points, pairs)
+    crossovers = tuple(crossover_of(run.points, verdicts, a, b) for a, b in pairs)
+    return dataclasses.replace(run, verdicts=tuple(verdicts), crossovers=crossovers)
 
 
 @dataclass
