@@ -39,7 +39,7 @@ def payload(adapter: dict | None = SWIFTSHADER, run_id: str = "run-0123456789", 
     for n in sizes:
         if adapter is not None:
             points.append({"series": GPU_SERIES, "n": n, "times_s": _times(n, 0.5, fixed_ms=2.0), "reps": 4,
-                           "unawaited_s": 2e-5, "rel_error": 3e-7})
+                           "unawaited_s": 2e-5, "rel_error": 3e-7, "timestamp_s": _times(n, 0.45, fixed_ms=1.5)})
         points.append({"series": "wasm 1 worker", "n": n, "times_s": _times(n, CPU1_MS), "reps": 2})
         points.append({"series": "wasm 4 workers", "n": n, "times_s": _times(n, CPU4_MS), "reps": 2})
     return {"run_id": run_id, "user_agent": UA, "cores": 8, "workers": 4, "secure": True,
@@ -52,6 +52,7 @@ def test_statistics_verdicts_and_crossover_are_the_servers():
     gpu = next(p for p in run.points if p.series == GPU_SERIES and p.n == 512)
     assert gpu.median_s == pytest.approx(sorted(_times(512, 0.5, 2.0))[2])
     assert gpu.gflops == pytest.approx(2 * 512**3 / gpu.median_s / 1e9)
+    assert gpu.timestamp_median_s == pytest.approx(sorted(_times(512, 0.45, 1.5))[2])
     assert run.crossovers[0].challenger == GPU_SERIES and run.crossovers[0].baseline == "wasm 4 workers"
     head = run.headline_crossover
     assert head is not None and head.call == "found" and head.n_low is not None and head.n_low < head.n_high
@@ -115,6 +116,8 @@ def _forged(change) -> dict:
     (lambda p: p["points"][1]["times_s"].__setitem__(slice(None), [1e-9] * 5), "can reach"),
     (lambda p: p["points"][0].__setitem__("times_s", [1e-9] * 5), "can reach"),  # a software adapter's ceiling
     (lambda p: p["points"][0].__setitem__("gflops", 9999.0), "2n³ / median"),
+    (lambda p: p["points"][0]["timestamp_s"].__setitem__(0, -1.0), "positive, finite"),
+    (lambda p: p["points"][1].__setitem__("timestamp_s", [0.01] * 5), "one per sample"),
     (lambda p: p["points"][0].__setitem__("times_s", [0.01, 0.01]), "3 to 200 samples"),
     (lambda p: p["points"][0].__setitem__("rel_error", 0.5), "a wrong result is not timed"),
     (lambda p: p.__setitem__("verdicts", [{"n": 64, "call": "faster"}]), "measurements only"),

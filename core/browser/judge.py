@@ -95,7 +95,8 @@ def _judged(checked: Checked, guess: Guess | None, settings: Mapping[str, Any] |
     raw = checked.raw
     adapter = Adapter.from_json(raw["adapter"], "adapter") if raw.get("adapter") is not None else None
     points = tuple(BrowserPoint(series=p["series"], n=p["n"], times_s=tuple(float(t) for t in p["times_s"]),
-                                reps=p.get("reps", 1), unawaited_s=p.get("unawaited_s"), rel_error=p.get("rel_error"))
+                                reps=p.get("reps", 1), unawaited_s=p.get("unawaited_s"), rel_error=p.get("rel_error"),
+                                timestamp_s=tuple(float(t) for t in p.get("timestamp_s") or ()))
                    for p in raw["points"])
     run = BrowserRun(run_id=raw["run_id"], user_agent=str(raw.get("user_agent") or "")[:200], cores=raw.get("cores"),
                       workers=checked.workers, gpu=raw.get("gpu", "ok"), gpu_note=str(raw.get("gpu_note") or "")[:2000],

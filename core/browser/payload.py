@@ -40,7 +40,7 @@ GPU_CEILING_GFLOPS = 150_000.0
 SOFTWARE_CEILING_GFLOPS = 3_000.0
 WORKER_CEILING_GFLOPS = 100.0
 TOP_KEYS = {"run_id", "user_agent", "cores", "workers", "gpu", "gpu_note", "adapter", "points", "stopped", "secure"}
-POINT_KEYS = {"series", "n", "times_s", "reps", "unawaited_s", "rel_error", "gflops"}
+POINT_KEYS = {"series", "n", "times_s", "reps", "unawaited_s", "rel_error", "gflops", "timestamp_s"}
 ADAPTER_KEYS = {"vendor", "architecture", "device", "description", "fallback", "limits", "features"}
 SERVER_ONLY = {"verdicts", "crossovers", "crossover", "provenance", "source", "median_s", "iqr_s", "kind",
                "schema_version", "machine"}
@@ -152,6 +152,14 @@ def _point(point: Any, path: str, allowed: set[str], software: bool, workers: in
     if shown is not None and (not isinstance(shown, (int, float)) or isinstance(shown, bool)
                               or not math.isfinite(shown) or abs(shown - expected) > GFLOPS_TOLERANCE * expected):
         raise refuse(f"{path}.gflops is {str(shown)[:40]}, but 2n³ / median time is {expected:.4g}")
+    stamps = point.get("timestamp_s")
+    if stamps is not None:
+        if series != GPU_SERIES or not isinstance(stamps, list) or len(stamps) != len(seconds):
+            raise refuse(f"{path}.timestamp_s must be a GPU point's list, one per sample")
+        for j, t in enumerate(stamps):  # the GPU's own clock, quantized (100 µs in Chrome): a call may read 0
+            if _seconds(t, f"{path}.timestamp_s[{j}]", zero=True) > 0 and 2 * n**3 / t / 1e9 > ceiling:
+                raise refuse(f"{path}.timestamp_s[{j}]: {2 * n**3 / t / 1e9:,.0f} GFLOP/s is above the {ceiling:,.0f} "
+                             f"a {series} can reach")
     if point.get("unawaited_s") is not None:
         _seconds(point["unawaited_s"], f"{path}.unawaited_s", zero=True)  # submit() alone: may be under a clock step
     error = point.get("rel_error")

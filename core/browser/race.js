@@ -3,11 +3,12 @@
 // adapter's facts and the user agent, never a statistic or a verdict. Loaded by st.components.v2 as an
 // ES module; `data` comes from core/browser/assets.py (sizes, budget, the kernels, the messages).
 //
-// Timing, per size and series: one warm-up call (never a sample) that also sets the repetitions per
-// sample so a sample lasts at least data.min_sample_ms (well above performance.now()'s 0.1 ms steps);
-// then data.samples samples, each awaited: the workers' replies, or queue.onSubmittedWorkDone() on the
-// GPU. The GPU's result is checked against the CPU's first; a wrong one is not timed. submit() alone
-// (without waiting) is timed once per size: the "forgot to wait" figure.
+// Timing, per size and series: one warm-up call (never a sample), then calibration (never samples either)
+// of the calls per sample, so a sample lasts at least data.min_sample_ms (well above performance.now()'s
+// 0.1 ms steps); then data.samples samples, each awaited: the workers' replies, or
+// queue.onSubmittedWorkDone() on the GPU. The GPU's result is checked against the CPU's first; a wrong one is not timed. submit() alone
+// (without waiting) is timed once per size: the "forgot to wait" figure. Where the adapter offers
+// timestamp queries, each GPU sample also carries the GPU's own time (beginning to end of its pass).
 
 const RUNS = (globalThis.__gvcBrowserRaces ??= new Map()); // a run outlives the page's reruns
 
@@ -88,9 +89,10 @@ async function openGpu(data) {
     description: info.description || "", fallback: info.isFallbackAdapter === true || adapter.isFallbackAdapter === true,
     limits, features: [...adapter.features].sort(),
   };
-  const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: limits.maxBufferSize,
-    maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize } });
-  const gpu = { state: "ok", note: "", facts, device, lost: null };
+  const stamps = adapter.features.has("timestamp-query"); // the GPU's own clock, beside the wall clock
+  const device = await adapter.requestDevice({ requiredFeatures: stamps ? ["timestamp-query"] : [],
+    requiredLimits: { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize } });
+  const gpu = { state: "ok", note: "", facts, device, lost: null, stamps };
   device.lost.then((why) => { gpu.lost = why.message || why.reason || "lost"; });
   const module = device.createShaderModule({ code: data.wgsl });
   gpu.pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
@@ -114,19 +116,36 @@ function gpuSize(gpu, n) { // buffers and a bind group for one size
   const group = d.createBindGroup({ layout: gpu.pipeline.getBindGroupLayout(0), entries: [a, b, c, dims].map(
     (buf, i) => ({ binding: i, resource: { buffer: buf } })) });
   const groups = Math.ceil(n / 16);
-  const commands = (reps) => {
-    const encoder = d.createCommandEncoder(), pass = encoder.beginComputePass();
+  const query = gpu.stamps ? d.createQuerySet({ type: "timestamp", count: 2 }) : null;
+  const resolved = query ? buffer(use.QUERY_RESOLVE | use.COPY_SRC, 16) : null;
+  const stamped = query ? buffer(use.MAP_READ | use.COPY_DST, 16) : null;
+  const commands = (reps, stamp = false) => {
+    const encoder = d.createCommandEncoder();
+    const pass = encoder.beginComputePass(stamp && query ? { timestampWrites: { querySet: query,
+      beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
     pass.setPipeline(gpu.pipeline);
     pass.setBindGroup(0, group);
     for (let r = 0; r < reps; r++) pass.dispatchWorkgroups(groups, groups);
     pass.end();
+    if (stamp && query) {
+      encoder.resolveQuerySet(query, 0, 2, resolved, 0);
+      encoder.copyBufferToBuffer(resolved, 0, stamped, 0, 16);
+    }
     return encoder.finish();
   };
-  const time = async (reps) => { // awaited: ms per call
-    const t0 = performance.now();
-    d.queue.submit([commands(reps)]);
+  let lastStamp = null; // ms per call by the GPU's timestamps, of the last awaited sample
+  const time = async (reps) => { // awaited: ms per call by the wall clock
+    const work = commands(reps, true), t0 = performance.now();
+    d.queue.submit([work]);
     await d.queue.onSubmittedWorkDone();
-    return (performance.now() - t0) / reps;
+    const ms = (performance.now() - t0) / reps;
+    if (stamped) { // read after the clock stopped: the map is not timed
+      await stamped.mapAsync(GPUMapMode.READ);
+      const [begin, end] = new BigUint64Array(stamped.getMappedRange());
+      lastStamp = end > begin ? Number(end - begin) / 1e6 / reps : 0;
+      stamped.unmap();
+    }
+    return ms;
   };
   const unawaited = async (reps) => { // submit() alone, the classic bug; then wait before anything else
     const work = commands(reps), t0 = performance.now();
@@ -144,14 +163,18 @@ function gpuSize(gpu, n) { // buffers and a bind group for one size
     read.unmap();
     return out;
   };
-  const destroy = () => [a, b, c, dims, read].forEach((buf) => buf.destroy());
-  return { time, unawaited, result, destroy };
+  const destroy = () => [a, b, c, dims, read, resolved, stamped, query].forEach((x) => x?.destroy());
+  return { time, unawaited, result, destroy, stamp: () => lastStamp };
 }
 
 // ---- one series at one size: warm-up, repetitions, samples
 async function measure(race, label, n, timeOne) {
-  const warm = await timeOne(1); // never a sample: first-call costs (compilation, page faults)
-  const reps = Math.min(race.data.max_reps, Math.max(1, Math.ceil(race.data.min_sample_ms / Math.max(warm, 0.001))));
+  await timeOne(1); // never a sample: first-call costs (compilation, page faults)
+  let reps = 1, warm = await timeOne(1); // then as many calls a sample as last min_sample_ms (never samples either)
+  while (warm * reps < race.data.min_sample_ms && reps < race.data.max_reps && !race.stopped) {
+    reps = Math.min(race.data.max_reps, Math.max(2 * reps, Math.ceil(race.data.min_sample_ms / Math.max(warm, 0.001))));
+    warm = await timeOne(reps);
+  }
   const times = [];
   for (let s = 0; s < race.data.samples && !race.stopped; s++) {
     race.show(`n = ${n}: ${label}, sample ${s + 1} of ${race.data.samples}`);
@@ -181,10 +204,17 @@ async function raceSize(race, n) {
     await sized.time(1);
     const error = relError(await sized.result(), await cpu.result(n, race.computed));
     if (!(error <= 1e-3)) { race.notes.push(`n = ${n}: the GPU's result differs from the CPU's (${error.toExponential(1)}): not timed`); return; }
-    const m = await measure(race, "WebGPU", n, sized.time);
+    const stamps = [];
+    const m = await measure(race, "WebGPU", n, async (reps) => {
+      const ms = await sized.time(reps);
+      if (sized.stamp() !== null) stamps.push(sized.stamp() / 1000);
+      return ms;
+    });
     const unawaited = await sized.unawaited(m.reps);
     if (m.times.length >= 3 && !gpu.lost) {
-      race.points.push({ series: "webgpu float32", n, times_s: m.times, reps: m.reps, unawaited_s: unawaited / 1000, rel_error: error });
+      const point = { series: "webgpu float32", n, times_s: m.times, reps: m.reps, unawaited_s: unawaited / 1000, rel_error: error };
+      if (stamps.length >= m.times.length) point.timestamp_s = stamps.slice(-m.times.length); // the samples' own
+      race.points.push(point);
     }
     // a weak GPU must not meet the system's watchdog (about 2 s a dispatch): no size whose call would near it
     if (m.warm * 8 > data.watchdog_ms || m.warm * 8 * data.samples / 1000 > data.budget_s) race.slow.add("webgpu");

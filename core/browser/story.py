@@ -81,5 +81,7 @@ def verdict_rows(run: BrowserRun) -> list[dict[str, object]]:
 def point_rows(run: BrowserRun) -> list[dict[str, object]]:
     """One row per series and size: the server's statistics of the browser's samples."""
     return [{"series": p.series, "n": p.n, "median_ms": (p.median_s or 0) * 1e3, "iqr_ms": (p.iqr_s or 0) * 1e3,
-             "GFLOP/s": p.gflops, "samples": p.samples, "calls per sample": p.reps, "rel. error": p.rel_error}
+             "GFLOP/s": p.gflops, "samples": p.samples, "calls per sample": p.reps,
+             "GPU timestamps ms": None if p.timestamp_median_s is None else p.timestamp_median_s * 1e3,
+             "rel. error": p.rel_error}
             for p in sorted(run.points, key=lambda p: (p.n, p.series))]

@@ -86,6 +86,7 @@ class BrowserPoint(Declared):
     reps: f.Size = 1  # calls per sample (enough to lift a sample well above the clock's resolution)
     unawaited_s: f.Number = None  # "forgot to wait": per call, submit() alone without awaiting the queue (GPU)
     rel_error: f.Number = None  # ||C - C_cpu|| / ||C_cpu||: the GPU's result checked against the CPU's
+    timestamp_s: f.Items[Seconds] = ()  # per call by the GPU's timestamp queries, one per sample, where offered
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -105,6 +106,11 @@ class BrowserPoint(Declared):
     def gflops(self) -> float | None:
         median = self.median_s
         return 2 * self.n**3 / median / 1e9 if median else None
+
+    @property
+    def timestamp_median_s(self) -> float | None:
+        """The GPU's own clock's median per call (None where the adapter offers no timestamp queries)."""
+        return statistics.median(self.timestamp_s) if self.timestamp_s else None
 
     @property
     def samples(self) -> int:
@@ -232,7 +238,7 @@ GPU_WHY = {"ok": "WebGPU ran", "insecure": "not a secure page", "no_webgpu": "th
 # ---- the kind's record (core/results/result_kind.py)
 
 BROWSER_COLUMNS = ("device_title", "device", "n", "median_s", "iqr_s", "samples", "reps", "gflops", "unawaited_s",
-                   "rel_error")
+                   "timestamp_s", "rel_error")
 
 
 def _rows(run: BrowserRun, device_title: Callable[[str], str]) -> Iterator[tuple[str, dict[str, object]]]:
@@ -243,7 +249,7 @@ def _rows(run: BrowserRun, device_title: Callable[[str], str]) -> Iterator[tuple
         yield f"{p.series}{f' ({SOFTWARE})' if p.is_gpu and run.software else ''}", {
             "device_title": title, "device": "webgpu" if p.is_gpu else "cpu", "n": p.n, "median_s": p.median_s,
             "iqr_s": p.iqr_s, "samples": p.samples, "reps": p.reps, "gflops": p.gflops,
-            "unawaited_s": p.unawaited_s, "rel_error": p.rel_error}
+            "unawaited_s": p.unawaited_s, "timestamp_s": p.timestamp_median_s, "rel_error": p.rel_error}
 
 
 RESULT_KIND = ResultKind(name=KIND, schema=BrowserRun, title="race in the browser", detect=("run_id", "user_agent"),
