@@ -2,9 +2,11 @@
 
 The files beside this module ship in the wheel (pyproject's package-data): race.js (the component, an ES
 module for `st.components.v2.component`), worker.js (one Web Worker), matmul.wgsl (the GPU's kernel),
-matmul.wat and matmul.wasm (the CPU's kernel, its text and the bytes `wat2wasm` made of it; manifest.json
-records both hashes and tests/test_browser_kernel.py checks they match). Text is passed inline: the
-component API takes a one-line string that looks like a path for a file name, and these are many lines.
+matmul.wat and matmul.wasm (the CPU's kernel, its text and the bytes `wat2wasm` made of it), matmul_fma.wat
+and .wasm (the same with fused multiply-adds, core/browser/fused.py; the workers take it where the browser
+validates it); manifest.json records the hashes, tests/test_browser_kernel.py checks they match. Text is
+passed inline: the component API takes a one-line string that looks like a path for a file name, and these
+are many lines.
 """
 
 from __future__ import annotations
@@ -80,8 +82,9 @@ def text(name: str) -> str:
     return resources.files("core.browser").joinpath(name).read_text(encoding="utf-8")
 
 
-def wasm_bytes() -> bytes:
-    return resources.files("core.browser").joinpath("matmul.wasm").read_bytes()
+def wasm_bytes(name: str = "matmul.wasm") -> bytes:
+    """A compiled kernel: matmul.wasm (128-bit SIMD), or matmul_fma.wasm (with relaxed SIMD's fused multiply-add)."""
+    return resources.files("core.browser").joinpath(name).read_bytes()
 
 
 def sha256(data: bytes) -> str:
@@ -115,7 +118,8 @@ def race_data(sizes: tuple[int, ...], *, budget_s: float = 2.0, workers: int = 4
         raise DashboardError(f"workers must be 1 to {MAX_WORKERS}")
     return {"sizes": sorted(set(sizes)), "budget_s": float(budget_s), "workers": workers, "gpu": gpu,
             "samples": samples, "min_sample_ms": MIN_SAMPLE_MS, "max_reps": MAX_REPS, "watchdog_ms": WATCHDOG_MS,
-            "wasm": base64.b64encode(wasm_bytes()).decode("ascii"), "worker": text("worker.js"),
+            "wasm": base64.b64encode(wasm_bytes()).decode("ascii"),
+            "wasm_fma": base64.b64encode(wasm_bytes("matmul_fma.wasm")).decode("ascii"), "worker": text("worker.js"),
             "wgsl": text("matmul.wgsl"), "messages": MESSAGES}
 
 

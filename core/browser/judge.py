@@ -99,7 +99,8 @@ def _judged(checked: Checked, guess: Guess | None, settings: Mapping[str, Any] |
                                 timestamp_s=tuple(float(t) for t in p.get("timestamp_s") or ()))
                    for p in raw["points"])
     run = BrowserRun(run_id=raw["run_id"], user_agent=str(raw.get("user_agent") or "")[:200], cores=raw.get("cores"),
-                      workers=checked.workers, gpu=raw.get("gpu", "ok"), gpu_note=str(raw.get("gpu_note") or "")[:2000],
+                      workers=checked.workers, kernel=str(raw.get("kernel") or "")[:200], gpu=raw.get("gpu", "ok"),
+                      gpu_note=str(raw.get("gpu_note") or "")[:2000],
                       adapter=adapter, points=points, guess=guess,
                       stopped=raw.get("stopped") is True, settings=dict(settings or {}),
                       machine=machine_of(raw, adapter))

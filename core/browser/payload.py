@@ -39,7 +39,8 @@ GFLOPS_TOLERANCE = 0.05  # the GFLOP/s a browser shows against 2n³ / median (it
 GPU_CEILING_GFLOPS = 150_000.0
 SOFTWARE_CEILING_GFLOPS = 3_000.0
 WORKER_CEILING_GFLOPS = 100.0
-TOP_KEYS = {"run_id", "user_agent", "cores", "workers", "gpu", "gpu_note", "adapter", "points", "stopped", "secure"}
+TOP_KEYS = {"run_id", "user_agent", "cores", "workers", "kernel", "gpu", "gpu_note", "adapter", "points", "stopped",
+            "secure"}
 POINT_KEYS = {"series", "n", "times_s", "reps", "unawaited_s", "rel_error", "gflops", "timestamp_s"}
 ADAPTER_KEYS = {"vendor", "architecture", "device", "description", "fallback", "limits", "features"}
 SERVER_ONLY = {"verdicts", "crossovers", "crossover", "provenance", "source", "median_s", "iqr_s", "kind",

@@ -48,9 +48,10 @@ function relError(c, ref) {
 class Workers {
   constructor(k, data) {
     const url = URL.createObjectURL(new Blob([data.worker], { type: "text/javascript" }));
-    const wasm = Uint8Array.from(atob(data.wasm), (ch) => ch.charCodeAt(0));
+    const bytes = (b64) => Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0)).buffer;
     this.pool = Array.from({ length: k }, () => new Worker(url));
-    this.ready = Promise.all(this.pool.map((w) => this.ask(w, { type: "init", wasm: wasm.buffer.slice(0) })));
+    this.ready = Promise.all(this.pool.map((w) => this.ask(w, { type: "init", wasm: bytes(data.wasm), fma: bytes(data.wasm_fma) })))
+      .then((replies) => { this.kernel = replies[0].fused ? "WebAssembly SIMD, fused multiply-add" : "WebAssembly SIMD"; });
   }
   ask(worker, message) {
     return new Promise((resolve, reject) => {
@@ -266,7 +267,7 @@ async function runRace(race) {
   performance.mark("gvc-race-sent");
   race.send({
     run_id: race.id, user_agent: navigator.userAgent, cores: navigator.hardwareConcurrency || null,
-    workers: data.workers, secure: globalThis.isSecureContext === true, gpu: gpu.state,
+    workers: data.workers, kernel: race.cpu?.kernel || "", secure: globalThis.isSecureContext === true, gpu: gpu.state,
     gpu_note: [gpu.note, ...race.notes].filter(Boolean).join("; ").slice(0, 1900), adapter: gpu.facts || null,
     points: race.points, stopped: race.stopped,
   });

@@ -1,6 +1,7 @@
 // One Web Worker of the race in the browser: the WebAssembly SIMD kernel (matmul.wat) on its own copy of
 // A and B, timing its rows of C = A @ B. The page's main thread never multiplies: it only posts messages.
-// Messages in: {type: "init", wasm}, {type: "setup", n}, {type: "run", n, r0, r1, reps}, {type: "result", n}.
+// Messages in: {type: "init", wasm, fma}, {type: "setup", n}, {type: "run", n, r0, r1, reps}, {type: "result", n}.
+// init takes the fused multiply-add kernel (matmul_fma.wasm, relaxed SIMD) where this browser validates it.
 "use strict";
 let kernel = null;
 
@@ -14,7 +15,7 @@ function fill(f32, count, seed) {
 }
 
 function setup(n) {
-  const bytes = 3 * n * n * 4;
+  const bytes = (3 * n * n + 8 * n) * 4; // A, B, C and the kernel's packed strip of B
   const memory = kernel.exports.memory;
   const missing = Math.ceil((bytes - memory.buffer.byteLength) / 65536);
   if (missing > 0) memory.grow(missing);
@@ -27,9 +28,10 @@ self.onmessage = async (event) => {
   const m = event.data;
   try {
     if (m.type === "init") {
-      const { instance } = await WebAssembly.instantiate(m.wasm);
+      const fused = WebAssembly.validate(m.fma);
+      const { instance } = await WebAssembly.instantiate(fused ? m.fma : m.wasm);
       kernel = instance;
-      self.postMessage({ type: "ready" });
+      self.postMessage({ type: "ready", fused });
     } else if (m.type === "setup") {
       setup(m.n);
       self.postMessage({ type: "ready" });

@@ -193,6 +193,7 @@ class BrowserRun(Kind):
     user_agent: f.AnyText = ""
     cores: f.OptionalSize = None  # navigator.hardwareConcurrency
     workers: f.Size = 1  # k, the CPU's second series
+    kernel: f.AnyText = ""  # the CPU's kernel: "WebAssembly SIMD", or with relaxed SIMD's fused multiply-add
     gpu: Annotated[str, PlainValidator(f.one_of(GPU_STATES))] = "ok"  # why there is no GPU series, if none
     gpu_note: f.Note = ""  # what the browser said (a lost device's reason, an error)
     adapter: Adapter | None = None
