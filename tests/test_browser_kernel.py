@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +130,13 @@ def test_the_package_declares_its_assets_for_the_wheel():
     for f in HERE.iterdir():
         if f.suffix not in (".py", ".pyc") and f.is_file():
             assert f'"*{f.suffix}"' in shipped.group(1), f.name
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_assets(tmp_path):
+    from tests.test_packaging import _build_wheel
+
+    with zipfile.ZipFile(_build_wheel(tmp_path)) as archive:
+        names = set(archive.namelist())
+    assets_here = {f"core/browser/{f.name}" for f in HERE.iterdir() if f.is_file() and f.suffix != ".pyc"}
+    assert assets_here <= names, sorted(assets_here - names)
