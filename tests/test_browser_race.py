@@ -171,3 +171,14 @@ def test_a_field_the_types_refuse_is_a_one_line_refusal_too():
     with pytest.raises(DashboardError) as caught:
         judged(p)
     assert str(caught.value).startswith("refused the browser's run") and "\n" not in str(caught.value)
+
+
+def test_exported_and_imported_elsewhere_it_is_the_same_run(tmp_path):
+    here = open_store(f"sqlite:///{tmp_path / 'here.sqlite3'}")
+    run = judged(payload())
+    here.save("browser", run.to_json(), run.settings, label="Ana", source=BROWSER)
+    there = open_store(f"sqlite:///{tmp_path / 'there.sqlite3'}")
+    there.import_json(here.export_json())
+    (imported,) = there.list_runs(kind="browser")
+    assert imported.result == run and imported.provenance.origin == BROWSER
+    assert "run_id" in there.export_csv().decode().splitlines()[0]
