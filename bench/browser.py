@@ -135,7 +135,7 @@ def main() -> None:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(points, indent=1) + "\n")
     adapter = run.adapter.title if run.adapter else f"no WebGPU ({run.gpu})"
-    print(f"{run.machine.get('cpu', {}).get('name')}; adapter: {adapter}")
+    print(f"{run.machine.get('cpu', {}).get('name')}; CPU kernel: {run.kernel}; adapter: {adapter}")
     print(f"{'series':<22}{'n':>6}{'median ms':>12}{'GFLOP/s':>10}")
     for p in sorted(points, key=lambda p: (p["n"], p["series"])):
         print(f"{p['series']:<22}{p['n']:>6}{p['median_s'] * 1e3:>12.4g}{p['gflops'] or 0:>10.3g}")

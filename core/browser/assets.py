@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -30,6 +29,8 @@ MIN_SAMPLE_MS = 20.0  # a sample's length at least: 200 steps of performance.now
 MAX_REPS = 10_000
 WATCHDOG_MS = 500.0  # no GPU call near the operating system's ~2 s watchdog: stop growing past a quarter of it
 MAX_WORKERS = 8  # k: more workers than this each copy A and B for little more speed
+AUTO_WORKERS = 0  # k = the laptop's own logical cores (navigator.hardwareConcurrency), 2 to MAX_WORKERS
+WORKER_CHOICES = (AUTO_WORKERS, 2, 4, 8)
 BUDGETS_S = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 WEBGPU_BROWSERS = "Chrome or Edge 113 or later, Safari 26, or Firefox 141 or later on Windows"
@@ -103,20 +104,15 @@ def parts() -> Parts:
     return Parts(HTML, CSS, text("race.js"))
 
 
-def default_workers(cores: int | None = None) -> int:
-    """k for the CPU's second series: the server cannot see the laptop, so the browser's own count wins when
-    it differs; this is the page's default (2 to MAX_WORKERS)."""
-    return max(2, min(MAX_WORKERS, cores or os.cpu_count() or 2))
-
-
-def race_data(sizes: tuple[int, ...], *, budget_s: float = 2.0, workers: int = 4, gpu: bool = True,
+def race_data(sizes: tuple[int, ...], *, budget_s: float = 2.0, workers: int = AUTO_WORKERS, gpu: bool = True,
               samples: int = SAMPLES) -> dict[str, Any]:
     """What the component gets: the sizes to try (smallest first), the limits, the kernels and the messages."""
     if not sizes or any(n not in SIZES for n in sizes):
         raise DashboardError(f"sizes must be chosen from {', '.join(map(str, SIZES))}")
-    if not 1 <= workers <= MAX_WORKERS:
-        raise DashboardError(f"workers must be 1 to {MAX_WORKERS}")
-    return {"sizes": sorted(set(sizes)), "budget_s": float(budget_s), "workers": workers, "gpu": gpu,
+    if not 0 <= workers <= MAX_WORKERS:
+        raise DashboardError(f"workers must be 1 to {MAX_WORKERS} (0: the laptop's own cores)")
+    return {"sizes": sorted(set(sizes)), "budget_s": float(budget_s), "workers": workers, "max_workers": MAX_WORKERS,
+            "gpu": gpu,
             "samples": samples, "min_sample_ms": MIN_SAMPLE_MS, "max_reps": MAX_REPS, "watchdog_ms": WATCHDOG_MS,
             "wasm": base64.b64encode(wasm_bytes()).decode("ascii"),
             "wasm_fma": base64.b64encode(wasm_bytes("matmul_fma.wasm")).decode("ascii"), "worker": text("worker.js"),

@@ -186,7 +186,7 @@ async function measure(race, label, n, timeOne) {
 
 async function raceSize(race, n) {
   const { data, cpu, gpu } = race;
-  const k = data.workers;
+  const k = race.k;
   await cpu.setup(n);
   race.computed = 0;
   const series = [["wasm 1 worker", 1], ...(k > 1 ? [[`wasm ${k} workers`, k]] : [])];
@@ -229,7 +229,7 @@ async function runRace(race) {
   try {
     performance.mark("gvc-race-start"); // the run's span on the page's timeline (a test checks no long task in it)
     race.show("starting the workers and the GPU ...");
-    race.cpu = new Workers(data.workers, data);
+    race.cpu = new Workers(race.k, data);
     await race.cpu.ready;
     try {
       race.gpu = await openGpu(data);
@@ -251,7 +251,7 @@ async function runRace(race) {
         race.showGpu();
         break;
       }
-      if (race.slow.size >= (data.workers > 1 ? 3 : 2)) break;
+      if (race.slow.size >= (race.k > 1 ? 3 : 2)) break;
     }
   } catch (error) {
     race.notes.push(String(error?.message || error));
@@ -267,7 +267,7 @@ async function runRace(race) {
   performance.mark("gvc-race-sent");
   race.send({
     run_id: race.id, user_agent: navigator.userAgent, cores: navigator.hardwareConcurrency || null,
-    workers: data.workers, kernel: race.cpu?.kernel || "", secure: globalThis.isSecureContext === true, gpu: gpu.state,
+    workers: race.k, kernel: race.cpu?.kernel || "", secure: globalThis.isSecureContext === true, gpu: gpu.state,
     gpu_note: [gpu.note, ...race.notes].filter(Boolean).join("; ").slice(0, 1900), adapter: gpu.facts || null,
     points: race.points, stopped: race.stopped,
   });
@@ -299,7 +299,9 @@ export default function ({ data, key, parentElement, setStateValue }) {
   if (race) attach(race);
   ui.run.onclick = () => {
     if (race && !race.done) return;
-    race = { id: runId(), data, points: [], notes: [], slow: new Set(), stopped: false, done: false, fraction: 0 };
+    // k: as chosen, or (0) this laptop's own logical cores, from 2 to data.max_workers: the marbles
+    const k = data.workers || Math.max(2, Math.min(data.max_workers, navigator.hardwareConcurrency || 2));
+    race = { id: runId(), data, k, points: [], notes: [], slow: new Set(), stopped: false, done: false, fraction: 0 };
     RUNS.set(key, race);
     attach(race);
     runRace(race);

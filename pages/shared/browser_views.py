@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.browser.assets import BUDGETS_S, DEFAULT_SIZES, MAX_WORKERS, SIZES, default_workers
+from core.browser.assets import AUTO_WORKERS, BUDGETS_S, DEFAULT_SIZES, SIZES, WORKER_CHOICES
 from core.browser.story import crossover_lines, forgot_to_wait, gpu_line, guess_line, point_rows, verdict_rows
 from core.charts.browser import race_figure
 from core.platform.units import readable
@@ -25,8 +25,10 @@ def settings() -> tuple[tuple[int, int], float, int, bool]:
         sizes = st.select_slider("Matrix sizes n", SIZES, value=DEFAULT_SIZES, key="lap_sizes",
                                  help="the browser stops a series early once its next size would overrun the budget")
         budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=2.0, key="lap_budget")
-        workers = st.slider("k workers (the CPU's second series)", 2, MAX_WORKERS, default_workers(), key="lap_workers",
-                            help="Web Workers sharing the rows of C: the marbles. Set it to your laptop's cores.")
+        workers = st.selectbox("k workers (the CPU's second series)", WORKER_CHOICES, key="lap_workers",
+                               format_func=lambda k: "this laptop's cores" if k == AUTO_WORKERS else str(k),
+                               help="Web Workers sharing the rows of C (the marbles); by default as many as the "
+                                    "browser says this laptop has logical cores")
         gpu = st.checkbox("Race the GPU (WebGPU)", value=True, key="lap_gpu")
     c1, c2 = st.columns(2)
     c1.text_input("Your guess", key="lap_guess", max_chars=40, placeholder=MATMUL_EXAMPLE,
