@@ -78,3 +78,18 @@ def test_without_webgpu_the_cpu_half_is_saved_with_the_reason(app: AppTest):
     (saved,) = open_store().list_runs(kind="browser")
     assert saved.result.series == ["wasm 1 worker", "wasm 4 workers"]
     assert "CPU only: not a secure page" in saved.headline
+
+
+def test_a_stopped_run_is_kept_and_saved_only_on_save(app: AppTest):
+    app.switch_page(PAGE).run()
+    stopped = payload(run_id="run-stopped-0001", sizes=(64, 128))
+    stopped["stopped"] = True
+    _feed(app, stopped)
+    assert not app.exception, app.exception
+    assert any(t.startswith("Stopped: the sizes measured before Stop are kept") for t in _texts(app))
+    assert not open_store().list_runs()
+    app.button(key="lap_save").click().run()
+    (saved,) = open_store().list_runs(kind="browser")
+    assert saved.result.stopped and {p.n for p in saved.result.points} == {64, 128}
+    app.run()
+    assert len(open_store().list_runs()) == 1
