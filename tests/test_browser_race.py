@@ -182,3 +182,16 @@ def test_exported_and_imported_elsewhere_it_is_the_same_run(tmp_path):
     (imported,) = there.list_runs(kind="browser")
     assert imported.result == run and imported.provenance.origin == BROWSER
     assert "run_id" in there.export_csv().decode().splitlines()[0]
+
+
+def test_an_import_whose_verdicts_its_samples_do_not_give_is_refused(tmp_path):
+    here = open_store(f"sqlite:///{tmp_path / 'here.sqlite3'}")
+    run = judged(payload())
+    here.save("browser", run.to_json(), run.settings, source=BROWSER)
+    export = json.loads(here.export_json())
+    for v in export["runs"][0]["payload"]["verdicts"]:
+        v["call"] = "same"
+    there = open_store(f"sqlite:///{tmp_path / 'there.sqlite3'}")
+    with pytest.raises(DashboardError, match="not what its own samples give"):
+        there.import_json(json.dumps(export).encode())
+    assert there.list_runs() == []

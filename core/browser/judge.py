@@ -25,6 +25,7 @@ from core.matmul.crossover import find_crossover
 from core.results.browser import (GPU_SERIES, ONE_WORKER, PROVENANCE, Adapter, BrowserCrossover, BrowserPoint,
                                   BrowserRun, BrowserVerdict, workers_series)
 from core.results.guess import Guess
+from core.results.runs import RunRecord
 
 MAX_SEEN = 1000  # run ids an inbox remembers (a session runs a few dozen)
 BROWSERS = (("Edge", r"Edg/(\d+)"), ("Firefox", r"Firefox/(\d+)"), ("Chrome", r"Chrom(?:e|ium)/(\d+)"),
@@ -114,6 +115,18 @@ def rejudged(run: BrowserRun) -> BrowserRun:
     verdicts = verdicts_of(run.points, pairs)
     crossovers = tuple(crossover_of(run.points, verdicts, a, b) for a, b in pairs)
     return dataclasses.replace(run, verdicts=tuple(verdicts), crossovers=crossovers)
+
+
+def rejudge_imported(records: Sequence[RunRecord]) -> list[RunRecord]:
+    """An import's browser runs, each judged again from its samples; one whose verdicts or crossovers are not
+    what its samples give was edited, and the whole import is refused in one line (imports are all or nothing)."""
+    for i, record in enumerate(records):
+        if isinstance(record.result, BrowserRun):
+            again = rejudged(record.result)
+            if (again.verdicts, again.crossovers) != (record.result.verdicts, record.result.crossovers):
+                raise DashboardError(f"run {i + 1} of the file, a race in the browser: its verdicts or crossovers are "
+                                     "not what its own samples give (an edited file?); nothing was imported")
+    return list(records)
 
 
 @dataclass

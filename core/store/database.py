@@ -443,7 +443,9 @@ class Store:
         """Import a CLI JSON file or an export, all or nothing (see core.results.files); runs
         already here are skipped before inserting, so they use up no run number. Every run is
         stored as imported from `file` by `session`; `owner_token`'s session may delete them."""
-        records = files.read_import(data, label=label, file=file, session=session)
+        from core.browser.judge import rejudge_imported  # the race's verdict rules: only when a file is imported
+
+        records = rejudge_imported(files.read_import(data, label=label, file=file, session=session))
         new: list[int] = []
         with self._transaction() as tx:
             stored = _stored_uids(tx, [r.uid for r in records])
