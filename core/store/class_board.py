@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Guess
 from core.results import kinds
+from core.results.browser import BrowserRun
 from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun, preset_title
 from core.store.access import session_mark
@@ -196,7 +197,7 @@ def crossover_spread(board: ClassBoard) -> Spread:
     guessed, measured, intervals, none_g, none_m, imported = [], [], [], 0, 0, []
     for run in board.full:
         sweep = run.result
-        if not isinstance(sweep, MatmulSweep):
+        if not isinstance(sweep, (MatmulSweep, BrowserRun)):  # a browser's race has the same crossover and guess
             continue
         g = sweep.guess
         if g is not None and g.what == CROSSOVER_N and g.value:
