@@ -14,6 +14,7 @@ PAGES = [
     st.Page("pages/hardware.py", title="Hardware check", icon=":material/memory:"),
     st.Page("pages/matmul_race.py", title="Matmul race", icon=":material/sprint:"),
     st.Page("pages/every_device.py", title="Every device at once", icon=":material/lan:"),
+    st.Page("pages/laptop_race.py", title="Race on your laptop", icon=":material/laptop:"),
     st.Page("pages/roofline.py", title="Roofline", icon=":material/roofing:"),
     st.Page("pages/review_classifier.py", title="Review classifier", icon=":material/reviews:"),
     st.Page("pages/classifier_scaling.py", title="Data-parallel scaling", icon=":material/stacked_bar_chart:"),

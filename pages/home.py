@@ -17,7 +17,8 @@ In class, go through the pages in this order:
    Without a GPU every other page still works on the CPU and says what a GPU would add.
 2. **Matmul race**: time `A @ B` on the CPU and the GPU for growing matrix sizes, correctly
    (warm-up, synchronize before reading the clock, median of many runs), and find the size
-   from which the GPU wins. **Every device at once** runs the same sweep on every device together.
+   from which the GPU wins. **Every device at once** runs the same sweep on every device together;
+   **Race on your laptop** runs it in your own browser, on your laptop's GPU (WebGPU) and CPU.
 3. **Roofline**: why the crossover is where it is. Each device's compute peak, memory bandwidth
    and cost of starting one operation, measured; every product drawn on the roofline; the
    crossover predicted from those constants beside the measured one.

@@ -53,7 +53,7 @@ TRAIN_AXES = {"epoch": "epoch", "elapsed_s": "seconds of training"}
 
 
 def _is_gpu(device: str) -> bool:
-    return device.startswith(("cuda", "mps"))
+    return device.startswith(("cuda", "mps", "webgpu"))
 
 
 def matmul_overlay(frame: pd.DataFrame, metric: str = "median_s", *, reference: bool = True) -> go.Figure:
@@ -168,6 +168,11 @@ def _cluster(runs: Sequence[StoredRun], choices: tuple[Choice, ...]) -> list[tup
     return [(str(r.run_id), ranks_figure(r.result, r.title)) for r in runs if isinstance(r.result, ClusterRun)]
 
 
+def _browser(runs: Sequence[StoredRun], choices: tuple[Choice, ...]) -> list[tuple[str, go.Figure]]:
+    races = kind_frame("browser", runs)
+    return [] if races.empty else [("chart", matmul_overlay(races, str(choices[0]), reference=False))]
+
+
 VIEWS: tuple[ResultsView, ...] = (
     ResultsView("matmul", _matmul, heading="Matmul sweeps",
                 controls=(Control("results_matmul_metric", "Show", MATMUL_METRICS, width=2),
@@ -179,6 +184,10 @@ VIEWS: tuple[ResultsView, ...] = (
                           Control("results_train_x", "Against", TRAIN_AXES))),
     ResultsView("roofline", _roofline),  # titled "Rooflines" itself
     ResultsView("cluster", _cluster),  # every device at once: one chart per run
+    ResultsView("browser", _browser, heading="Races in the browser",
+                controls=(Control("results_browser_metric", "Show", MATMUL_METRICS),),
+                caption="Measured by students' browsers: solid lines WebGPU, dashed WebAssembly on the CPU. "
+                        "A software adapter (SwiftShader) is marked: it is the CPU drawing, not a GPU."),
 )
 
 

@@ -19,19 +19,21 @@ from typing import Any, Union
 
 from core.errors import DashboardError
 from core.results import fields as f
-from core.results import cluster, matmul, roofline, train
+from core.results import browser, cluster, matmul, roofline, train
+from core.results.browser import BrowserRun
 from core.results.cluster import ClusterRun
 from core.results.matmul import MatmulSweep
 from core.results.result_kind import ResultKind
 from core.results.roofline import RooflineRun
 from core.results.train import TrainRun
 
-Result = Union[MatmulSweep, TrainRun, RooflineRun, ClusterRun]
+Result = Union[MatmulSweep, TrainRun, RooflineRun, ClusterRun, BrowserRun]
 RESULT_KINDS: tuple[ResultKind, ...] = (  # in the order listings, filters and tables show them
     matmul.RESULT_KIND,
     train.RESULT_KIND,
     roofline.RESULT_KIND,
     cluster.RESULT_KIND,
+    browser.RESULT_KIND,
 )
 
 
@@ -45,7 +47,7 @@ def derived(result_kinds: tuple[ResultKind, ...]) -> dict[str, Any]:
 # Callers read these as `kinds.KINDS` when they need them (not copied at import), so the list stays the one source
 BY_NAME: dict[str, ResultKind] = derived(RESULT_KINDS)["BY_NAME"]
 SCHEMAS: dict[str, type[Any]] = derived(RESULT_KINDS)["SCHEMAS"]
-KINDS: tuple[str, ...] = derived(RESULT_KINDS)["KINDS"]  # ("matmul", "train", "roofline", "cluster")
+KINDS: tuple[str, ...] = derived(RESULT_KINDS)["KINDS"]  # ("matmul", "train", "roofline", "cluster", "browser")
 KIND_TITLES: dict[str, str] = derived(RESULT_KINDS)["KIND_TITLES"]
 OLD_NAMES: dict[str, str] = derived(RESULT_KINDS)["OLD_NAMES"]
 

@@ -28,7 +28,8 @@ MAX_LABEL_CHARS = 200
 MAX_VERSION_CHARS = 200
 # measured on this server (a page or the CLI), imported, Colab notebook
 MEASURED, IMPORTED, NOTEBOOK = "measured", "imported", "notebook"
-SOURCES = (MEASURED, IMPORTED, NOTEBOOK)
+BROWSER = "reported by a browser"  # measured by a student's browser (core.browser): an untrusted client, checked
+SOURCES = (MEASURED, IMPORTED, NOTEBOOK, BROWSER)
 _UNSET = Field(default=None, exclude_if=f.omitted_when_none)  # an optional key, written only when set
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Guess
 from core.results import kinds
+from core.results.browser import BrowserRun
 from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun, preset_title
 from core.store.access import session_mark
@@ -204,16 +205,17 @@ def crossover_spread(board: ClassBoard) -> Spread:
     races: set[str] = set()
     for run in board.full:
         sweep = run.result
-        if not isinstance(sweep, MatmulSweep):
+        if not isinstance(sweep, (MatmulSweep, BrowserRun)):  # a browser's race has the same crossover and guess
             continue
         g = sweep.guess
         if g is not None and g.what == CROSSOVER_N and g.value:
             guessed.append(g.value)
         none_g += g is not None and g.what == NO_CROSSOVER
-        if sweep.shared is not None:
-            if sweep.shared.race in races:
+        shared = sweep.shared if isinstance(sweep, MatmulSweep) else None  # a browser's race is its own
+        if shared is not None:
+            if shared.race in races:
                 continue  # another copy of a race already counted
-            races.add(sweep.shared.race)
+            races.add(shared.race)
         c = sweep.headline_crossover
         if c is None or c.call == "none":
             none_m += 1

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import DashboardError
+from core.browser.judge import rejudge_imported
 from core.matmul.crossover import rederive_imported
 from core.platform.paths import data_dir
 from core.results import files, jsonio
@@ -501,7 +502,7 @@ class Store:
         """Import a CLI JSON file or an export, all or nothing (see core.results.files); runs
         already here are skipped before inserting, so they use up no run number. Every run is
         stored as imported from `file` by `session`; `owner_token`'s session may delete them."""
-        records = rederive_imported(files.read_import(data, label=label, file=file, session=session))
+        records = rejudge_imported(rederive_imported(files.read_import(data, label=label, file=file, session=session)))
         new: list[int] = []
         with self._transaction() as tx:
             _one_adder_at_a_time(tx)

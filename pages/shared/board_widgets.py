@@ -75,7 +75,8 @@ KEY_HELP = "Entered once per browser session; with it, this session may delete a
 OWN_RUNS_ONLY = ("You can delete the runs this browser session saved or imported. The instructor's key allows "
                  "deleting any run.")
 NOTHING_TO_DELETE = "None of the runs shown was saved or imported by this browser session."
-SOURCE_TITLES = {"measured": "measured here", "imported": "imported", "notebook": "notebook (Colab)"}
+SOURCE_TITLES = {"measured": "measured here", "imported": "imported", "notebook": "notebook (Colab)",
+                 "reported by a browser": "reported by a browser"}
 
 
 def key_notice(outcome: bool | None) -> tuple[str, str]:

@@ -15,6 +15,7 @@ import streamlit as st
 
 from core.errors import DashboardError
 from core.results.kinds import Result
+from core.results.runs import MEASURED
 from core.store import board, key_guard
 from core.store.database import DATABASE_URL_ENV, open_store
 from core.store.access import (INSTRUCTOR_KEY_ENV, OWNER_COOKIE, Access, Owner, configured_key, cookie_script,
@@ -107,14 +108,15 @@ def enter_key(entered: str) -> bool | None:
     return outcome
 
 
-def save_run(result: Result, *, label: str = "") -> int | None:
+def save_run(result: Result, *, label: str = "", source: str = MEASURED) -> int | None:
     """Save a finished run for the Results page; a store that fails is a warning, never a lost run.
+    `source`: where it was measured (core.results.runs: here, or reported by a student's browser).
 
     Call it after the run's results are already in st.session_state, so nothing depends on it.
     """
     try:
         store = open_store(store_url())
-        run_id = store.save(result, label=label, owner=Owner(owner_token()))
+        run_id = store.save(result, label=label, owner=Owner(owner_token(), source))
     except DashboardError as exc:
         st.warning(f"The run was not saved to the Results page: {exc}", icon=":material/save:")
         return None

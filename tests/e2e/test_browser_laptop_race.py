@@ -1,0 +1,132 @@
+"""Race on your laptop in a real headless Chromium: with `--enable-unsafe-webgpu` (SwiftShader, a software
+adapter) a click runs WebGPU and WebAssembly at n = 64 and 128, the run lands in the store judged by the
+server and shows on Results and the Class board; without the flag the CPU half is saved with the reason; on an
+insecure origin the page gives the https advice; the page's main thread is never blocked while the CPU works."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, assert_no_exception, screenshot, wait_for_idle
+from tests.e2e.test_browser_matmul import _press, _slider
+
+pytestmark = pytest.mark.browser
+RUN_S = 180  # a run of two sizes in SwiftShader and WebAssembly, on a shared 2-core machine
+LONG_TASK_MS = 200  # a task this long on the main thread is a frozen page a student notices
+
+
+def _chromium(browser, *flags: str):
+    """A second Chromium from the same Playwright as the `browser` fixture's, with more flags."""
+    return browser.browser_type.launch(executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, *flags])
+
+
+@pytest.fixture(scope="module")
+def webgpu_browser(browser):
+    """Chromium with WebGPU on a software adapter (no GPU here): SwiftShader, `isFallbackAdapter` true."""
+    webgpu = _chromium(browser, "--enable-unsafe-webgpu")
+    yield webgpu
+    webgpu.close()
+
+
+def _open(browser, url: str):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(url)
+    wait_for_idle(page)
+    page.get_by_role("link", name="Race on your laptop").click()
+    page.get_by_role("heading", name="Race on your laptop").wait_for()
+    wait_for_idle(page)
+    assert_no_exception(page)
+    return context, page
+
+
+def _run_small(page, label: str) -> None:
+    """Sizes 64 to 128 (the size slider's upper thumb moved down from 512), a name, a guess, Run; until saved."""
+    sizes = _slider(page, "Matrix sizes n")
+    _press(page, sizes.get_by_role("slider").nth(1), "ArrowLeft", 2)  # 512 -> 128
+    assert "128" in sizes.inner_text() and "512" not in sizes.inner_text(), sizes.inner_text()
+    page.get_by_role("textbox", name="Your guess").fill("100")
+    page.get_by_role("textbox", name="Your name (for the Results page and the Class board)").fill(label)
+    page.keyboard.press("Enter")
+    wait_for_idle(page)
+    page.evaluate("""() => { window.__longTasks = [];
+        new PerformanceObserver((list) => window.__longTasks.push(...list.getEntries()))
+            .observe({ type: "longtask", buffered: false }); }""")
+    page.get_by_role("button", name="Run in this browser").click()
+    page.get_by_text("done: the server judges it below").wait_for(timeout=RUN_S * 1000)
+    page.get_by_text("it is on the Results page and the Class board").wait_for(timeout=60_000)
+    wait_for_idle(page)
+    assert_no_exception(page)
+
+
+def _saved(e2e_home, label: str):
+    from core.store.database import open_store
+
+    runs = [r for r in open_store(f"sqlite:///{e2e_home / 'data' / 'results.sqlite3'}").list_runs(kind="browser")
+            if r.label == label]
+    assert len(runs) == 1, [r.label for r in runs]
+    return runs[0]
+
+
+def test_a_click_races_webgpu_and_webassembly_into_the_store_results_and_the_board(webgpu_browser, streamlit_url,
+                                                                                    e2e_home):
+    context, page = _open(webgpu_browser, streamlit_url)
+    try:
+        label = f"laptop-{os.getpid()}"
+        _run_small(page, label)
+        long_tasks = page.evaluate("""() => { // from the click to the result sent: what the CPU run did
+            const [start] = performance.getEntriesByName("gvc-race-start");
+            const [sent] = performance.getEntriesByName("gvc-race-sent");
+            return window.__longTasks.filter((t) => t.startTime >= start.startTime && t.startTime < sent.startTime)
+                .map((t) => t.duration); }""")
+        page.get_by_text("software, not a GPU").first.wait_for()
+        page.get_by_text("Crossover:").first.wait_for()
+        screenshot(page, "laptop_race")
+        run = _saved(e2e_home, label)
+        assert run.source == "reported by a browser" and run.result.software
+        assert set(run.result.series) == {"webgpu float32", "wasm 1 worker", f"wasm {run.result.workers} workers"}
+        assert {p.n for p in run.result.points} == {64, 128} and run.result.verdicts
+        assert all(p.rel_error is not None and p.rel_error < 1e-3 for p in run.result.points if p.is_gpu)
+        assert run.result.guess is not None and run.result.guess.value == 100
+        assert not run.machine.gpus  # SwiftShader is no GPU in the room
+        assert not [t for t in long_tasks if t > LONG_TASK_MS], f"the main thread froze: {long_tasks}"
+
+        page.get_by_role("link", name="Results").click()
+        page.get_by_role("heading", name="Races in the browser").wait_for()
+        wait_for_idle(page)
+        assert_no_exception(page)
+        page.get_by_role("link", name="Class board").click()
+        page.get_by_text(label).first.wait_for()
+        assert_no_exception(page)
+    finally:
+        context.close()
+
+
+def test_without_webgpu_the_cpu_half_is_saved_with_the_reason(browser, streamlit_url, e2e_home):
+    context, page = _open(browser, streamlit_url)
+    try:
+        label = f"no-webgpu-{os.getpid()}"
+        _run_small(page, label)
+        page.get_by_text("WebGPU is there but offered no adapter").first.wait_for()
+        run = _saved(e2e_home, label)
+        assert run.result.gpu == "no_adapter" and set(run.result.series) >= {"wasm 1 worker"}
+        assert not any(p.is_gpu for p in run.result.points)
+    finally:
+        context.close()
+
+
+def test_an_insecure_origin_gets_the_https_advice(browser, streamlit_url):
+    port = streamlit_url.rsplit(":", 1)[1]
+    lan = _chromium(browser, "--enable-unsafe-webgpu", "--host-resolver-rules=MAP classroom.test 127.0.0.1")
+    try:
+        context, page = _open(lan, f"http://classroom.test:{port}")  # as a student reaches the server's address
+        page.get_by_role("button", name="Run in this browser").click()
+        advice = page.get_by_text("This page is not a secure context").first
+        advice.wait_for(timeout=RUN_S * 1000)
+        assert "https" in advice.text_content() and "localhost" in advice.text_content()
+        context.close()
+    finally:
+        lan.close()
