@@ -359,7 +359,17 @@ def test_the_untimed_section_does_not_wait_for_a_busy_cpu():
     holder.join(10)
 
 
-def test_the_job_cap_stops_a_section_between_steps_and_keeps_its_steps():
+def test_the_job_cap_stops_a_section_between_steps_and_keeps_its_steps(monkeypatch):
+    from core.parallel import marbles
+
+    timed = marbles.measure
+
+    def slow_measure(*args, **kwargs):  # each step outlasts the cap, however fast this machine times n = 8
+        m = timed(*args, **kwargs)
+        time.sleep(0.35)
+        return m
+
+    monkeypatch.setattr(marbles, "measure", slow_measure)
     rec = Recorder()
     with pytest.raises(JobTimedOut, match="the limit per job"):
         run_marbles(MarblesConfig((8, 16), max_threads=1, budget_s=2.0), JobHooks(on_progress=rec, max_job_s=0.3),
