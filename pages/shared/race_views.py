@@ -21,7 +21,8 @@ CPU_ONLY_SYNC = ("No *forgot to synchronize* figure: the CPU runs each product t
 
 QUESTION_GPU = "From which size does the GPU win?"
 QUESTION_CPU = ("Without a GPU the race is between CPU settings (thread counts, dtypes): from which size do more "
-                "threads win? A GPU would add its line, the *forgot to synchronize* figure and the cost of copies.")
+                "threads win? A GPU would add its line, the crossover size, the *forgot to synchronize* figure and "
+                "the cost of copies.")
 
 
 def question(gpu_here: bool) -> str:
