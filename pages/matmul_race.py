@@ -35,8 +35,9 @@ gpu_here = has_gpu()
 st.title("Matmul race")
 st.caption("Time C = A @ B for n × n matrices of standard-normal numbers, the honest way: warm-up first, "
            f"synchronize before every clock read, median of many runs. {race_views.question(gpu_here)}")
-if not gpu_here:
-    gpu_badge()
+if not gpu_here:  # in the sidebar, above the settings it explains: the main column keeps room for the chart
+    with st.sidebar:
+        gpu_badge(race_views.NO_GPU_CHANGES)
 run, own, config = sweep_form(gpu_here)
 if run or own:
     try:
@@ -64,10 +65,8 @@ if sweep is not None and sweep.has_steps:
     if stopped := sweep.stop_summary():
         st.warning(stopped, icon=":material/stop_circle:")
     frame = results_frame(shown.results)
-    race_views.crossovers(shown)  # right under Run, then the chart: in view at a projector's 1280 × 720
+    race_views.crossovers(shown, compare_guess(shown))  # right under Run, then the chart: in view at 1280 × 720
     race_views.charts(frame, shown)
-    if guessed := compare_guess(shown):
-        st.info(guessed, icon=":material/psychology_alt:")
     load_notice(shown.load)
     st.caption(sweep.save_note())
     if sweep.can_save:

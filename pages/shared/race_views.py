@@ -20,9 +20,9 @@ CPU_ONLY_SYNC = ("No *forgot to synchronize* figure: the CPU runs each product t
                  "so there is nothing asynchronous to forget. On a GPU the difference is dramatic.")
 
 QUESTION_GPU = "From which size does the GPU win?"
-QUESTION_CPU = ("Without a GPU the race is between CPU settings (thread counts, dtypes): from which size do more "
-                "threads win? A GPU would add its line, the crossover size, the *forgot to synchronize* figure and "
-                "the cost of copies.")
+QUESTION_CPU = "No GPU here: from which size do more CPU threads win?"
+NO_GPU_CHANGES = ("this race is between CPU settings (thread counts, dtypes); a GPU adds its line, the crossover "
+                  "size, the *forgot to synchronize* figure and the cost of copies")
 
 
 def question(gpu_here: bool) -> str:
@@ -30,11 +30,15 @@ def question(gpu_here: bool) -> str:
     return QUESTION_GPU if gpu_here else QUESTION_CPU
 
 
-def crossovers(shown: MatmulSweep) -> None:
-    """The headline first (as Results and the Class board show it), then the other comparisons."""
-    for c in shown.shown_crossovers:
+def crossovers(shown: MatmulSweep, guessed: str | None = None) -> None:
+    """The headline first (as Results and the Class board show it), the guess set against it in the same box
+    (both, and the chart under them, in view at 1280 × 720 after Run: issue 34), then the other comparisons."""
+    for i, c in enumerate(shown.shown_crossovers):
         box = {"found": st.success, "unclear": st.warning}.get(c.call, st.info)
-        box(f"**{c.title.capitalize()}:** {sentence(c, shown.verdicts)}")
+        guess = f"  \n{guessed}" if guessed and i == 0 else ""  # a line of its own, in the headline's box
+        box(f"**{c.title.capitalize()}:** {sentence(c, shown.verdicts)}{guess}")
+    if guessed and not shown.shown_crossovers:
+        st.info(guessed, icon=":material/psychology_alt:")
 
 
 def verdicts(shown: MatmulSweep) -> None:

@@ -93,6 +93,10 @@ def test_matmul_race_chart_in_view_after_run(projector, streamlit_url):
         for _ in range(times):
             thumb.press("ArrowLeft")
         wait_for_idle(projector)
+    guess = projector.locator(MAIN).get_by_role("textbox", name="Your guess")  # its comparison above the chart too
+    guess.fill("512")
+    guess.press("Enter")
+    wait_for_idle(projector)
     projector.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
     projector.locator(MAIN).get_by_role("button", name="Run", exact=True).click()
     _assert_chart_in_view(projector, projector.locator(".st-key-mm_time_chart [data-testid='stPlotlyChart']"),
