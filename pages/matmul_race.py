@@ -31,16 +31,14 @@ def save(sweep: SweepCollector) -> None:
     sweep.saved_run = save_run(result, label=state.mm_label.strip())
 
 
+gpu_here = has_gpu()
 st.title("Matmul race")
 st.caption("Time C = A @ B for n × n matrices of standard-normal numbers, the honest way: warm-up first, "
-           "synchronize before every clock read, median of many runs. From which size does the GPU win?")
-if not (gpu_here := has_gpu()):
-    gpu_badge("this race is between CPU settings (thread counts, dtypes); a GPU adds its line, the crossover "
-              "size, the *forgot to synchronize* figure and the cost of copies")
-
-run, config = sweep_form(gpu_here)
-own = st.button("Run my own", key="mm_run_own", help="Run joins a race with the same settings already running here; "
-                "this one waits its turn for a race of your own")
+           f"synchronize before every clock read, median of many runs. {race_views.question(gpu_here)}")
+if not gpu_here:  # in the sidebar, above the settings it explains: the main column keeps room for the chart
+    with st.sidebar:
+        gpu_badge(race_views.NO_GPU_CHANGES)
+run, own, config = sweep_form(gpu_here)
 if run or own:
     try:
         sweep = SweepCollector.start(config(), parse_matmul_guess(state.mm_guess))  # refused here, before waiting
@@ -67,9 +65,8 @@ if sweep is not None and sweep.has_steps:
     if stopped := sweep.stop_summary():
         st.warning(stopped, icon=":material/stop_circle:")
     frame = results_frame(shown.results)
-    race_views.crossovers(shown)  # right under Run
-    if guessed := compare_guess(shown):
-        st.info(guessed, icon=":material/psychology_alt:")
+    race_views.crossovers(shown, compare_guess(shown))  # right under Run, then the chart: in view at 1280 × 720
+    race_views.charts(frame, shown)
     load_notice(shown.load)
     st.caption(sweep.save_note())
     if sweep.can_save:
@@ -78,7 +75,6 @@ if sweep is not None and sweep.has_steps:
     for note in shown.notes:
         st.info(note)
     race_views.verdicts(shown)
-    race_views.charts(frame, shown)
     st.dataframe(readable(human_table(shown.results)), hide_index=True, key="mm_table")
     if clocks := clock_summary(shown.results):
         st.caption(clocks)

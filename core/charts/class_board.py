@@ -8,13 +8,15 @@ import plotly.graph_objects as go
 
 from core.charts.axis_style import linear_axis, log_axis, style
 from core.plain_text import for_plotly
-from core.store.class_board import Hardware, Spread
+from core.store.class_board import NO_GPU, Hardware, Spread
 
 GUESSED, MEASURED = "guessed", "measured"
 GUESS_COLOR, MEASURED_COLOR = "#7b3294", "#1a9641"
 SYMBOLS = ("diamond", "square", "triangle-up")  # a measurement's marker, one per preset
 JITTER = 0.12  # markers of one row spread this far up and down, so equal guesses do not hide each other
 HEIGHT = 300
+NAMED_GUESSES = 8  # up to this many guess dots carry their guesser's name on the chart; more, on hover only
+NO_GPU_COLOR = "#bdbdbd"  # machines without a GPU: grey, not a GPU model's red
 
 
 def _jitter(count: int) -> list[float]:
@@ -27,9 +29,7 @@ def spread_figure(spread: Spread, *, title: str, x_title: str, none_word: str = 
     with the measured median as a dashed line, so the class sees how its predictions fell."""
     fig = go.Figure()
     rows = {GUESSED: 1.0, MEASURED: 0.0}
-    fig.add_trace(go.Scatter(x=spread.guessed, y=[rows[GUESSED] + j for j in _jitter(len(spread.guessed))],
-                             mode="markers", name=f"guesses ({len(spread.guessed)})",
-                             marker=dict(size=12, color=GUESS_COLOR, opacity=0.7)))
+    fig.add_trace(_guesses(spread, rows[GUESSED]))
     for i, (low, high) in enumerate(spread.intervals):
         fig.add_trace(go.Scatter(x=[low, high], y=[rows[MEASURED]] * 2, mode="lines", showlegend=i == 0,
                                  name="measured interval", line=dict(width=10, color=MEASURED_COLOR), opacity=0.25))
@@ -61,11 +61,23 @@ def spread_figure(spread: Spread, *, title: str, x_title: str, none_word: str = 
     return style(fig, title=title, height=HEIGHT)
 
 
+def _guesses(spread: Spread, row: float) -> go.Scatter:
+    """Every guess as a dot named by who guessed it (hover; a label too while there are few), not by its
+    coordinates: the class looks for its own guess (issue 34)."""
+    names = [for_plotly(n) for n in spread.guessed_by] if len(spread.guessed_by) == len(spread.guessed) else None
+    labelled = names is not None and len(names) <= NAMED_GUESSES
+    return go.Scatter(x=spread.guessed, y=[row + j for j in _jitter(len(spread.guessed))],
+                      mode="markers+text" if labelled else "markers", name=f"guesses ({len(spread.guessed)})",
+                      text=names, textposition="top center", textfont=dict(color=GUESS_COLOR),
+                      hovertemplate="%{text}: %{x:,.3g}<extra></extra>" if names else None,
+                      marker=dict(size=12, color=GUESS_COLOR, opacity=0.7))
+
+
 def hardware_figure(hardware: Sequence[Hardware]) -> go.Figure:
     """A bar per CPU and GPU model: how many machines on the board have it."""
-    names = [for_plotly(f"{h.kind}: {h.name}") for h in hardware]
+    names = [for_plotly(h.name if h.name == NO_GPU else f"{h.kind}: {h.name}") for h in hardware]
     counts = [h.machines for h in hardware]
-    colors = ["#2c7bb6" if h.kind == "CPU" else "#d7191c" for h in hardware]
+    colors = ["#2c7bb6" if h.kind == "CPU" else NO_GPU_COLOR if h.name == NO_GPU else "#d7191c" for h in hardware]
     fig = go.Figure(go.Bar(x=counts, y=names, orientation="h", marker_color=colors, text=counts,
                            textposition="outside"))
     fig.update_layout(xaxis=linear_axis(counts, "machines"), yaxis=dict(autorange="reversed", automargin=True))

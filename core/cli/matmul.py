@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 
 from core.cli import HELP
-from core.cli.output import format_table, print_json
+from core.cli.output import print_json, split_tables, wrap
 from core.results.table import human_rows
 from core.cli.results import add_save_options, check_save_options, save_if_requested
 from core.cli.waiting import cli_hooks, ctrl_c_stops
@@ -129,12 +129,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render(result: MatmulSweep) -> str:
-    headers, rows = human_rows(result.results)  # the race page's table: labels and units from MatmulPoint
-    lines = [format_table(headers, rows), ""]
-    lines += [f"skipped n={s.n} on {s.series}: {s.message}" for s in result.skipped]
+    """The race page's table (labels and units from MatmulPoint) in 100 columns: split in two or more tables,
+    each repeating n and series, rather than one 175 columns wide; the sentences after it wrapped."""
+    headers, rows = _without_copies(result, *human_rows(result.results))
+    tables = [split_tables(headers, rows, keep=2), ""]
+    lines = [f"skipped n={s.n} on {s.series}: {s.message}" for s in result.skipped]
     lines += [f"note: {n}" for n in result.notes]
     if result.verdicts:
-        lines += [verdict_table(result), ""]
+        tables += [verdict_table(result), ""]
     lines += result.crossover_lines
     if not any(r.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
@@ -147,7 +149,18 @@ def render(result: MatmulSweep) -> str:
                                                  else " (matrices stay in cache between calls)"))
     if result.load is not None and result.load.notice:
         lines.append(result.load.notice)
-    return "\n".join(lines)
+    return "\n".join(tables) + "\n" + wrap(lines)
+
+
+COPY_HEADERS = ("copy in ms", "copy out ms", "end to end ms")
+
+
+def _without_copies(result: MatmulSweep, headers: list[str], rows: list[list]) -> tuple[list[str], list[list]]:
+    """Without a GPU nothing is copied: the copy columns read 0 and 'end to end' repeats the median, so they go."""
+    if any(r.is_gpu for r in result.results):
+        return headers, rows
+    keep = [i for i, h in enumerate(headers) if h not in COPY_HEADERS]
+    return [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
 
 
 def _ratio(value: float | None) -> str:
@@ -159,4 +172,4 @@ def verdict_table(result: MatmulSweep) -> str:
     rows = [[v.n, v.a if v.call == "faster" else f"{v.a} vs {v.b}", v.call, _ratio(v.ratio),
              f"{_ratio(v.low)}–{_ratio(v.high)}", "busy" if v.busy else (v.why or "")]
             for v in result.verdicts or ()]
-    return format_table(["n", "faster / compared", "call", "ratio", "95% interval", "why unclear"], rows)
+    return split_tables(["n", "faster / compared", "call", "ratio", "95% interval", "why unclear"], rows, keep=2)

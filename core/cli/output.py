@@ -50,6 +50,23 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_w
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
 
 
+def split_tables(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, keep: int = 1,
+                 max_width: int = TABLE_WIDTH) -> str:
+    """A table too wide for `max_width` as several, one under another: each repeats the first `keep` columns
+    (what names a row) and takes the next columns while they fit, so no column is cut and no line is too long."""
+    widths = fitted_widths(headers, rows)
+    base = sum(widths[:keep]) + 2 * keep
+    groups: list[list[int]] = [[]]
+    for i in range(keep, len(headers)):
+        used = base + sum(widths[j] + 2 for j in groups[-1])
+        if groups[-1] and used + widths[i] > max_width:
+            groups.append([])
+        groups[-1].append(i)
+    tables = [[*range(keep), *group] for group in groups if group] or [list(range(len(headers)))]
+    return "\n\n".join(format_table([headers[i] for i in cols], [[row[i] for i in cols] for row in rows])
+                       for cols in tables)
+
+
 def fitted_widths(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, max_width: int | None = None,
                   elide: Sequence[str] = ()) -> list[int]:
     """Each column's width in format_table's output: a caller can tell which cells were cut and show them whole."""

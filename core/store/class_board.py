@@ -147,13 +147,13 @@ class BoardRow:
     """One line of the board's table."""
 
     who: str  # who(): a name with its session's mark, or 'machine: ...'
-    machine: str
     run_id: int
     when: str  # arrived(): 'HH:MM' (UTC) by the server's clock
     kind: str
-    source: str  # 'measured', 'imported', 'imported (notebook)', 'notebook': an imported run says so
+    guess: str  # before the long result, so it stays inside a projector's width (issue 34)
     result: str
-    guess: str
+    source: str  # 'measured', 'imported', 'imported (notebook)', 'notebook': an imported run says so
+    machine: str
 
 
 def grouped_rows(board: ClassBoard) -> list[BoardRow]:
@@ -181,6 +181,7 @@ class Spread:
     """Guesses of one quantity against what the class measured, each as plain numbers."""
 
     guessed: list[float] = field(default_factory=list)
+    guessed_by: list[str] = field(default_factory=list)  # who() of each guess: the chart names its dot
     measured: list[float] = field(default_factory=list)  # a point per run (an interval's upper end for matmul)
     intervals: list[tuple[float, float]] = field(default_factory=list)  # matmul: (n_low or n_high/2, n_high]
     none_guessed: int = 0  # "no crossover" guesses
@@ -201,7 +202,7 @@ def crossover_spread(board: ClassBoard) -> Spread:
     """Crossover guesses (n) against the crossovers the class's sweeps measured: each sweep's
     `headline_crossover`, the one the race page shows first and Results lists. A race several sessions
     joined (`MatmulSweep.shared`) is one measurement: every copy's guess counts, its crossover once."""
-    guessed, measured, intervals, none_g, none_m, imported = [], [], [], 0, 0, []
+    guessed, measured, intervals, none_g, none_m, imported, by = [], [], [], 0, 0, [], []
     races: set[str] = set()
     for run in board.full:
         sweep = run.result
@@ -210,6 +211,7 @@ def crossover_spread(board: ClassBoard) -> Spread:
         g = sweep.guess
         if g is not None and g.what == CROSSOVER_N and g.value:
             guessed.append(g.value)
+            by.append(who(run))
         none_g += g is not None and g.what == NO_CROSSOVER
         shared = sweep.shared if isinstance(sweep, MatmulSweep) else None  # a browser's race is its own
         if shared is not None:
@@ -224,7 +226,7 @@ def crossover_spread(board: ClassBoard) -> Spread:
             imported.append(run.imported)
             if c.n_high is not None:
                 intervals.append((float(c.n_low or c.n_high / 2), float(c.n_high)))
-    return Spread(guessed, measured, intervals, none_g, none_m, measured_imported=imported)
+    return Spread(guessed, by, measured, intervals, none_g, none_m, measured_imported=imported)
 
 
 def _epoch_median(run: TrainRun) -> float | None:
@@ -236,6 +238,7 @@ def speedup_spread(board: ClassBoard) -> Spread:
     """The GPU's speed-up: guesses against each machine's measured CPU over GPU seconds per epoch
     (the newest CPU and GPU runs of one preset on one machine, as a race saves them)."""
     guessed: list[float] = []
+    by: list[str] = []
     newest: dict[tuple[str, str | None, bool], tuple[float, bool]] = {}  # (machine, preset, GPU) -> (s/epoch, imported)
     for run in board.full:  # newest first: the first seen is kept
         train = run.result
@@ -243,29 +246,31 @@ def speedup_spread(board: ClassBoard) -> Spread:
             continue
         if train.guess is not None and train.guess.what == SPEEDUP and train.guess.value:
             guessed.append(train.guess.value)
+            by.append(who(run))
         seconds = _epoch_median(train)
         if seconds:
             newest.setdefault((run.machine_label, train.preset, train.device != "cpu"), (seconds, run.imported))
     pairs = [(cpu / newest[(m, p, True)][0], preset_title(p), imported or newest[(m, p, True)][1])
              for (m, p, gpu), (cpu, imported) in newest.items() if not gpu and (m, p, True) in newest]
-    return Spread(guessed, [s for s, _, _ in pairs], measured_presets=[p for _, p, _ in pairs],
+    return Spread(guessed, by, [s for s, _, _ in pairs], measured_presets=[p for _, p, _ in pairs],
                   measured_imported=[i for _, _, i in pairs])
 
 
 def epoch_spread(board: ClassBoard) -> Spread:
     """Seconds per epoch: guesses against every training run's median epoch."""
-    guessed, measured, presets, imported = [], [], [], []
+    guessed, measured, presets, imported, by = [], [], [], [], []
     for run in board.full:
         train = run.result
         if not isinstance(train, TrainRun):
             continue
         if train.guess is not None and train.guess.what == EPOCH_S and train.guess.value:
             guessed.append(train.guess.value)
+            by.append(who(run))
         if (seconds := _epoch_median(train)) is not None:
             measured.append(seconds)
             presets.append(preset_title(train.preset))
             imported.append(run.imported)
-    return Spread(guessed, measured, measured_presets=presets, measured_imported=imported)
+    return Spread(guessed, by, measured, measured_presets=presets, measured_imported=imported)
 
 
 @dataclass(frozen=True)
@@ -277,6 +282,9 @@ class Hardware:
     machines: int
 
 
+NO_GPU = "no GPU"  # the GPU 'model' of a machine without one: the hardware chart draws it apart
+
+
 def room_hardware(board: ClassBoard) -> list[Hardware]:
     """The CPUs and GPUs of the machines that saved runs, most common first (a machine counted once)."""
     machines = {run.machine_label: run.machine for run in board.full}
@@ -286,7 +294,7 @@ def room_hardware(board: ClassBoard) -> list[Hardware]:
         gpus = {g.name or "GPU" for g in machine.gpus}
         if machine.mps_available:
             gpus.add("Apple GPU (MPS)")
-        for name in gpus or {"no GPU"}:
+        for name in gpus or {NO_GPU}:
             counts[("GPU", name)] += 1
     return [Hardware(kind, name, n)
             for (kind, name), n in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))]

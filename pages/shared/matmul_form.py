@@ -36,10 +36,10 @@ def _threads_label(threads: int | None) -> str:
     return "free cores" if threads is FREE else str(threads)
 
 
-def sweep_form(gpu_here: bool) -> tuple[bool, Callable[[], SweepConfig]]:
-    """Draw the settings in the sidebar and the guess, the name, Run and Stop in one row under the title;
-    return whether Run was pressed and the SweepConfig the choices build, called when Run is (a bad
-    combination, such as no device, raises DashboardError then, not while the user is still choosing).
+def sweep_form(gpu_here: bool) -> tuple[bool, bool, Callable[[], SweepConfig]]:
+    """Draw the settings in the sidebar and the guess, the name, Run, Stop and Run my own in one row under the
+    title; return whether Run and Run my own were pressed and the SweepConfig the choices build, called when
+    Run is (a bad combination, such as no device, raises DashboardError then, not while the user is choosing).
 
     The sidebar keeps the page's main column for what the class watches: at a projector's 1280 × 720
     the Run button, the progress and the first result all fit above the fold."""
@@ -78,7 +78,7 @@ def sweep_form(gpu_here: bool) -> tuple[bool, Callable[[], SweepConfig]]:
                                disabled=not gpu_here,
                                help="the classic bug: reading the clock without synchronizing. "
                                     + ("" if gpu_here else f"It {NEEDS_GPU}: on a CPU nothing is asynchronous."))
-    c1, c2, c3, c4 = st.columns([3, 3, 1, 1], vertical_alignment="bottom")
+    c1, c2, c3, c4, c5 = st.columns([2.5, 2.5, 1, 1, 1.4], vertical_alignment="bottom")  # one row: chart in view
     c1.text_input("Your guess", key="mm_guess", max_chars=40, placeholder=MATMUL_EXAMPLE,
                   help="before you press Run: from which size n does the faster series win? Saved with the run; "
                        "the page compares it with the measurement afterwards")
@@ -86,6 +86,8 @@ def sweep_form(gpu_here: bool) -> tuple[bool, Callable[[], SweepConfig]]:
                   placeholder="e.g. Ana's laptop", help="finished sweeps are saved there, under this name")
     run = c3.button("Run", type="primary", key="mm_run", icon=":material/play_arrow:")
     c4.button("Stop", key="mm_stop", icon=":material/stop:")
+    own = c5.button("Run my own", key="mm_run_own", help="Run joins a race with the same settings already running "
+                    "here; this one waits its turn for a race of your own")
     options = MatmulOptions(budget_s=float(budget), unsynced=unsynced, end_to_end=end_to_end, cache=cache)
-    return run, partial(SweepConfig, sizes=log_sizes(*sizes, per_doubling), devices=tuple(devices),
+    return run, own, partial(SweepConfig, sizes=log_sizes(*sizes, per_doubling), devices=tuple(devices),
                         dtypes=tuple(dtypes), threads=tuple(threads), tf32=tf32_settings(tf32), options=options)

@@ -19,12 +19,26 @@ VERDICT_CAPTION = ("ratio: the slower median over the faster (compared: the seco
 CPU_ONLY_SYNC = ("No *forgot to synchronize* figure: the CPU runs each product to the end before returning, "
                  "so there is nothing asynchronous to forget. On a GPU the difference is dramatic.")
 
+QUESTION_GPU = "From which size does the GPU win?"
+QUESTION_CPU = "No GPU here: from which size do more CPU threads win?"
+NO_GPU_CHANGES = ("this race is between CPU settings (thread counts, dtypes); a GPU adds its line, the crossover "
+                  "size, the *forgot to synchronize* figure and the cost of copies")
 
-def crossovers(shown: MatmulSweep) -> None:
-    """The headline first (as Results and the Class board show it), then the other comparisons."""
-    for c in shown.shown_crossovers:
+
+def question(gpu_here: bool) -> str:
+    """The question the page asks, matching the race it runs (issue 34: no GPU question on a GPU-less server)."""
+    return QUESTION_GPU if gpu_here else QUESTION_CPU
+
+
+def crossovers(shown: MatmulSweep, guessed: str | None = None) -> None:
+    """The headline first (as Results and the Class board show it), the guess set against it in the same box
+    (both, and the chart under them, in view at 1280 × 720 after Run: issue 34), then the other comparisons."""
+    for i, c in enumerate(shown.shown_crossovers):
         box = {"found": st.success, "unclear": st.warning}.get(c.call, st.info)
-        box(f"**{c.title.capitalize()}:** {sentence(c, shown.verdicts)}")
+        guess = f"  \n{guessed}" if guessed and i == 0 else ""  # a line of its own, in the headline's box
+        box(f"**{c.title.capitalize()}:** {sentence(c, shown.verdicts)}{guess}")
+    if guessed and not shown.shown_crossovers:
+        st.info(guessed, icon=":material/psychology_alt:")
 
 
 def verdicts(shown: MatmulSweep) -> None:
@@ -36,15 +50,16 @@ def verdicts(shown: MatmulSweep) -> None:
 
 
 def charts(frame: pd.DataFrame, shown: MatmulSweep) -> None:
-    """The synchronize notes, then time, GFLOP/s and speed-up in three tabs, and what the skipped sizes were."""
-    for note in sync_bug_notes(frame):
-        st.warning(note, icon=":material/timer_off:")
-    if frame["unsynced_s"].isna().all():
-        st.caption(CPU_ONLY_SYNC)
+    """Time, GFLOP/s and speed-up in three tabs first (the chart in view after Run, issue 34), then what they
+    mean: the markers, the synchronize notes and what the skipped sizes were."""
     t1, t2, t3 = st.tabs(["Time", "GFLOP/s", "Speed-up"])
     t1.plotly_chart(time_figure(frame, cache=shown.cache), key="mm_time_chart")
     t2.plotly_chart(gflops_figure(frame, cache=shown.cache), key="mm_gflops_chart")
     t3.plotly_chart(speedup_figure(frame, shown.crossovers), key="mm_speedup_chart")
-    st.caption(f"Black markers: {LECTURE_SENTENCE}. Bars: interquartile range of the samples.")
+    st.markdown(f"Black markers: {LECTURE_SENTENCE}. Bars: interquartile range of the samples.")
+    for note in sync_bug_notes(frame):
+        st.warning(note, icon=":material/timer_off:")
+    if frame["unsynced_s"].isna().all():
+        st.markdown(CPU_ONLY_SYNC)
     for skip in shown.skipped:
         st.warning(f"Skipped n = {skip.n:,} on {skip.series}: {skip.message}", icon=":material/skip_next:")

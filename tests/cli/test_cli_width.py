@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.cli import main
-from core.cli.output import TABLE_WIDTH, wrap
+from core.cli.output import TABLE_WIDTH, split_tables, wrap
 from tests.result_samples import matmul_payload, train_payload
 from tests.review_fixtures import csv_bytes, toy_reviews
 
@@ -40,6 +40,22 @@ def _too_wide(lines: list[str]) -> list[str]:
 def test_wrap_breaks_only_long_lines_and_keeps_short_ones():
     assert wrap(["short", "", "x " * 80]).splitlines()[:2] == ["short", ""]
     assert all(len(line) <= TABLE_WIDTH for line in wrap("word " * 100).splitlines())
+
+
+def test_split_tables_repeats_the_row_names_and_cuts_nothing():
+    headers = ["n", "series", *(f"column {i} GFLOP/s" for i in range(12))]
+    rows = [[4096, "cuda:0 float32 tf32 against 16 threads", *(123.456 * i for i in range(12))]]
+    text = split_tables(headers, rows, keep=2)
+    assert not _too_wide(text.splitlines())
+    assert text.count("cuda:0 float32 tf32 against 16 threads") > 1  # each table names its rows
+    assert all(f"column {i} GFLOP/s" in text for i in range(12)) and "…" not in text
+
+
+def test_matmul(capsys):
+    assert main(["matmul", "--sizes", "16,32", "--budget", "0.05", "--devices", "cpu", "--threads", "1,2"]) == 0
+    lines = _lines(capsys)
+    assert not _too_wide(lines)
+    assert any("median ms" in line for line in lines) and any("comparison" in line for line in lines)
 
 
 def test_devices(capsys):

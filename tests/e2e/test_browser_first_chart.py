@@ -83,3 +83,21 @@ def test_why_parallel_first_section_chart_in_view_after_run(projector, streamlit
     projector.locator(".st-key-wp_run_marbles button").click()
     chart = projector.locator(".st-key-wp_chart_marbles [data-testid='stPlotlyChart']")
     _assert_chart_in_view(projector, chart, "why_parallel")
+
+
+def test_matmul_race_chart_in_view_after_run(projector, streamlit_url):
+    _open(projector, streamlit_url, "Matmul race")
+    sizes = projector.locator('[data-testid="stSlider"]').filter(has_text="Matrix sizes")
+    for thumb, times in ((sizes.get_by_role("slider").nth(0), 2), (sizes.get_by_role("slider").nth(1), 6)):
+        thumb.focus()  # 64 -> 16 and 2048 -> 32: a race of seconds
+        for _ in range(times):
+            thumb.press("ArrowLeft")
+        wait_for_idle(projector)
+    guess = projector.locator(MAIN).get_by_role("textbox", name="Your guess")  # its comparison above the chart too
+    guess.fill("512")
+    guess.press("Enter")
+    wait_for_idle(projector)
+    projector.evaluate("() => document.querySelector('[data-testid=\"stMain\"]')?.scrollTo(0, 0)")
+    projector.locator(MAIN).get_by_role("button", name="Run", exact=True).click()
+    _assert_chart_in_view(projector, projector.locator(".st-key-mm_time_chart [data-testid='stPlotlyChart']"),
+                          "matmul_race")

@@ -43,6 +43,7 @@ def test_page_without_gpu_says_what_a_gpu_would_add(app, no_gpu):
     app.switch_page(PAGE).run()
     assert not app.exception
     text = _text(app)
+    assert "from which size do more CPU threads win?" in text and "does the GPU win" not in text  # the race run
     assert "crossover size" in text and "[No GPU here. How to get one free: Hardware check](hardware)" in text
     assert "Runtime > Change runtime type > GPU" not in text  # the full advice is on Hardware check only
     assert app.multiselect(key="mm_devices").value == ["cpu"]

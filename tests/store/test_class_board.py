@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import asdict
 import json
 from datetime import datetime, timezone
 
 import pytest
 
-from core.charts.class_board import hardware_figure, spread_figure
+from core.charts.class_board import NO_GPU_COLOR, hardware_figure, spread_figure
 from core.store.database import open_store
 from core.store.class_board import (
     ClassBoard, changed, crossover_spread, epoch_spread, grouped_rows, refresh, room_hardware, speedup_spread,
@@ -229,6 +230,32 @@ def test_figures_draw_guesses_measurements_and_hardware():
     assert list(bars.data[0].y) == ["CPU: Lab Xeon 8480C", "GPU: NVIDIA H200"]
     empty = spread_figure(crossover_spread(ClassBoard()), title="t", x_title="n")
     assert empty.layout.xaxis.type == "log"
+
+
+def test_guess_dots_are_named_by_who_guessed_and_no_gpu_is_not_a_red_bar():
+    """Issue 34: hover said "(2,000, 0.88)" and "GPU: no GPU" was a full red bar."""
+    store = open_store()
+    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 2000.0, "text": "2k"}), label="Ana")
+    save_payload(store, "matmul", _matmul(copy.deepcopy(LAPTOP), guess={"what": "crossover_n", "value": 500.0,
+                                                                        "text": "500"}))
+    board = refresh(store)
+    spread = crossover_spread(board)
+    assert dict(zip(spread.guessed_by, spread.guessed)) == {"machine: Student Laptop CPU i5": 500.0,
+                                                           "Ana · server": 2000.0}
+    guesses = spread_figure(spread, title="t", x_title="n").data[0]
+    assert list(guesses.text) == spread.guessed_by and guesses.mode == "markers+text"  # few: labelled
+    assert guesses.hovertemplate.startswith("%{text}")  # the name, not the dot's coordinates
+    bars = hardware_figure(room_hardware(board)).data[0]
+    colors = dict(zip(bars.y, bars.marker.color))
+    assert colors["no GPU"] == NO_GPU_COLOR and colors["GPU: NVIDIA H200"] != NO_GPU_COLOR
+
+
+def test_the_guess_column_comes_before_the_long_result():
+    """Issue 34: the guess, last after the result, read "no cros…" off the right edge at 1280 pixels."""
+    store = open_store()
+    save_payload(store, "matmul", _matmul(guess={"what": "no_crossover", "text": "no crossover"}), label="Ana")
+    columns = list(asdict(grouped_rows(refresh(store))[0]))
+    assert columns.index("guess") < columns.index("result") and columns[-1] == "machine"
 
 
 def test_page_without_runs_says_how_to_fill_it(app):
