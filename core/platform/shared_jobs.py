@@ -49,13 +49,14 @@ class Watched(Generic[T]):
 class _RelayedWait(WaitStatus):
     """A shared run's waiting line as its watchers see it: the run's own line, plus the estimate."""
 
-    def __init__(self, text: str, device: str | None, ahead: int) -> None:
+    def __init__(self, status: WaitStatus, note: str) -> None:
         super().__init__()
-        self._text, self.device, self.ahead = text, device, ahead
+        self.device, self.ahead, self.holder = status.device, status.ahead, status.holder
+        self._lines = {shown: status.line(pid=shown) + note for shown in (True, False)}
 
-    @property
-    def message(self) -> str:
-        return self._text
+    def line(self, *, pid: bool) -> str:
+        """The run's own line as it was at its last poll (with or without the holder's pid), plus the estimate."""
+        return self._lines[pid]
 
 
 class SharedRun:
@@ -130,9 +131,9 @@ class SharedJobs:
                 run.cond.notify_all()
 
         def waiting(status: WaitStatus) -> None:
-            text = status.message + self._estimate_note(status.device, status.ahead, run)
+            relayed = _RelayedWait(status, self._estimate_note(status.device, status.ahead, run))
             with run.cond:
-                run.wait = _RelayedWait(text, status.device, status.ahead)
+                run.wait = relayed
                 run.cond.notify_all()
 
         def nobody_watches() -> bool:

@@ -205,3 +205,21 @@ def test_no_estimate_when_the_device_is_held_by_a_job_that_is_not_a_shared_run()
         gate.go.release()
     thread.join(10)
     assert out["value"].result == "done 1"
+
+
+def test_a_relayed_wait_keeps_the_running_job_in_the_line_the_page_shows():
+    """The page draws `line(pid=False)`: a shared run's relayed line must carry the holder the run saw, not only
+    the base line (the race page read 'waiting for cpu: 1 ahead (0 s so far)' and never who was running)."""
+    from core.platform.device_lock import WaitStatus
+    from core.platform.shared_jobs import _RelayedWait
+
+    class Seen(WaitStatus):
+        def line(self, *, pid: bool) -> str:
+            return "waiting for cpu: 1 ahead (3 s so far); now running: matmul sweep" + (" (pid 7)" if pid else "")
+
+    seen = Seen()
+    seen.device, seen.ahead = "cpu", 1
+    relayed = _RelayedWait(seen, "; about 4 s to wait")
+    assert relayed.line(pid=False) == ("waiting for cpu: 1 ahead (3 s so far); now running: matmul sweep"
+                                       "; about 4 s to wait")
+    assert relayed.message.endswith("(pid 7); about 4 s to wait") and relayed.device == "cpu" and relayed.ahead == 1
