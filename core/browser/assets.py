@@ -1,7 +1,8 @@
 """What the page hands the browser: the component's HTML, CSS and JavaScript, and the data a run needs.
 
 The files beside this module ship in the wheel (pyproject's package-data): race.js (the component, an ES
-module for `st.components.v2.component`), worker.js (one Web Worker), matmul.wgsl (the GPU's kernel),
+module for `st.components.v2.component`), worker.js (one Web Worker), matmul.wgsl (the GPU's kernel; its f16
+variant is made from it by core/browser/half.py),
 matmul.wat and matmul.wasm (the CPU's kernel, its text and the bytes `wat2wasm` made of it), matmul_fma.wat
 and .wasm (the same with fused multiply-adds, core/browser/fused.py; the workers take it where the browser
 validates it); manifest.json records the hashes, tests/browser/test_browser_kernel.py checks they match. Text is
@@ -19,6 +20,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from core.browser.half import MAX_REL_ERROR_F16, half
+from core.browser.payload import MAX_REL_ERROR
 from core.errors import DashboardError
 
 COMPONENT = "gvc_browser_race"
@@ -31,7 +34,8 @@ WATCHDOG_MS = 500.0  # no GPU call near the operating system's ~2 s watchdog: st
 MAX_WORKERS = 8  # k: more workers than this each copy A and B for little more speed
 AUTO_WORKERS = 0  # k = the laptop's own logical cores (navigator.hardwareConcurrency), 2 to MAX_WORKERS
 WORKER_CHOICES = (AUTO_WORKERS, 2, 4, 8)
-BUDGETS_S = (0.5, 1.0, 2.0, 5.0, 10.0)
+BUDGETS_S = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # 30-60 s: a software adapter at n = 512
+SPLIT_MAX_N = 256  # the dispatch lesson at the run's largest size up to this (16 dispatches of one tile slice)
 
 WEBGPU_BROWSERS = "Chrome or Edge 113 or later, Safari 26, or Firefox 141 or later on Windows"
 MESSAGES = {
@@ -111,12 +115,19 @@ def race_data(sizes: tuple[int, ...], *, budget_s: float = 2.0, workers: int = A
         raise DashboardError(f"sizes must be chosen from {', '.join(map(str, SIZES))}")
     if not 0 <= workers <= MAX_WORKERS:
         raise DashboardError(f"workers must be 1 to {MAX_WORKERS} (0: the laptop's own cores)")
-    return {"sizes": sorted(set(sizes)), "budget_s": float(budget_s), "workers": workers, "max_workers": MAX_WORKERS,
-            "gpu": gpu,
+    ordered = sorted(set(sizes))
+    return {"sizes": ordered, "budget_s": float(budget_s), "workers": workers, "max_workers": MAX_WORKERS,
+            "gpu": gpu, "split_n": split_size(ordered), "max_rel_error": MAX_REL_ERROR,
+            "max_rel_error_f16": MAX_REL_ERROR_F16,
             "samples": samples, "min_sample_ms": MIN_SAMPLE_MS, "max_reps": MAX_REPS, "watchdog_ms": WATCHDOG_MS,
             "wasm": base64.b64encode(wasm_bytes()).decode("ascii"),
             "wasm_fma": base64.b64encode(wasm_bytes("matmul_fma.wasm")).decode("ascii"), "worker": text("worker.js"),
-            "wgsl": text("matmul.wgsl"), "messages": MESSAGES}
+            "wgsl": text("matmul.wgsl"), "wgsl_f16": half(text("matmul.wgsl")), "messages": MESSAGES}
+
+
+def split_size(sizes: list[int]) -> int:
+    """Where the dispatch lesson runs: the largest size up to SPLIT_MAX_N, else the smallest."""
+    return max((n for n in sizes if n <= SPLIT_MAX_N), default=min(sizes))
 
 
 def sizes_between(low: int, high: int) -> tuple[int, ...]:

@@ -4,7 +4,8 @@ The browser sends raw samples (core.browser.payload checks them); here they beco
 statistics derive from the samples (core.results.browser), whose verdicts are `core.matmul.verdict.judge`'s
 per size (the same bootstrap, margin and sample rule as the race), and whose crossovers are the verdicts'
 interval with the medians' log-log estimate kept inside it, as the race computes its own. Comparisons:
-WebGPU against k workers (the headline), WebGPU against one worker, and k workers against one.
+WebGPU against k workers (the headline), WebGPU against one worker, k workers against one, and WebGPU's f16
+against its float32 where the adapter offered f16. (The split dispatches are judged by core.browser.story.)
 
 A browser's run id makes a second copy of one run the same run: `Inbox` remembers the ids it took, so the
 component's value, which persists across the page's reruns, is judged and saved once.
@@ -22,8 +23,8 @@ from core.browser.payload import Checked, check_payload, refuse
 from core.errors import DashboardError
 from core.matmul import verdict
 from core.matmul.crossover import crossover_interval, find_crossover, within
-from core.results.browser import (GPU_SERIES, ONE_WORKER, PROVENANCE, Adapter, BrowserCrossover, BrowserPoint,
-                                  BrowserRun, workers_series)
+from core.results.browser import (F16_SERIES, GPU_SERIES, ONE_WORKER, PROVENANCE, Adapter, BrowserCrossover,
+                                  BrowserPoint, BrowserRun, workers_series)
 from core.results.crossover import Verdict
 from core.results.machine import Machine, read_machine
 from core.results.guess import Guess
@@ -40,6 +41,7 @@ def comparisons(workers: int, series: Sequence[str]) -> list[tuple[str, str]]:
     """(challenger, baseline) pairs among the measured series, the headline first."""
     k = workers_series(workers)
     pairs = [(GPU_SERIES, k), (GPU_SERIES, ONE_WORKER)] + ([(k, ONE_WORKER)] if k != ONE_WORKER else [])
+    pairs.append((F16_SERIES, GPU_SERIES))
     return [p for p in dict.fromkeys(pairs) if p[0] in series and p[1] in series]
 
 
@@ -97,7 +99,8 @@ def _judged(checked: Checked, guess: Guess | None, settings: Mapping[str, Any] |
     adapter = Adapter.from_json(raw["adapter"], "adapter") if raw.get("adapter") is not None else None
     points = tuple(BrowserPoint(series=p["series"], n=p["n"], times_s=tuple(float(t) for t in p["times_s"]),
                                 reps=p.get("reps", 1), unawaited_s=p.get("unawaited_s"), rel_error=p.get("rel_error"),
-                                timestamp_s=tuple(float(t) for t in p.get("timestamp_s") or ()))
+                                timestamp_s=tuple(float(t) for t in p.get("timestamp_s") or ()),
+                                dispatches=p.get("dispatches"))
                    for p in raw["points"])
     run = BrowserRun(run_id=raw["run_id"], user_agent=str(raw.get("user_agent") or "")[:200], cores=raw.get("cores"),
                       workers=checked.workers, kernel=str(raw.get("kernel") or "")[:200], gpu=raw.get("gpu", "ok"),

@@ -1,7 +1,14 @@
 // C = A @ B for n x n float32 matrices on the GPU: 16 x 16 tiles of A and B staged in workgroup memory.
 // One invocation per element of C; a tile past the matrix's edge reads zeros, so any n works.
+// A dispatch adds the tiles t0 .. t1 - 1 of the inner dimension (t1 past the last: all of them) to C, or
+// writes them over C (add = 0): one dispatch does the whole product; k dispatches of a slice each, every
+// one after the last (add = 1 from the second), are the same product as k small dependent steps.
+// core/browser/half.py makes the f16 variant (arithmetic in half precision) from this text by one rule.
 struct Dims {
   n: u32,
+  t0: u32,
+  t1: u32,
+  add: u32,
 }
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
@@ -19,8 +26,11 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(local_invocation_i
   let row = g.y;
   let col = g.x;
   var acc = 0.0;
-  let tiles = (n + T - 1u) / T;
-  for (var t = 0u; t < tiles; t = t + 1u) {
+  if (dims.add != 0u && row < n && col < n) {
+    acc = c[row * n + col];
+  }
+  let tiles = min(dims.t1, (n + T - 1u) / T);
+  for (var t = dims.t0; t < tiles; t = t + 1u) {
     let ak = t * T + l.x;
     let bk = t * T + l.y;
     var va = 0.0;

@@ -10,7 +10,10 @@ program, so nothing in it is taken on trust:
   finite number of seconds; the rate 2n³/t of every sample under the ceiling of the series' class (a
   WebGPU adapter, a software one, a WebAssembly worker: `ceiling_gflops`), and any GFLOP/s the browser
   shows checked against 2n³ / median;
-- a GPU point whose result disagreed with the CPU's (`MAX_REL_ERROR`) is refused: it was not a product.
+- a GPU point whose result disagreed with the CPU's (`MAX_REL_ERROR`; f16: `MAX_REL_ERROR_F16`) is refused:
+  it was not a product;
+- "webgpu f16" only from an adapter that lists `shader-f16`, its ceiling twice float32's (packed halves);
+  "webgpu split dispatches" only with its `dispatches`, 2 to one per 16-wide slice of n.
 
 Every refusal is one DashboardError line naming the field; nothing is saved.
 """
@@ -24,8 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core.browser.half import MAX_REL_ERROR_F16
 from core.errors import DashboardError
-from core.results.browser import GPU_SERIES, GPU_STATES, is_software, workers_series
+from core.results.browser import (F16_SERIES, GPU_SERIES, GPU_STATES, SPLIT_SERIES, WEBGPU_SERIES, is_software,
+                                  workers_series)
 
 MAX_PAYLOAD_CHARS = 256_000  # a run of 20 sizes x 3 series x 50 samples is about 40 kB of JSON
 MAX_N = 8192  # a browser tab cannot hold more: three 8192² float32 matrices are 800 MB
@@ -41,7 +46,8 @@ SOFTWARE_CEILING_GFLOPS = 3_000.0
 WORKER_CEILING_GFLOPS = 100.0
 TOP_KEYS = {"run_id", "user_agent", "cores", "workers", "kernel", "gpu", "gpu_note", "adapter", "points", "stopped",
             "secure"}
-POINT_KEYS = {"series", "n", "times_s", "reps", "unawaited_s", "rel_error", "gflops", "timestamp_s"}
+POINT_KEYS = {"series", "n", "times_s", "reps", "unawaited_s", "rel_error", "gflops", "timestamp_s", "dispatches"}
+TILE = 16  # matmul.wgsl's tile: a split call has at most one dispatch per 16-wide slice of the inner dimension
 ADAPTER_KEYS = {"vendor", "architecture", "device", "description", "fallback", "limits", "features"}
 SERVER_ONLY = {"verdicts", "crossovers", "crossover", "provenance", "source", "median_s", "iqr_s", "kind",
                "schema_version", "machine"}
@@ -79,17 +85,20 @@ def check_payload(value: Any) -> Checked:
     if value.get("gpu", "ok") not in GPU_STATES:
         raise refuse(f"gpu must be one of {', '.join(GPU_STATES)}")
     adapter = value.get("adapter")
-    software = False
+    software, features = False, set()
     if adapter is not None:
         if not isinstance(adapter, Mapping):
             raise refuse("adapter must be an object")
         _keys(adapter, ADAPTER_KEYS, "adapter")
         software = is_software(str(adapter.get("vendor") or ""), str(adapter.get("architecture") or ""),
                                adapter.get("fallback") is True)
+        features = set(adapter.get("features") or ()) if isinstance(adapter.get("features"), list) else set()
     points = value.get("points")
     if not isinstance(points, list) or not points:
         raise refuse("points must be a non-empty list")
-    allowed = {GPU_SERIES, workers_series(1), workers_series(workers)}
+    allowed = {GPU_SERIES, SPLIT_SERIES, workers_series(1), workers_series(workers)}
+    if "shader-f16" in features:  # an f16 point from an adapter without f16 shaders was not measured
+        allowed.add(F16_SERIES)
     seen: set[tuple[str, int]] = set()
     for i, point in enumerate(points):
         key = _point(point, f"points[{i}]", allowed, software, workers, adapter is not None)
@@ -123,8 +132,8 @@ def _seconds(value: Any, path: str, *, zero: bool = False) -> float:
 
 def ceiling_gflops(series: str, software: bool, workers: int) -> float:
     """The most GFLOP/s a sample of `series` can honestly show."""
-    if series == GPU_SERIES:
-        return SOFTWARE_CEILING_GFLOPS if software else GPU_CEILING_GFLOPS
+    if series in WEBGPU_SERIES:
+        return (SOFTWARE_CEILING_GFLOPS if software else GPU_CEILING_GFLOPS) * (2 if series == F16_SERIES else 1)
     return WORKER_CEILING_GFLOPS * (1 if series == workers_series(1) else workers)
 
 
@@ -136,9 +145,14 @@ def _point(point: Any, path: str, allowed: set[str], software: bool, workers: in
     series = point.get("series")
     if series not in allowed:
         raise refuse(f"{path}.series must be one of {', '.join(sorted(allowed))}, got {str(series)[:40]}")
-    if series == GPU_SERIES and not has_adapter:
+    gpu = series in WEBGPU_SERIES
+    if gpu and not has_adapter:
         raise refuse(f"{path}: a WebGPU point without the adapter that measured it")
     n = _whole(point.get("n"), f"{path}.n", 1, MAX_N)
+    if series == SPLIT_SERIES:
+        _whole(point.get("dispatches"), f"{path}.dispatches", 2, max(2, -(-n // TILE)))
+    elif point.get("dispatches") is not None:
+        raise refuse(f"{path}.dispatches belongs to a {SPLIT_SERIES} point only")
     _whole(point.get("reps", 1), f"{path}.reps", 1, MAX_REPS)
     times = point.get("times_s")
     if not isinstance(times, list) or not MIN_SAMPLES <= len(times) <= MAX_SAMPLES:
@@ -147,7 +161,7 @@ def _point(point: Any, path: str, allowed: set[str], software: bool, workers: in
     ceiling = ceiling_gflops(str(series), software, workers)
     if (fastest := 2 * n**3 / min(seconds) / 1e9) > ceiling:
         raise refuse(f"{path}: {fastest:,.0f} GFLOP/s at n = {n} is above the {ceiling:,.0f} a {series} "
-                     f"{'(software adapter) ' if software and series == GPU_SERIES else ''}can reach")
+                     f"{'(software adapter) ' if software and gpu else ''}can reach")
     shown = point.get("gflops")
     expected = 2 * n**3 / statistics.median(seconds) / 1e9
     if shown is not None and (not isinstance(shown, (int, float)) or isinstance(shown, bool)
@@ -155,7 +169,7 @@ def _point(point: Any, path: str, allowed: set[str], software: bool, workers: in
         raise refuse(f"{path}.gflops is {str(shown)[:40]}, but 2n³ / median time is {expected:.4g}")
     stamps = point.get("timestamp_s")
     if stamps is not None:
-        if series != GPU_SERIES or not isinstance(stamps, list) or len(stamps) != len(seconds):
+        if not gpu or not isinstance(stamps, list) or len(stamps) != len(seconds):
             raise refuse(f"{path}.timestamp_s must be a GPU point's list, one per sample")
         for j, t in enumerate(stamps):  # the GPU's own clock, quantized (100 µs in Chrome): a call may read 0
             if _seconds(t, f"{path}.timestamp_s[{j}]", zero=True) > 0 and 2 * n**3 / t / 1e9 > ceiling:
@@ -167,7 +181,8 @@ def _point(point: Any, path: str, allowed: set[str], software: bool, workers: in
     if error is not None and (isinstance(error, bool) or not isinstance(error, (int, float)) or not math.isfinite(error)
                               or error < 0):
         raise refuse(f"{path}.rel_error must be a number >= 0")
-    if series == GPU_SERIES and (error is None or error > MAX_REL_ERROR):
+    tolerance = MAX_REL_ERROR_F16 if series == F16_SERIES else MAX_REL_ERROR
+    if gpu and (error is None or error > tolerance):
         raise refuse(f"{path}: the GPU's product {'was not checked' if error is None else f'differs by {error:.2g}'} "
-                     f"against the CPU's (at most {MAX_REL_ERROR:g}): a wrong result is not timed")
+                     f"against the CPU's (at most {tolerance:g}): a wrong result is not timed")
     return str(series), n

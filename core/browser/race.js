@@ -6,9 +6,13 @@
 // Timing, per size and series: one warm-up call (never a sample), then calibration (never samples either)
 // of the calls per sample, so a sample lasts at least data.min_sample_ms (well above performance.now()'s
 // 0.1 ms steps); then data.samples samples, each awaited: the workers' replies, or
-// queue.onSubmittedWorkDone() on the GPU. The GPU's result is checked against the CPU's first; a wrong one is not timed. submit() alone
-// (without waiting) is timed once per size: the "forgot to wait" figure. Where the adapter offers
-// timestamp queries, each GPU sample also carries the GPU's own time (beginning to end of its pass).
+// queue.onSubmittedWorkDone() on the GPU. Each GPU kernel's result is checked against the CPU's first (its
+// own tolerance: float32, or f16); a wrong one is not timed. GPU series: "webgpu float32"; "webgpu f16" where
+// the adapter offers shader-f16; at data.split_n "webgpu split dispatches", the float32 product as one small
+// dependent dispatch per 16-wide slice of the inner dimension. submit() alone (without waiting) is timed once
+// per size: the "forgot to wait" figure. Where the adapter offers timestamp queries, each GPU sample also
+// carries the GPU's own time (beginning to end of its pass). A lost device ends the run with the sizes
+// finished before it; globalThis.__gvcLoseDeviceAt = n (set by a test only) destroys the device at size n.
 
 const RUNS = (globalThis.__gvcBrowserRaces ??= new Map()); // a run outlives the page's reruns
 
@@ -75,7 +79,11 @@ class Workers {
   close() { this.pool.forEach((w) => w.terminate()); }
 }
 
-// ---- the GPU: why it is missing, or a device and a pipeline
+// ---- the GPU: why it is missing, or a device and its pipelines
+function software(facts) { // SwiftShader and the like: the CPU drawing, no GPU (core/results/browser.py's rule)
+  return facts.fallback || /swiftshader|software/i.test(`${facts.architecture} ${facts.vendor}`);
+}
+
 async function openGpu(data) {
   if (!data.gpu) return { state: "skipped", note: data.messages.skipped };
   if (!globalThis.isSecureContext) return { state: "insecure", note: data.messages.insecure.replace("{origin}", location.origin) };
@@ -90,13 +98,16 @@ async function openGpu(data) {
     description: info.description || "", fallback: info.isFallbackAdapter === true || adapter.isFallbackAdapter === true,
     limits, features: [...adapter.features].sort(),
   };
-  const stamps = adapter.features.has("timestamp-query"); // the GPU's own clock, beside the wall clock
-  const device = await adapter.requestDevice({ requiredFeatures: stamps ? ["timestamp-query"] : [],
+  // features taken only where offered: the GPU's own clock beside the wall clock, and f16 arithmetic
+  const wanted = ["timestamp-query", "shader-f16"].filter((f) => adapter.features.has(f));
+  const device = await adapter.requestDevice({ requiredFeatures: wanted,
     requiredLimits: { maxBufferSize: limits.maxBufferSize, maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize } });
-  const gpu = { state: "ok", note: "", facts, device, lost: null, stamps };
+  const gpu = { state: "ok", note: "", facts, device, lost: null, stamps: wanted.includes("timestamp-query") };
   device.lost.then((why) => { gpu.lost = why.message || why.reason || "lost"; });
-  const module = device.createShaderModule({ code: data.wgsl });
-  gpu.pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
+  const pipeline = (code) => device.createComputePipeline({ layout: "auto",
+    compute: { module: device.createShaderModule({ code }), entryPoint: "main" } });
+  gpu.pipeline = pipeline(data.wgsl);
+  if (wanted.includes("shader-f16")) gpu.pipeline16 = pipeline(data.wgsl_f16);
   return gpu;
 }
 
@@ -105,55 +116,68 @@ function gpuFits(gpu, n) {
   return bytes <= l.maxBufferSize && bytes <= l.maxStorageBufferBindingSize && Math.ceil(n / 16) <= l.maxComputeWorkgroupsPerDimension;
 }
 
-function gpuSize(gpu, n) { // buffers and a bind group for one size
-  const d = gpu.device, bytes = n * n * 4, use = GPUBufferUsage;
-  const buffer = (usage, size = bytes) => d.createBuffer({ size, usage });
+function gpuSize(gpu, n) { // buffers for one size; kernel(pipeline, parts) times the product as `parts` dispatches
+  const d = gpu.device, bytes = n * n * 4, use = GPUBufferUsage, owned = [];
+  const buffer = (usage, size = bytes) => { const b = d.createBuffer({ size, usage }); owned.push(b); return b; };
   const a = buffer(use.STORAGE | use.COPY_DST), b = buffer(use.STORAGE | use.COPY_DST);
-  const c = buffer(use.STORAGE | use.COPY_SRC), dims = buffer(use.UNIFORM | use.COPY_DST, 16);
-  const read = buffer(use.MAP_READ | use.COPY_DST);
+  const c = buffer(use.STORAGE | use.COPY_SRC), read = buffer(use.MAP_READ | use.COPY_DST);
   d.queue.writeBuffer(a, 0, fill(n * n, 12345));
   d.queue.writeBuffer(b, 0, fill(n * n, 67890));
-  d.queue.writeBuffer(dims, 0, new Uint32Array([n, 0, 0, 0]));
-  const group = d.createBindGroup({ layout: gpu.pipeline.getBindGroupLayout(0), entries: [a, b, c, dims].map(
-    (buf, i) => ({ binding: i, resource: { buffer: buf } })) });
   const groups = Math.ceil(n / 16);
   const query = gpu.stamps ? d.createQuerySet({ type: "timestamp", count: 2 }) : null;
   const resolved = query ? buffer(use.QUERY_RESOLVE | use.COPY_SRC, 16) : null;
   const stamped = query ? buffer(use.MAP_READ | use.COPY_DST, 16) : null;
-  const commands = (reps, stamp = false) => {
-    const encoder = d.createCommandEncoder();
-    const pass = encoder.beginComputePass(stamp && query ? { timestampWrites: { querySet: query,
-      beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
-    pass.setPipeline(gpu.pipeline);
-    pass.setBindGroup(0, group);
-    for (let r = 0; r < reps; r++) pass.dispatchWorkgroups(groups, groups);
-    pass.end();
-    if (stamp && query) {
-      encoder.resolveQuerySet(query, 0, 2, resolved, 0);
-      encoder.copyBufferToBuffer(resolved, 0, stamped, 0, 16);
-    }
-    return encoder.finish();
-  };
-  let lastStamp = null; // ms per call by the GPU's timestamps, of the last awaited sample
-  const time = async (reps) => { // awaited: ms per call by the wall clock
-    const work = commands(reps, true), t0 = performance.now();
-    d.queue.submit([work]);
-    await d.queue.onSubmittedWorkDone();
-    const ms = (performance.now() - t0) / reps;
-    if (stamped) { // read after the clock stopped: the map is not timed
-      await stamped.mapAsync(GPUMapMode.READ);
-      const [begin, end] = new BigUint64Array(stamped.getMappedRange());
-      lastStamp = end > begin ? Number(end - begin) / 1e6 / reps : 0;
-      stamped.unmap();
-    }
-    return ms;
-  };
-  const unawaited = async (reps) => { // submit() alone, the classic bug; then wait before anything else
-    const work = commands(reps), t0 = performance.now();
-    d.queue.submit([work]);
-    const ms = (performance.now() - t0) / reps;
-    await d.queue.onSubmittedWorkDone();
-    return ms;
+  const alive = () => { if (gpu.lost) throw new Error(`the GPU device was lost: ${gpu.lost}`); };
+  const kernel = (pipeline, parts = 1) => {
+    const per = Math.ceil(groups / parts); // tiles of the inner dimension per dispatch; each adds to C after the last
+    const binds = Array.from({ length: parts }, (_, i) => {
+      const dims = buffer(use.UNIFORM | use.COPY_DST, 16);
+      d.queue.writeBuffer(dims, 0, new Uint32Array([n, i * per, parts === 1 ? 0xffffffff : (i + 1) * per, i > 0 ? 1 : 0]));
+      return d.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [a, b, c, dims].map(
+        (buf, j) => ({ binding: j, resource: { buffer: buf } })) });
+    });
+    const commands = (reps, stamp = false) => {
+      const encoder = d.createCommandEncoder();
+      const pass = encoder.beginComputePass(stamp && query ? { timestampWrites: { querySet: query,
+        beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {});
+      pass.setPipeline(pipeline);
+      for (let r = 0; r < reps; r++) {
+        for (const bind of binds) {
+          pass.setBindGroup(0, bind);
+          pass.dispatchWorkgroups(groups, groups);
+        }
+      }
+      pass.end();
+      if (stamp && query) {
+        encoder.resolveQuerySet(query, 0, 2, resolved, 0);
+        encoder.copyBufferToBuffer(resolved, 0, stamped, 0, 16);
+      }
+      return encoder.finish();
+    };
+    let lastStamp = null; // ms per call by the GPU's timestamps, of the last awaited sample
+    const time = async (reps) => { // awaited: ms per call by the wall clock
+      alive();
+      const work = commands(reps, true), t0 = performance.now();
+      d.queue.submit([work]);
+      await d.queue.onSubmittedWorkDone();
+      const ms = (performance.now() - t0) / reps;
+      alive();
+      if (stamped) { // read after the clock stopped: the map is not timed
+        await stamped.mapAsync(GPUMapMode.READ);
+        const [begin, end] = new BigUint64Array(stamped.getMappedRange());
+        lastStamp = end > begin ? Number(end - begin) / 1e6 / reps : 0;
+        stamped.unmap();
+      }
+      return ms;
+    };
+    const unawaited = async (reps) => { // submit() alone, the classic bug; then wait before anything else
+      const work = commands(reps), t0 = performance.now();
+      d.queue.submit([work]);
+      const ms = (performance.now() - t0) / reps;
+      await d.queue.onSubmittedWorkDone();
+      return ms;
+    };
+    return { time, unawaited, stamp: () => lastStamp };
   };
   const result = async () => {
     const encoder = d.createCommandEncoder();
@@ -164,8 +188,8 @@ function gpuSize(gpu, n) { // buffers and a bind group for one size
     read.unmap();
     return out;
   };
-  const destroy = () => [a, b, c, dims, read, resolved, stamped, query].forEach((x) => x?.destroy());
-  return { time, unawaited, result, destroy, stamp: () => lastStamp };
+  const destroy = () => [...owned, query].forEach((x) => x?.destroy());
+  return { kernel, result, destroy, groups };
 }
 
 // ---- one series at one size: warm-up, repetitions, samples
@@ -200,25 +224,40 @@ async function raceSize(race, n) {
   if (gpu.state !== "ok" || race.slow.has("webgpu") || race.stopped) return;
   if (!gpuFits(gpu, n)) { race.slow.add("webgpu"); race.notes.push(`n = ${n} exceeds this adapter's buffer limits`); return; }
   if (!race.computed) { race.slow.add("webgpu"); race.notes.push(`n = ${n}: no CPU result to check the GPU's against`); return; }
-  const sized = gpuSize(gpu, n);
+  const sized = gpuSize(gpu, n), expected = await cpu.result(n, race.computed);
+  // float32 (with the "forgot to wait" figure), f16 where offered, and at data.split_n the float32 product as
+  // one dependent dispatch per 16-wide slice of the inner dimension: the same work, many tiny steps
+  const kernels = [["webgpu float32", gpu.pipeline, 1, data.max_rel_error],
+    ...(gpu.pipeline16 ? [["webgpu f16", gpu.pipeline16, 1, data.max_rel_error_f16]] : []),
+    ...(n === data.split_n && sized.groups > 1 ? [["webgpu split dispatches", gpu.pipeline, sized.groups, data.max_rel_error]] : [])];
   try {
-    await sized.time(1);
-    const error = relError(await sized.result(), await cpu.result(n, race.computed));
-    if (!(error <= 1e-3)) { race.notes.push(`n = ${n}: the GPU's result differs from the CPU's (${error.toExponential(1)}): not timed`); return; }
-    const stamps = [];
-    const m = await measure(race, "WebGPU", n, async (reps) => {
-      const ms = await sized.time(reps);
-      if (sized.stamp() !== null) stamps.push(sized.stamp() / 1000);
-      return ms;
-    });
-    const unawaited = await sized.unawaited(m.reps);
-    if (m.times.length >= 3 && !gpu.lost) {
-      const point = { series: "webgpu float32", n, times_s: m.times, reps: m.reps, unawaited_s: unawaited / 1000, rel_error: error };
+    for (const [label, pipeline, parts, tolerance] of kernels) {
+      if (race.stopped) break;
+      if (globalThis.__gvcLoseDeviceAt === n) { // a test's hook (tests/e2e): the device lost mid-run, for real
+        gpu.device.destroy();
+        await gpu.device.lost;
+      }
+      const timer = sized.kernel(pipeline, parts);
+      await timer.time(1);
+      const error = relError(await sized.result(), expected);
+      if (!(error <= tolerance)) { race.notes.push(`n = ${n}: ${label}'s result differs from the CPU's (${error.toExponential(1)}): not timed`); continue; }
+      const stamps = [];
+      const m = await measure(race, label, n, async (reps) => {
+        const ms = await timer.time(reps);
+        if (timer.stamp() !== null) stamps.push(timer.stamp() / 1000);
+        return ms;
+      });
+      const point = { series: label, n, times_s: m.times, reps: m.reps, rel_error: error };
+      if (parts > 1) point.dispatches = parts;
+      if (label === "webgpu float32") point.unawaited_s = (await timer.unawaited(m.reps)) / 1000;
       if (stamps.length >= m.times.length) point.timestamp_s = stamps.slice(-m.times.length); // the samples' own
-      race.points.push(point);
+      if (m.times.length >= 3 && !gpu.lost) race.points.push(point);
+      // a weak GPU must not meet the system's watchdog (about 2 s a dispatch): no size whose call would near it;
+      // a software adapter draws on the CPU, out of the watchdog's reach: only the time budget holds it
+      if ((m.warm * 8 > data.watchdog_ms && !software(gpu.facts)) || m.warm * 8 * data.samples / 1000 > data.budget_s) {
+        race.slow.add("webgpu");
+      }
     }
-    // a weak GPU must not meet the system's watchdog (about 2 s a dispatch): no size whose call would near it
-    if (m.warm * 8 > data.watchdog_ms || m.warm * 8 * data.samples / 1000 > data.budget_s) race.slow.add("webgpu");
   } finally {
     sized.destroy();
   }
@@ -242,8 +281,9 @@ async function runRace(race) {
       race.fraction = i / data.sizes.length;
       try {
         await raceSize(race, n);
-      } catch (error) {
-        if (!race.gpu.lost) throw error;
+      } catch (error) { // a lost device rejects what was in flight; its promise may settle a moment later
+        if (race.gpu?.device) await Promise.race([race.gpu.device.lost, new Promise((ok) => setTimeout(ok, 500))]);
+        if (!race.gpu?.lost) throw error;
       }
       if (race.gpu.lost) { // keep the finished sizes: the run ends here with what it has
         race.gpu.state = "lost";
@@ -289,7 +329,7 @@ export default function ({ data, key, parentElement, setStateValue }) {
       ui.stop.disabled = r.done;
     };
     r.showGpu = () => {
-      ui.gpu.textContent = r.gpu?.state === "ok" ? `GPU: ${[r.gpu.facts.vendor, r.gpu.facts.architecture].filter(Boolean).join(" ") || "WebGPU adapter"}${r.gpu.facts.fallback || r.gpu.facts.architecture === "swiftshader" ? " (software, not a GPU)" : ""}` : (r.gpu?.note || "");
+      ui.gpu.textContent = r.gpu?.state === "ok" ? `GPU: ${[r.gpu.facts.vendor, r.gpu.facts.architecture].filter(Boolean).join(" ") || "WebGPU adapter"}${software(r.gpu.facts) ? " (software, not a GPU)" : ""}` : (r.gpu?.note || "");
       ui.gpu.dataset.state = r.gpu?.state || "";
     };
     r.send = (payload) => setStateValue("result", payload);

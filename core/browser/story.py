@@ -1,12 +1,15 @@
 """What a judged browser run says, in words and tables: why the GPU half is missing, the crossovers, the guess
-against them, the "forgot to wait" figure and the verdict per size. The page shows these as they come."""
+against them, the "forgot to wait" figure, one big dispatch against many small dependent ones, and the verdict
+per size. The page shows these as they come."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from core.browser.assets import MESSAGES
-from core.results.browser import SOFTWARE, BrowserCrossover, BrowserRun
+from core.matmul import verdict
+from core.platform.units import number, seconds
+from core.results.browser import GPU_SERIES, SOFTWARE, SPLIT_SERIES, BrowserCrossover, BrowserRun
 from core.results.guess import CROSSOVER_N, NO_CROSSOVER
 
 BOX = {"found": "success", "none": "info", "unclear": "warning"}  # the kind of box each call is shown in
@@ -70,6 +73,30 @@ def forgot_to_wait(run: BrowserRun) -> str | None:
                        "the queue would claim the product is free.")
     return head + (f"returns after {p.unawaited_s * 1e3:.3g} ms: a program that reads the clock without awaiting the "
                    f"queue would claim {p.median_s / p.unawaited_s:,.0f}× the speed.")
+
+
+def dispatch_line(run: BrowserRun) -> Line | None:
+    """One big dispatch against many small dependent ones, at the size the browser split: the ratio of their
+    medians with its bootstrap interval and the race's call (faster beyond 5 %, same within, or cannot tell)."""
+    split = next((p for p in run.points if p.series == SPLIT_SERIES and p.median_s), None)
+    one = next((p for p in run.points if split and p.series == GPU_SERIES and p.n == split.n and p.median_s), None)
+    if split is None or one is None or split.median_s is None or one.median_s is None:
+        return None
+    v = verdict.judge(split.n, GPU_SERIES, SPLIT_SERIES, one.times_s, split.times_s)
+    head = (f"One big dispatch against {split.dispatches or 'many'} small dependent ones: at n = {split.n:,} the "
+            f"same product took {seconds(one.median_s)} as one dispatch and {seconds(split.median_s)} as "
+            f"{split.dispatches or 'many'}, each adding a 16-wide slice to C after the one before")
+    if v.call == "unclear" or v.ratio is None:
+        return Line("warning", f"{head}: cannot tell them apart ({v.why or 'the samples overlap'}).")
+    span = f"{number(v.ratio)}× as long (95 % interval {number(v.low)}–{number(v.high)}×)"
+    if v.call == "same":
+        return Line("info", f"{head}: {span}, the same within 5 %: on this adapter a dispatch costs little "
+                            "next to its work.")
+    if v.a == GPU_SERIES:
+        return Line("success", f"{head}: {span}. Each small dispatch pays its own launch and waits for the "
+                               "one before: give the GPU one big piece of work.")
+    return Line("info", f"{head}: the split was faster here ({number(v.ratio)}× the speed), so on this adapter "
+                        "the launches cost less than what one big dispatch loses.")
 
 
 def verdict_rows(run: BrowserRun) -> list[dict[str, object]]:

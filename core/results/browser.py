@@ -7,7 +7,9 @@ statistics here are derived from `times_s` whenever a point is built or read (`c
 to JSON for other tools, never read back), and the verdicts and crossovers are computed by the server
 when the run arrives (an import of an edited file cannot make its statistics disagree with its samples).
 
-Series are named plainly: "webgpu float32" (the GPU, or the software adapter), "wasm 1 worker" and
+Series are named plainly: "webgpu float32" (the GPU, or the software adapter), "webgpu f16" (the same
+kernel's arithmetic in half precision, where the adapter offers `shader-f16`), "webgpu split dispatches"
+(at one size, the float32 product as `dispatches` small dependent dispatches), "wasm 1 worker" and
 "wasm k workers" (the CPU through WebAssembly SIMD in Web Workers). A software adapter (SwiftShader:
 the fallback flag, or its architecture) is labelled `SOFTWARE` wherever it shows and is never a GPU in
 the room: the run's machine lists no GPU for it.
@@ -34,6 +36,9 @@ VERSION = 1
 PROVENANCE = "reported by a browser"  # what the run's provenance says (core.results.runs.BROWSER)
 SOFTWARE = "software, not a GPU"  # how a software adapter is labelled wherever it appears
 GPU_SERIES = "webgpu float32"
+F16_SERIES = "webgpu f16"
+SPLIT_SERIES = "webgpu split dispatches"
+WEBGPU_SERIES = (GPU_SERIES, F16_SERIES, SPLIT_SERIES)
 ONE_WORKER = "wasm 1 worker"
 GPU_STATES = ("ok", "insecure", "no_webgpu", "no_adapter", "lost", "error", "skipped")
 CALLS = ("faster", "same", "unclear")
@@ -88,6 +93,7 @@ class BrowserPoint(Declared):
     unawaited_s: f.Number = None  # "forgot to wait": per call, submit() alone without awaiting the queue (GPU)
     rel_error: f.Number = None  # ||C - C_cpu|| / ||C_cpu||: the GPU's result checked against the CPU's
     timestamp_s: f.Items[Seconds] = ()  # per call by the GPU's timestamp queries, one per sample, where offered
+    dispatches: f.OptionalSize = None  # SPLIT_SERIES: the dependent dispatches one call was split into
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -123,7 +129,7 @@ class BrowserPoint(Declared):
 
     @property
     def is_gpu(self) -> bool:
-        return self.series == GPU_SERIES
+        return self.series in WEBGPU_SERIES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,7 +236,7 @@ GPU_WHY = {"ok": "WebGPU ran", "insecure": "not a secure page", "no_webgpu": "th
 # ---- the kind's record (core/results/result_kind.py)
 
 BROWSER_COLUMNS = ("device_title", "device", "n", "median_s", "iqr_s", "samples", "reps", "gflops", "unawaited_s",
-                   "timestamp_s", "rel_error")
+                   "timestamp_s", "rel_error", "dispatches")
 
 
 def _rows(run: BrowserRun, device_title: Callable[[str], str]) -> Iterator[tuple[str, dict[str, object]]]:
@@ -241,7 +247,8 @@ def _rows(run: BrowserRun, device_title: Callable[[str], str]) -> Iterator[tuple
         yield f"{p.series}{f' ({SOFTWARE})' if p.is_gpu and run.software else ''}", {
             "device_title": title, "device": "webgpu" if p.is_gpu else "cpu", "n": p.n, "median_s": p.median_s,
             "iqr_s": p.iqr_s, "samples": p.samples, "reps": p.reps, "gflops": p.gflops,
-            "unawaited_s": p.unawaited_s, "timestamp_s": p.timestamp_median_s, "rel_error": p.rel_error}
+            "unawaited_s": p.unawaited_s, "timestamp_s": p.timestamp_median_s, "rel_error": p.rel_error,
+            "dispatches": p.dispatches}
 
 
 RESULT_KIND = ResultKind(name=KIND, schema=BrowserRun, title="race in the browser", detect=("run_id", "user_agent"),

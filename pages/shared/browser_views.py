@@ -1,7 +1,8 @@
 """Race on your laptop's settings row and its result blocks. Not a page (app.py does not list it).
 
 The settings are `lap_*` widgets; the result blocks draw a judged `BrowserRun` as core gives it: why the
-GPU half is missing, the crossovers, the guess, the "forgot to wait" figure, the chart and the tables.
+GPU half is missing, the crossovers, the guess, the "forgot to wait" figure, one dispatch against many, the
+chart and the tables.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from core.browser.assets import AUTO_WORKERS, BUDGETS_S, DEFAULT_SIZES, SIZES, WORKER_CHOICES
-from core.browser.story import crossover_lines, forgot_to_wait, gpu_line, guess_line, point_rows, verdict_rows
+from core.browser.story import (crossover_lines, dispatch_line, forgot_to_wait, gpu_line, guess_line, point_rows,
+                                verdict_rows)
 from core.charts.browser import race_figure
 from core.platform.units import readable
 from core.results.browser import BrowserRun
@@ -24,7 +26,9 @@ def settings() -> tuple[tuple[int, int], float, int, bool]:
         st.subheader("Race settings")
         sizes = st.select_slider("Matrix sizes n", SIZES, value=DEFAULT_SIZES, key="lap_sizes",
                                  help="the browser stops a series early once its next size would overrun the budget")
-        budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=2.0, key="lap_budget")
+        budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=2.0, key="lap_budget",
+                                  help="each series stops once its next size would take longer than this; a "
+                                       "software adapter (SwiftShader) needs 30-60 s to reach n = 512")
         workers = st.selectbox("k workers (the CPU's second series)", WORKER_CHOICES, key="lap_workers",
                                format_func=lambda k: "this laptop's cores" if k == AUTO_WORKERS else str(k),
                                help="Web Workers sharing the rows of C (the marbles); by default as many as the "
@@ -50,6 +54,8 @@ def result(run: BrowserRun) -> None:
         st.info(guessed, icon=":material/psychology_alt:")
     if note := forgot_to_wait(run):
         st.warning(note, icon=":material/timer_off:")
+    if line := dispatch_line(run):
+        BOXES[line.box](line.text, icon=":material/call_split:")
     t1, t2 = st.tabs(["Time", "GFLOP/s"])
     t1.plotly_chart(race_figure(run, "median_s"), key="lap_time_chart")
     t2.plotly_chart(race_figure(run, "gflops"), key="lap_gflops_chart")
