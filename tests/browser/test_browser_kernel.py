@@ -16,6 +16,7 @@ import pytest
 
 from core.browser import assets
 from core.browser.fused import fused
+from core.browser.half import half
 from core.errors import DashboardError
 
 HERE = Path(assets.__file__).parent
@@ -124,6 +125,26 @@ def test_the_component_gets_its_sizes_kernels_and_messages():
     assert "\n" in assets.parts().js  # one line that looks like a path would be taken for a file name
     with pytest.raises(DashboardError, match="sizes must be chosen"):
         assets.race_data((100,))
+    assert data["split_n"] == 128 and assets.race_data((64, 512))["split_n"] == 64
+    assert assets.race_data((512, 1024))["split_n"] == 512  # none up to 256: the smallest
+    assert data["max_rel_error"] < data["max_rel_error_f16"] and data["wgsl_f16"] == half(data["wgsl"])
+
+
+def test_the_f16_shader_is_the_float32_one_with_its_arithmetic_in_half_precision():
+    text = (HERE / "matmul.wgsl").read_text()
+    made = half(text)
+    assert made.startswith("enable f16;\n") and "var acc = 0.0h;" in made and "f32(acc);" in made
+    body = made.split("fn main", 1)[1]
+    assert "array<f32, 256>" not in made and "0.0;" not in body, "a float32 value left in the kernel's arithmetic"
+    assert "var<storage, read> a: array<f32>" in made  # memory stays float32: the same buffers as float32's
+    with pytest.raises(ValueError, match="expected"):
+        half(text.replace("var acc = 0.0;", "var acc: f32 = 0.0;"))
+
+
+def test_race_js_takes_shader_f16_only_where_the_adapter_offers_it():
+    js = (HERE / "race.js").read_text()
+    assert '["timestamp-query", "shader-f16"].filter((f) => adapter.features.has(f))' in js
+    assert "requiredFeatures: wanted" in js and 'if (wanted.includes("shader-f16")) gpu.pipeline16' in js
 
 
 def test_the_package_declares_its_assets_for_the_wheel():

@@ -11,8 +11,9 @@ import pytest
 
 from core.browser.judge import Inbox, browser_name, judged, rejudged
 from core.browser.payload import MAX_PAYLOAD_CHARS, check_payload
+from core.browser.story import dispatch_line
 from core.errors import DashboardError
-from core.results.browser import GPU_SERIES, SOFTWARE, BrowserRun
+from core.results.browser import F16_SERIES, GPU_SERIES, SOFTWARE, SPLIT_SERIES, BrowserRun
 from core.results.guess import parse_matmul_guess
 from core.results.kinds import detect_kind, read_result
 from core.results.runs import BROWSER
@@ -24,7 +25,7 @@ from core.store.frames import kind_frame
 UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36"
 SWIFTSHADER = {"vendor": "google", "architecture": "swiftshader", "device": "", "description": "", "fallback": True,
                "limits": {"maxBufferSize": 268435456}, "features": ["timestamp-query"]}
-REAL_GPU = {"vendor": "nvidia", "architecture": "ampere", "fallback": False}
+REAL_GPU = {"vendor": "nvidia", "architecture": "ampere", "fallback": False, "features": ["shader-f16"]}
 GPU_MS, CPU1_MS, CPU4_MS = {64: 2.0, 128: 2.2, 256: 3.0, 512: 8.0}, 50.0, 15.0
 
 
@@ -35,12 +36,19 @@ def _times(n: int, ms_at_512: float, fixed_ms: float = 0.0) -> list[float]:
 
 
 def payload(adapter: dict | None = SWIFTSHADER, run_id: str = "run-0123456789", sizes=(64, 128, 256, 512)) -> dict:
-    """What race.js sends: raw samples of WebGPU and 1 and 4 workers (the GPU slow to start, fast for large n)."""
+    """What race.js sends: raw samples of WebGPU and 1 and 4 workers (the GPU slow to start, fast for large n),
+    at n = 256 the GPU's product split into 16 dependent dispatches, and f16 where the adapter offers it."""
     points = []
     for n in sizes:
         if adapter is not None:
             points.append({"series": GPU_SERIES, "n": n, "times_s": _times(n, 0.5, fixed_ms=2.0), "reps": 4,
                            "unawaited_s": 2e-5, "rel_error": 3e-7, "timestamp_s": _times(n, 0.45, fixed_ms=1.5)})
+            if "shader-f16" in adapter.get("features", ()):
+                points.append({"series": F16_SERIES, "n": n, "times_s": _times(n, 0.3, fixed_ms=2.0), "reps": 4,
+                               "rel_error": 4e-3})
+            if n == 256:
+                points.append({"series": SPLIT_SERIES, "n": n, "times_s": _times(n, 0.5, fixed_ms=2.0 * 16),
+                               "reps": 2, "rel_error": 3e-7, "dispatches": 16})
         points.append({"series": "wasm 1 worker", "n": n, "times_s": _times(n, CPU1_MS), "reps": 2})
         points.append({"series": "wasm 4 workers", "n": n, "times_s": _times(n, CPU4_MS), "reps": 2})
     return {"run_id": run_id, "user_agent": UA, "cores": 8, "workers": 4, "secure": True,
@@ -127,6 +135,12 @@ def _forged(change) -> dict:
     (lambda p: p.__setitem__("padding", "x" * (10 * 2**20)), "characters"),
     (lambda p: p["points"][0].__setitem__("series", "cuda:0 float32"), "series must be one of"),
     (lambda p: p.__setitem__("run_id", "../../etc"), "run_id"),
+    (lambda p: p["points"].append({**p["points"][0], "series": F16_SERIES}), "series must be one of"),  # no f16
+    (lambda p: p["points"][7].__setitem__("dispatches", 17), "dispatches must be a whole number from 2 to 16"),
+    (lambda p: p["points"][7].pop("dispatches"), "dispatches must be a whole number"),
+    (lambda p: p["points"][0].__setitem__("dispatches", 4), "belongs to a webgpu split dispatches point only"),
+    (lambda p: p["points"][7].__setitem__("rel_error", 0.01), "a wrong result is not timed"),
+    (lambda p: p["points"][7].__setitem__("times_s", [1e-9] * 5), "(software adapter) can reach"),
 ])
 def test_forged_payloads_are_refused_in_one_line_and_nothing_is_saved(tmp_path, change, words):
     store = open_store(f"sqlite:///{tmp_path / 'r.sqlite3'}")
@@ -196,3 +210,37 @@ def test_an_import_whose_verdicts_its_samples_do_not_give_is_refused(tmp_path):
     with pytest.raises(DashboardError, match="not what its own samples give"):
         there.import_json(json.dumps(export).encode())
     assert there.list_runs() == []
+
+
+def _f16_run(f16_error: float = 4e-3) -> dict:
+    p = payload({**SWIFTSHADER, "features": ["shader-f16", "timestamp-query"]})
+    for point in p["points"]:
+        if point["series"] == F16_SERIES:
+            point["rel_error"] = f16_error
+    return p
+
+
+def test_f16_is_taken_from_an_adapter_that_offers_it_with_its_own_tolerance():
+    run = judged(_f16_run())
+    assert F16_SERIES in run.series and all(p.is_gpu for p in run.points if p.series == F16_SERIES)
+    assert any({v.a, v.b} == {F16_SERIES, GPU_SERIES} for v in run.verdicts)  # the server compares f16 with fp32
+    with pytest.raises(DashboardError, match=r"differs by 0\.05 .*at most 0\.02"):
+        judged(_f16_run(0.05))  # f16's tolerance, not float32's 1e-3, and not a wrong kernel's ~1
+
+
+def test_one_dispatch_against_many_is_the_servers_ratio_and_sentence():
+    run = judged(payload())
+    (split,) = [p for p in run.points if p.series == SPLIT_SERIES]
+    assert split.dispatches == 16 and split.n == 256 and split.is_gpu
+    line = dispatch_line(run)
+    assert line is not None and line.box == "success", line
+    one = next(p for p in run.points if p.series == GPU_SERIES and p.n == 256)
+    ratio = split.median_s / one.median_s
+    assert f"{ratio:.3g}× as long" in line.text and "16 small dependent ones" in line.text
+    same = payload()
+    assert same["points"][7]["series"] == SPLIT_SERIES and same["points"][6]["series"] == GPU_SERIES
+    same["points"][7]["times_s"] = list(same["points"][6]["times_s"])  # 16 dispatches as fast as one
+    line = dispatch_line(judged(same))
+    assert line is not None and "the same within 5 %" in line.text
+    no_split = payload(sizes=(64, 128))
+    assert dispatch_line(judged(no_split)) is None

@@ -35,6 +35,7 @@ def test_a_browser_run_is_judged_saved_once_and_on_results_and_the_board(app: Ap
     assert any("software, not a GPU" in t for t in texts)  # SwiftShader said so
     assert any(t.startswith("You guessed a crossover at n = 200") for t in texts)
     assert any(t.startswith("Forgot to wait") for t in texts)
+    assert any(t.startswith("One big dispatch against 16 small dependent ones: at n = 256") for t in texts), texts
     assert [c for c in app.get("plotly_chart") if "lap_time_chart" in str(c.proto.id)]
     (saved,) = open_store().list_runs(kind="browser")
     assert saved.label == "Ana" and saved.provenance.source == BROWSER and saved.result.guess.value == 200
