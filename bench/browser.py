@@ -5,11 +5,13 @@ adapter, SwiftShader; on a laptop with a GPU, its GPU), Race on your laptop clic
 the CPU's cores (at least 2) workers, the run read back from the store; then, in the same process, torch's own
 float32 `A @ B` on 1 thread with the same rule for samples (warm-up, calls per sample >= 20 ms, the median of 5).
 Per size it prints and writes to bench/results/browser.json a list of points {series, n, median_s, gflops}:
-"wasm 1 worker", "wasm k workers", "webgpu awaited", "webgpu timestamp", "webgpu not awaited", "torch 1 thread";
-and the two ratios the issue asks for: WebAssembly in one worker against torch on one thread at n = 512, and the
-GPU's timestamp time against its awaited time at every size >= 128.
+"wasm 1 worker", "wasm k workers", "webgpu awaited", "webgpu timestamp", "webgpu not awaited", "webgpu f16
+awaited" and "webgpu f16 timestamp" (where the adapter offers shader-f16), "webgpu 16 dependent dispatches" (at
+one size), "torch 1 thread"; and the ratios the issue asks for: WebAssembly in one worker against torch on one
+thread at n = 512, the GPU's timestamp time against its awaited time at every size >= 128, and one dispatch
+against many. The budget per size defaults to 60 s: SwiftShader needs it to reach n = 512.
 
-    python bench/browser.py [--sizes 64,128,256,512] [--budget 5]
+    python bench/browser.py [--sizes 64,128,256,512] [--budget 60]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.classroom_server import _free_port, _start_server  # noqa: E402
 from core.browser.assets import BUDGETS_S, SIZES  # noqa: E402
+from core.results.browser import F16_SERIES, SPLIT_SERIES  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -113,16 +116,20 @@ def _choose(page, sizes: list[int], budget: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="64,128,256,512")
-    parser.add_argument("--budget", type=float, default=5.0)
+    parser.add_argument("--budget", type=float, default=60.0)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as home:
         run = browser_run(sizes, args.budget, Path(home))
     points = []
     for p in run.points:
-        if p.is_gpu:
-            for series, seconds in (("webgpu awaited", p.median_s), ("webgpu timestamp", p.timestamp_median_s),
-                                    ("webgpu not awaited", p.unawaited_s)):
+        if p.series == SPLIT_SERIES:
+            points.append({"series": f"webgpu {p.dispatches} dependent dispatches", "n": p.n, "median_s": p.median_s,
+                           "gflops": p.gflops})
+        elif p.is_gpu:
+            name = "webgpu f16" if p.series == F16_SERIES else "webgpu"
+            for series, seconds in ((f"{name} awaited", p.median_s), (f"{name} timestamp", p.timestamp_median_s),
+                                    (f"{name} not awaited", p.unawaited_s)):
                 if seconds is not None:
                     points.append({"series": series, "n": p.n, "median_s": seconds,
                                    "gflops": 2 * p.n**3 / seconds / 1e9 if seconds else None})
@@ -135,10 +142,10 @@ def main() -> None:
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(points, indent=1) + "\n")
     adapter = run.adapter.title if run.adapter else f"no WebGPU ({run.gpu})"
-    print(f"{run.machine.get('cpu', {}).get('name')}; CPU kernel: {run.kernel}; adapter: {adapter}")
-    print(f"{'series':<22}{'n':>6}{'median ms':>12}{'GFLOP/s':>10}")
+    print(f"{run.measured_by}; CPU kernel: {run.kernel}; adapter: {adapter}")
+    print(f"{'series':<34}{'n':>6}{'median ms':>12}{'GFLOP/s':>10}")
     for p in sorted(points, key=lambda p: (p["n"], p["series"])):
-        print(f"{p['series']:<22}{p['n']:>6}{p['median_s'] * 1e3:>12.4g}{p['gflops'] or 0:>10.3g}")
+        print(f"{p['series']:<34}{p['n']:>6}{p['median_s'] * 1e3:>12.4g}{p['gflops'] or 0:>10.3g}")
     at = {(p["series"], p["n"]): p for p in points}
     if ("wasm 1 worker", 512) in at:
         share = at["wasm 1 worker", 512]["gflops"] / at["torch 1 thread", 512]["gflops"]
@@ -147,6 +154,10 @@ def main() -> None:
         if n >= 128 and ("webgpu timestamp", n) in at:
             gap = at["webgpu timestamp", n]["median_s"] / at["webgpu awaited", n]["median_s"] - 1
             print(f"n = {n}: the GPU's timestamps against the awaited wall clock: {gap:+.1%}")
+    for p in points:
+        if p["series"].endswith("dependent dispatches") and ("webgpu awaited", p["n"]) in at:
+            one = at["webgpu awaited", p["n"]]["median_s"]
+            print(f"n = {p['n']}: {p['series']} against one: {p['median_s'] / one:.3g}× the time")
     print(f"wrote {out.relative_to(ROOT)}")
 
 

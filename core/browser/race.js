@@ -253,8 +253,10 @@ async function raceSize(race, n) {
       if (stamps.length >= m.times.length) point.timestamp_s = stamps.slice(-m.times.length); // the samples' own
       if (m.times.length >= 3 && !gpu.lost) race.points.push(point);
       // a weak GPU must not meet the system's watchdog (about 2 s a dispatch): no size whose call would near it;
-      // a software adapter draws on the CPU, out of the watchdog's reach: only the time budget holds it
-      if ((m.warm * 8 > data.watchdog_ms && !software(gpu.facts)) || m.warm * 8 * data.samples / 1000 > data.budget_s) {
+      // a software adapter draws on the CPU, out of the watchdog's reach: only the time budget holds it. (The
+      // split runs at one size only: the next size's cost is the whole dispatches'.)
+      if (parts === 1 && ((m.warm * 8 > data.watchdog_ms && !software(gpu.facts))
+          || m.warm * 8 * data.samples / 1000 > data.budget_s)) {
         race.slow.add("webgpu");
       }
     }
