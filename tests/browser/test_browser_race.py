@@ -11,7 +11,7 @@ import pytest
 
 from core.browser.judge import Inbox, browser_name, judged, rejudged
 from core.browser.payload import MAX_PAYLOAD_CHARS, check_payload
-from core.browser.story import dispatch_line
+from core.browser.story import dispatch_line, gpu_line
 from core.errors import DashboardError
 from core.results.browser import F16_SERIES, GPU_SERIES, SOFTWARE, SPLIT_SERIES, BrowserRun
 from core.results.guess import parse_matmul_guess
@@ -244,3 +244,13 @@ def test_one_dispatch_against_many_is_the_servers_ratio_and_sentence():
     assert line is not None and "the same within 5 %" in line.text
     no_split = payload(sizes=(64, 128))
     assert dispatch_line(judged(no_split)) is None
+
+
+def test_a_lost_device_keeps_the_finished_sizes_and_says_so():
+    p = payload(sizes=(64, 128))
+    p["points"] = [q for q in p["points"] if not (q["series"] == GPU_SERIES and q["n"] == 128)]
+    p["gpu"], p["gpu_note"] = "lost", "The GPU device was lost (a driver reset); kept (Device was destroyed.)"
+    run = judged(p)
+    line = gpu_line(run)
+    assert run.gpu == "lost" and line is not None and line.box == "warning" and "Device was destroyed" in line.text
+    assert {q.n for q in run.points if q.is_gpu} == {64} and {q.n for q in run.points if not q.is_gpu} == {64, 128}
