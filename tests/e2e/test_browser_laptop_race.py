@@ -2,8 +2,9 @@
 adapter) a click runs WebGPU and WebAssembly at n = 64 and 128, the run lands in the store judged by the
 server and shows on Results and the Class board; the default sizes 64 to 512 with the page's 60 s budget land
 with every series; a device destroyed mid-run (race.js's test hook) ends the run with the message and the
-sizes finished before; without the flag the CPU half is saved with the reason; on an insecure origin the page
-gives the https advice; the page's main thread is never blocked while the CPU works."""
+sizes finished before; without the flag the CPU half is saved with the reason, and a browser with no WebGPU at
+all is told which browsers have it; on an insecure origin the page gives the https advice; the page's main
+thread is never blocked while the CPU works."""
 
 from __future__ import annotations
 
@@ -186,6 +187,28 @@ def test_without_webgpu_the_cpu_half_is_saved_with_the_reason(browser, streamlit
         page.get_by_text("WebGPU is there but offered no adapter").first.wait_for()
         run = _saved(e2e_home, label)
         assert run.result.gpu == "no_adapter" and set(run.result.series) >= {"wasm 1 worker"}
+        assert not any(p.is_gpu for p in run.result.points)
+    finally:
+        context.close()
+
+
+def test_a_browser_without_webgpu_is_told_which_browsers_have_it_and_the_cpu_half_is_saved(browser, streamlit_url,
+                                                                                           e2e_home):
+    """A secure page (localhost) in a browser with no `navigator.gpu` at all, as an older Firefox or Safari: the
+    init script removes it before the page's scripts run."""
+    context, page = _open(browser, streamlit_url)
+    try:
+        page.add_init_script("Object.defineProperty(Navigator.prototype, 'gpu', "
+                             "{ value: undefined, configurable: true })")
+        page.reload()
+        wait_for_idle(page)
+        page.get_by_role("heading", name="Race on your laptop").wait_for()
+        assert page.evaluate("() => navigator.gpu === undefined && isSecureContext")
+        label = f"no-navigator-gpu-{os.getpid()}"
+        _run_small(page, label)
+        page.get_by_text("This browser has no WebGPU").first.wait_for()
+        run = _saved(e2e_home, label)
+        assert run.result.gpu == "no_webgpu" and set(run.result.series) >= {"wasm 1 worker"}
         assert not any(p.is_gpu for p in run.result.points)
     finally:
         context.close()
