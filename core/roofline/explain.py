@@ -113,7 +113,7 @@ def noisy_caveat(run: RooflineRun) -> str:
     if not noisy:
         return ""
     return (f"Cannot tell on a machine this busy: some of the constants are noisy ({'; '.join(noisy)}; see their "
-            "ranges in the table), so what the model predicts from them is uncertain.")
+            "ranges in the table), so any crossover the model draws from them is uncertain.")
 
 
 def prediction_text(run: RooflineRun) -> str:
