@@ -102,7 +102,7 @@ def predicted_range(run: RooflineRun) -> str:
 def prediction_flips(run: RooflineRun) -> bool:
     """Does the constants' noise allow both a crossover and none (one run 'n ≈ 1,127', the next 'no crossover up
     to n = 131,072')? Then the model's figure is one draw of the noise and is never stated as its prediction."""
-    return run.predicted_crossover_low is not None and run.predicted_crossover_high is None
+    return run.prediction_flips
 
 
 def noisy_caveat(run: RooflineRun) -> str:

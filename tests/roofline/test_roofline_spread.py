@@ -358,3 +358,12 @@ def test_a_quiet_run_states_its_prediction_first_as_before():
     run = _run((19e-6, 20e-6, 21e-6))
     text = crossover_sentence(run)
     assert text.startswith("The model predicts the crossover at n ≈ ") and "Cannot tell" not in text
+
+
+def test_the_listing_headline_does_not_state_a_prediction_the_noise_allows_to_flip():
+    from dataclasses import replace
+
+    run = _run((10e-6, 20e-6, 40e-6))
+    assert f"predicted {run.predicted_crossover_n}," in run.headline  # a range that stays a crossover: its figure
+    flips = replace(run, predicted_crossover_n=1127, predicted_crossover_low=1127, predicted_crossover_high=None)
+    assert flips.prediction_flips and "predicted cannot tell," in flips.headline and "1127" not in flips.headline
