@@ -366,7 +366,11 @@ def test_a_cannot_tell_run_shows_the_earlier_clear_result_with_its_age_and_what_
     from datetime import timedelta
 
     from core.matmul import cannot_tell
+    from core.platform import jobs
+    from core.results.load import MachineLoad
 
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: MachineLoad(cores=2, others_cores=0.0, free_cores=2,
+                                                                    busy=False))  # quiet as it starts
     _fake_race(monkeypatch, others_cores=0.0)  # a quiet machine: a clear race, saved as run #1
     _race(app)
     assert not app.exception and app.success and "Earlier" not in _text(app)
