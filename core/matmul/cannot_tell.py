@@ -134,7 +134,8 @@ def _clear(run: StoredRun, hardware: tuple[Any, ...], key: str) -> bool:
 def earlier_clear(store: Store, sweep: MatmulSweep, machine: Machine | None = None,
                   now: datetime | None = None) -> EarlierClear | None:
     """The newest clear run measured here on the same machine (`machine`, else the sweep's own, else this one)
-    with the same settings, among the LOOKBACK newest of that machine; None when there is none (or the machine is unknown)."""
+    with the same settings, among the LOOKBACK newest of that machine; None when there is none (or the machine
+    is unknown)."""
     machine = machine or sweep.machine
     if machine is None:  # a stopped sweep is recorded without its machine: it ran on this one
         from core.platform.hardware import inspect_machine
