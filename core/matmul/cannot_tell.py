@@ -25,8 +25,9 @@ from core.results.runs import MEASURED
 from core.store.database import Store
 from core.store.records import RunFilter, StoredRun, machine_label
 
-LOOKBACK = 60  # stored runs of this machine looked at, newest first: a class's morning of races
-BATCH = 10  # read in full this many at a time, stopping at the first clear one
+LOOKBACK = 500  # stored runs of this machine looked at in the listing (no payload read), newest first
+FULL_READS = 30  # of those, the clear-headed ones read in full at most: ~40 ms on this 2-core server
+BATCH = 10  # read in full this many at a time, stopping at the first clear one of these settings
 EARLIER_TITLE = "Earlier, on this machine with these settings"
 
 
@@ -134,8 +135,8 @@ def _clear(run: StoredRun, hardware: tuple[Any, ...], key: str) -> bool:
 def earlier_clear(store: Store, sweep: MatmulSweep, machine: Machine | None = None,
                   now: datetime | None = None) -> EarlierClear | None:
     """The newest clear run measured here on the same machine (`machine`, else the sweep's own, else this one)
-    with the same settings, among the LOOKBACK newest of that machine; None when there is none (or the machine
-    is unknown)."""
+    with the same settings, among the LOOKBACK newest of that machine (the FULL_READS newest whose listing is not a
+    "cannot tell" read in full); None when there is none (or the machine is unknown)."""
     machine = machine or sweep.machine
     if machine is None:  # a stopped sweep is recorded without its machine: it ran on this one
         from core.platform.hardware import inspect_machine
@@ -148,7 +149,7 @@ def earlier_clear(store: Store, sweep: MatmulSweep, machine: Machine | None = No
     chosen = RunFilter(machines=(machine_label(machine),), kinds=(KIND,), sources=(MEASURED,))
     unclear = short(Crossover(challenger="a", baseline="b", time=COMPUTE, call=UNCLEAR))
     ids = [r.run_id for r in store.read_summaries(chosen, limit=LOOKBACK).runs  # a listing: no payload read
-           if not r.headline.endswith(unclear)]  # its headline is short()'s, current (SUMMARY_VERSION)
+           if not r.headline.endswith(unclear)][:FULL_READS]  # its headline is short()'s, current (SUMMARY_VERSION)
     for start in range(0, len(ids), BATCH):
         for run in store.read_runs(run_ids=ids[start:start + BATCH]).runs:  # newest first
             at = _parsed(run.created_at)

@@ -103,3 +103,24 @@ def test_the_class_options_name_the_rooms_measurement_the_laptop_and_colab():
     assert "Measure for the class" in options[0].text and options[0].page is None
     assert options[1].page == "pages/laptop_race.py" and "Colab" in options[2].text
     assert options[2].page == "pages/results.py"
+
+
+def test_runs_that_could_not_tell_are_passed_over_in_the_listing_without_reading_them():
+    """A class's busy morning: many "cannot tell" runs after the last clear one. The listing's headline skips them,
+    so the clear one is found and only it is read in full."""
+    store = open_store()
+    clear = store.save(_sweep())
+    busy = _sweep(others=1.0)
+    for _ in range(ct.FULL_READS + 5):
+        store.save(busy)
+    read: list[int] = []
+    real = store.read_runs
+
+    def counting(**kwargs):
+        listing = real(**kwargs)
+        read.extend(r.run_id for r in listing.runs)
+        return listing
+
+    store.read_runs = counting
+    found = ct.earlier_clear(store, busy)
+    assert found is not None and found.run_id == clear and read == [clear]
