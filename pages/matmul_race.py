@@ -68,6 +68,7 @@ if sweep is not None and sweep.has_steps:
     race_views.crossovers(shown, compare_guess(shown))  # right under Run, then the chart: in view at 1280 × 720
     race_views.charts(frame, shown)
     load_notice(shown.load)
+    race_views.class_can_do(shown)
     st.caption(sweep.save_note())
     if sweep.can_save:
         st.button("Save the measured points to Results", key="mm_save", icon=":material/save:", on_click=save,

@@ -58,7 +58,19 @@ def spread_figure(spread: Spread, *, title: str, x_title: str, none_word: str = 
         if count:  # no point on a size axis: a legend line says how many
             fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"{count} {who} {none_word}",
                                      marker=dict(size=12, color=color, symbol="x")))
+    _cannot_tell(fig, spread, rows[MEASURED])
     return style(fig, title=title, height=HEIGHT)
+
+
+def _cannot_tell(fig: go.Figure, spread: Spread, row: float) -> None:
+    """Runs that could not tell: a legend line each reason, and, where nothing was measured, the words on the
+    measured row itself ('3 runs could not tell: machine busy'), never an empty row."""
+    for line in spread.cannot_tell_lines:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=line,
+                                 marker=dict(size=12, color=MEASURED_COLOR, symbol="hourglass")))
+    if spread.cannot_tell_lines and not spread.measured:
+        fig.add_annotation(x=0.5, xref="paper", y=row, yref="y", text="; ".join(spread.cannot_tell_lines),
+                           showarrow=False, font=dict(color=MEASURED_COLOR))
 
 
 def _guesses(spread: Spread, row: float) -> go.Scatter:

@@ -121,11 +121,27 @@ def run(args: argparse.Namespace) -> int:
         print(render(result))
     if (sentence := compare_guess(result)) is not None:
         print(sentence, file=sys.stderr if args.json else sys.stdout)
+    if args.save and (earlier := _earlier(result)) is not None:  # the store it saves to says what it saw before
+        print(wrap([earlier]), file=sys.stderr if args.json else sys.stdout)
     if result.results:  # a stopped sweep is saved too when asked: its payload says "stopped": true
         save_if_requested(args, result)
     elif args.save:
         print("nothing was measured, so nothing was saved", file=sys.stderr)
     return 0
+
+
+def _earlier(result: MatmulSweep) -> str | None:
+    """Under a "cannot tell": the newest clear run of this machine and settings in the store, as the page says it."""
+    from core.matmul.cannot_tell import EARLIER_TITLE, cannot_tell, earlier_clear
+    from core.store.database import open_store
+
+    if not cannot_tell(result):
+        return None
+    try:
+        found = earlier_clear(open_store(), result)
+    except DashboardError:
+        return None
+    return None if found is None else f"{EARLIER_TITLE.lower()}: {found.text}"
 
 
 def render(result: MatmulSweep) -> str:

@@ -80,6 +80,21 @@ class Machine(Open):
         """The GPU with this CUDA index, if the record names it."""
         return next((g for g in self.gpus if g.index == index), None)
 
+    @property
+    def hardware(self) -> tuple[Any, ...]:
+        """What makes two records one machine for a comparison of timings: the CPU (name, cores, RAM), each GPU
+        (index, name, memory) and Apple's MPS; not what changes from minute to minute (free memory, TF32, notes).
+        An unknown machine ({}) is like no other: its tuple holds only None and ()."""
+        cpu = self.cpu
+        return ((None, None, None, None) if cpu is None else
+                (cpu.name, cpu.physical_cores, cpu.logical_cores, cpu.ram_total_bytes),
+                tuple((g.index, g.name, g.total_memory_bytes) for g in self.gpus), self.mps_available)
+
+    @property
+    def known(self) -> bool:
+        """Does the record name any hardware at all?"""
+        return (self.cpu is not None and self.cpu.name is not None) or bool(self.gpus)
+
 
 def unknown_machine() -> Machine:
     """A machine nothing is known of: written as {}."""

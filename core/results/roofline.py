@@ -158,6 +158,12 @@ class RooflineRun(Kind):
         return c.n if c is not None and c.call == FOUND else None
 
     @property
+    def prediction_flips(self) -> bool:
+        """Does the constants' spread allow both a crossover (from predicted_crossover_low) and none (no high)? Then
+        the predicted figure is one draw of the noise, never stated as the model's prediction."""
+        return self.predicted_crossover_low is not None and self.predicted_crossover_high is None
+
+    @property
     def noisy_series(self) -> list[str]:
         """Series with at least one constant flagged noisy."""
         return [d.series for d in self.devices_roofs if d.noisy]
@@ -172,8 +178,10 @@ class RooflineRun(Kind):
                           for d in self.devices_roofs)
         unclear = self.measured_crossover is not None and self.measured_crossover.call == UNCLEAR
         measured = "cannot tell" if unclear else self.measured_crossover_n or "-"
-        cross = ("" if self.predicted_crossover_n is None and self.measured_crossover_n is None and not unclear else
-                 f"; crossover predicted {self.predicted_crossover_n or '-'}, measured {measured}")
+        flips = self.prediction_flips
+        predicted = "cannot tell" if flips else self.predicted_crossover_n or "-"
+        cross = ("" if self.predicted_crossover_n is None and self.measured_crossover_n is None and not unclear
+                 and not flips else f"; crossover predicted {predicted}, measured {measured}")
         return peaks + cross
 
 

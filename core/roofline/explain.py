@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from core.platform.units import number, seconds
 from core.results.crossover import FOUND, UNCLEAR, sentence
 from core.results.roofline import RooflineRun
+from core.roofline.model import SEARCH_MAX_N
 from core.roofline.spread import names_of
 
 MODEL_MIN_N = 256  # below this the products fit in cache and the fixed cost dominates: reported, not scored
@@ -94,12 +95,43 @@ def predicted_range(run: RooflineRun) -> str:
     low, high = run.predicted_crossover_low, run.predicted_crossover_high
     if low is None or (low == high == run.predicted_crossover_n):
         return ""
-    upper = "beyond 131,072" if high is None else f"{high:,}"
+    upper = f"beyond {SEARCH_MAX_N:,}" if high is None else f"{high:,}"
     return f" (the constants' spread allows n ≈ {low:,} to {upper})"
 
 
+def prediction_flips(run: RooflineRun) -> bool:
+    """Does the constants' noise allow both a crossover and none (one run 'n ≈ 1,127', the next 'no crossover up
+    to n = 131,072')? Then the model's figure is one draw of the noise and is never stated as its prediction."""
+    return run.prediction_flips
+
+
+def noisy_caveat(run: RooflineRun) -> str:
+    """'Cannot tell on a machine this busy: some of the constants are noisy (...)', or '' when none is."""
+    roofs = {d.series: d for d in run.devices_roofs}
+    noisy = [f"{d.series}: {names_of(d.noisy or ())}" for s in (run.challenger, run.baseline)
+             if (d := roofs.get(s or "")) is not None and d.noisy]
+    if not noisy:
+        return ""
+    return (f"Cannot tell on a machine this busy: some of the constants are noisy ({'; '.join(noisy)}; see their "
+            "ranges in the table), so any crossover the model draws from them is uncertain.")
+
+
+def prediction_text(run: RooflineRun) -> str:
+    """What the model says about the crossover: its figure with the range the spread allows, or, where the noise
+    allows both a crossover and none, only that range."""
+    if prediction_flips(run):
+        return (f"the model cannot say where: with each constant anywhere in its measured range it puts the "
+                f"crossover anywhere from n ≈ {run.predicted_crossover_low:,} to none up to n = {SEARCH_MAX_N:,}")
+    predicted = (f"the model predicts no crossover up to n = {SEARCH_MAX_N:,}" if run.predicted_crossover_n is None
+                 else f"the model predicts the crossover at n ≈ {run.predicted_crossover_n:,}")
+    return predicted + predicted_range(run)
+
+
 def crossover_sentence(run: RooflineRun) -> str:
-    """One paragraph: where the model puts the crossover, where the sweep found it, and why it is there."""
+    """One paragraph: where the model puts the crossover, where the sweep found it, and why it is there.
+
+    When the run cannot tell (a noisy constant, a measured crossover the verdicts could not call) the paragraph
+    leads with it, and a prediction the noise allows to flip is given as its range only, after that caveat."""
     if run.challenger is None or run.baseline is None:
         return ("Only one series was measured, so there is no crossover to predict "
                 "(choose a GPU, or a machine with 2+ cores).")
@@ -108,12 +140,15 @@ def crossover_sentence(run: RooflineRun) -> str:
     gpu = fast is not None and fast.device != "cpu"
     who = "the GPU" if gpu else f"{fast.threads if fast else 'more'} threads"
     start = "to start (launch and synchronize)" if gpu else "to start (waking the other threads)"
-    predicted = ("the model predicts no crossover up to n = 131,072" if run.predicted_crossover_n is None
-                 else f"the model predicts the crossover at n ≈ {run.predicted_crossover_n:,}")
-    predicted += predicted_range(run)
-    measured = measured_text(run)
-    ratio = crossover_ratio(run)
-    text = f"{predicted}; {measured}" + (f" (ratio {number(ratio)})." if ratio is not None else ".")
+    measured, predicted = measured_text(run), prediction_text(run)
+    ratio = None if prediction_flips(run) else crossover_ratio(run)
+    end = f" (ratio {number(ratio)})." if ratio is not None else "."
+    if cannot_tell(run):  # the caveat first, then the sweep, then what the model can still say
+        caveat = noisy_caveat(run)
+        text = (f"{caveat} " if caveat else "") + f"{measured[0].upper()}{measured[1:]}. "
+        text += f"{predicted[0].upper()}{predicted[1:]}{end}"
+    else:
+        text = f"{predicted}; {measured}{end}"
     if fast is not None and slow is not None and fast.overhead_s is not None and slow.overhead_s is not None:
         parts = ("" if fast.wake_s is None or fast.launch_s is None else
                  f" ({seconds(fast.launch_s)} for a product too small to split, plus {seconds(fast.wake_s)} "
@@ -121,12 +156,11 @@ def crossover_sentence(run: RooflineRun) -> str:
         text += (f" Starting one product costs {seconds(fast.overhead_s)} with {who}{parts} against "
                  f"{seconds(slow.overhead_s)} for {run.baseline}; its roof is {number(fast.peak_gflops or 0)} GFLOP/s "
                  f"against {number(slow.peak_gflops or 0)}.")
-        noisy = [f"{d.series}: {names_of(d.noisy or ())}" for d in (fast, slow) if d.noisy]
-        if noisy:
-            text += (f" Cannot tell on a machine this busy: some of these constants are noisy ({'; '.join(noisy)}), "
-                     "see their ranges in the table.")
-    if run.predicted_crossover_n is not None and run.predicted_crossover_n > 1:
-        pays, its = ("pays", "its") if gpu else ("pay", "their")
+    pays, its = ("pays", "its") if gpu else ("pay", "their")
+    if prediction_flips(run):
+        text += (f" Below the crossover, {who} {pays} more {start} than {its} faster arithmetic saves; how much "
+                 "more is what the noise hides.")
+    elif run.predicted_crossover_n is not None and run.predicted_crossover_n > 1:
         text += (f" Below n ≈ {run.predicted_crossover_n:,}, {who} {pays} more {start} than {its} faster arithmetic "
                  "saves; above it the work grows like n³ and the faster roof wins.")
     return text[0].upper() + text[1:]

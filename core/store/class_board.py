@@ -188,10 +188,24 @@ class Spread:
     none_measured: int = 0  # runs that found no crossover (or, for speed-ups, could not tell)
     measured_presets: list[str] = field(default_factory=list)  # training: each measurement's preset, for the legend
     measured_imported: list[bool] = field(default_factory=list)  # each measurement: from an imported run (drawn open)
+    cannot_tell_busy: int = 0  # matmul: runs whose headline could not tell because other programs took CPU
+    cannot_tell_noisy: int = 0  # and those that could not tell for another reason (noisy samples, a throttled GPU)
 
     @property
     def empty(self) -> bool:
-        return not (self.guessed or self.measured or self.none_guessed or self.none_measured)
+        return not (self.guessed or self.measured or self.none_guessed or self.none_measured or self.cannot_tell)
+
+    @property
+    def cannot_tell(self) -> int:
+        return self.cannot_tell_busy + self.cannot_tell_noisy
+
+    @property
+    def cannot_tell_lines(self) -> list[str]:
+        """'3 runs could not tell: machine busy', '1 run could not tell: too noisy': what the measured row says
+        instead of staying empty where runs were measured but could not tell."""
+        return [f"{count} run{'s' * (count != 1)} could not tell: {why}"
+                for count, why in ((self.cannot_tell_busy, "machine busy"), (self.cannot_tell_noisy, "too noisy"))
+                if count]
 
     @property
     def measured_median(self) -> float | None:
@@ -201,8 +215,10 @@ class Spread:
 def crossover_spread(board: ClassBoard) -> Spread:
     """Crossover guesses (n) against the crossovers the class's sweeps measured: each sweep's
     `headline_crossover`, the one the race page shows first and Results lists. A race several sessions
-    joined (`MatmulSweep.shared`) is one measurement: every copy's guess counts, its crossover once."""
+    joined (`MatmulSweep.shared`) is one measurement: every copy's guess counts, its crossover once. A run that
+    could not tell is counted, busy (other programs took CPU while its sizes were timed) or noisy."""
     guessed, measured, intervals, none_g, none_m, imported, by = [], [], [], 0, 0, [], []
+    busy, noisy = 0, 0
     races: set[str] = set()
     for run in board.full:
         sweep = run.result
@@ -221,12 +237,17 @@ def crossover_spread(board: ClassBoard) -> Spread:
         c = sweep.headline_crossover
         if c is None or c.call == "none":
             none_m += 1
+        elif c.call == "unclear":
+            pair = [v for v in sweep.verdicts or () if {v.a, v.b} == {c.challenger, c.baseline}]
+            busy += any(v.busy for v in pair)
+            noisy += not any(v.busy for v in pair)
         elif c.call == "found" and (n := c.n or c.n_high) is not None:
             measured.append(float(n))
             imported.append(run.imported)
             if c.n_high is not None:
                 intervals.append((float(c.n_low or c.n_high / 2), float(c.n_high)))
-    return Spread(guessed, by, measured, intervals, none_g, none_m, measured_imported=imported)
+    return Spread(guessed, by, measured, intervals, none_g, none_m, measured_imported=imported, cannot_tell_busy=busy,
+                  cannot_tell_noisy=noisy)
 
 
 def _epoch_median(run: TrainRun) -> float | None:

@@ -8,10 +8,14 @@ import pandas as pd
 import streamlit as st
 
 from core.charts.matmul import gflops_figure, speedup_figure, sync_bug_notes, time_figure, verdict_table
+from core.errors import DashboardError
 from core.lecture import LECTURE_SENTENCE
+from core.matmul.cannot_tell import CLASS_OPTIONS_TITLE, EARLIER_TITLE, cannot_tell, class_options, earlier_clear
 from core.platform.units import readable
 from core.results.crossover import sentence
 from core.results.matmul import MatmulSweep
+from core.store.database import open_store
+from pages.shared.result_store import store_url
 
 VERDICT_CAPTION = ("ratio: the slower median over the faster (compared: the second over the first); the 95 % "
                    "interval is a bootstrap of the samples. *unclear* when the interval straddles 1 by more "
@@ -39,6 +43,29 @@ def crossovers(shown: MatmulSweep, guessed: str | None = None) -> None:
         box(f"**{c.title.capitalize()}:** {sentence(c, shown.verdicts)}{guess}")
     if guessed and not shown.shown_crossovers:
         st.info(guessed, icon=":material/psychology_alt:")
+    if cannot_tell(shown):
+        earlier(shown)
+
+
+def earlier(shown: MatmulSweep) -> None:
+    """Under a "cannot tell": the newest clear run of this machine and these settings, labelled as earlier."""
+    try:
+        found = earlier_clear(open_store(store_url()), shown)
+    except DashboardError:  # no store to ask: the options below still say what to do
+        return
+    if found is not None:
+        st.info(f"**{EARLIER_TITLE}:** {found.text}", icon=":material/history:")
+
+
+def class_can_do(shown: MatmulSweep) -> None:
+    """Under a "cannot tell": what the class can do instead of waiting for a quiet server."""
+    if not cannot_tell(shown):
+        return
+    st.markdown(f"**{CLASS_OPTIONS_TITLE}**")
+    for option in class_options():
+        st.markdown(f"- {option.text}")
+        if option.page is not None:
+            st.page_link(option.page, label=option.link, icon=":material/arrow_forward:")
 
 
 def verdicts(shown: MatmulSweep) -> None:

@@ -273,3 +273,23 @@ def test_a_second_ctrl_c_interrupts_at_once(monkeypatch, capsys):
     monkeypatch.setattr(sweep, "time_interleaved", twice)
     assert main(["matmul", "--sizes", "16,32", "--devices", "cpu", "--threads", "1", "--json", "--save"]) == 130
     assert "interrupted" in capsys.readouterr().err and not open_store().list_runs()
+
+
+def test_a_saved_cannot_tell_names_the_earlier_clear_run_of_this_machine(monkeypatch, capsys):
+    """Issue 31: the CLI says what the page says under a "cannot tell": the newest clear run, labelled earlier."""
+    from core.platform import jobs
+    from core.results.load import MachineLoad
+
+    argv = ["matmul", "--sizes", "64,128,256,512", "--threads", "1,2", "--quiet", "--save"]
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: MachineLoad(cores=2, others_cores=0.0, free_cores=2,
+                                                                    busy=False))  # quiet as it starts
+    _fake_race(monkeypatch, others_cores=0.0)
+    assert main(argv) == 0
+    assert "earlier" not in capsys.readouterr().out
+    _fake_race(monkeypatch, others_cores=1.0)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "comparison: cannot tell on a machine this busy" in out
+    earlier = " ".join(out[out.index("earlier, on this machine with these settings: measured "):].split())
+    assert "on a quiet machine, less than a minute ago: cpu float32 2 threads beats cpu float32 1 thread" in earlier
+    assert "(run #1 on Results)" in earlier and len(open_store().list_runs()) == 2

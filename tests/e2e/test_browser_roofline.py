@@ -1,5 +1,7 @@
 """The Roofline page in a real headless Chromium: one click measures the roofs and draws the roofline."""
 
+import re
+
 import pytest
 
 from tests.e2e.conftest import assert_no_exception, screenshot, wait_for_idle
@@ -21,7 +23,8 @@ def test_one_click_draws_the_roofline(page, streamlit_url):
     wait_for_idle(page)
     assert_no_exception(page)
     assert "arithmetic intensity" in chart.inner_text()  # the roofline's x axis, drawn by Plotly
-    page.get_by_text("the model predicts", exact=False).first.wait_for()
+    # a busy machine's noisy constants may allow a crossover and none: then the model "cannot say where" (issue 31)
+    page.get_by_text(re.compile("the model (predicts|cannot say where)", re.IGNORECASE)).first.wait_for()
     screenshot(page, "roofline")
     page.get_by_role("tab", name="Time against the model").click()
     page.get_by_text("Markers: measured seconds per product", exact=False).wait_for()

@@ -356,3 +356,48 @@ def test_run_my_own_waits_its_turn_for_a_race_of_its_own(no_gpu):
     assert [p.times_s for p in a.results] != [p.times_s for p in b.results]
     assert "after waiting" in _progress_text(second)
     assert len(open_store().list_runs()) == 2
+
+
+# ---------------------------------------------------------------- "cannot tell": what the class can do (issue 31)
+
+
+def test_a_cannot_tell_run_shows_the_earlier_clear_result_with_its_age_and_what_the_class_can_do(
+        app, no_gpu, monkeypatch):
+    from datetime import timedelta
+
+    from core.matmul import cannot_tell
+    from core.platform import jobs
+    from core.results.load import MachineLoad
+
+    monkeypatch.setattr(jobs, "probe_load", lambda **k: MachineLoad(cores=2, others_cores=0.0, free_cores=2,
+                                                                    busy=False))  # quiet as it starts
+    _fake_race(monkeypatch, others_cores=0.0)  # a quiet machine: a clear race, saved as run #1
+    _race(app)
+    assert not app.exception and app.success and "Earlier" not in _text(app)
+    assert "What the class can do" not in _text(app)
+    [first] = open_store().list_runs()
+    measured = first.created_at[11:16]
+    later = cannot_tell.utc_now() + timedelta(minutes=42)
+    monkeypatch.setattr(cannot_tell, "utc_now", lambda: later)
+    _fake_race(monkeypatch, others_cores=1.0)  # the same race on a busy machine, 42 minutes later
+    app.button(key="mm_run").click().run()
+    assert not app.exception and not app.success
+    text = _text(app)
+    assert any(w.value.startswith("**Comparison:** cannot tell on a machine this busy") for w in app.warning)
+    [earlier] = [i.value for i in app.info if i.value.startswith("**Earlier, on this machine with these settings:**")]
+    assert f"measured {measured} UTC on a quiet machine, 42 min ago: " in earlier
+    assert ("cpu float32 2 threads beats cpu float32 1 thread from a size between n = 64 and n = 128 on "
+            "(run #1 on Results)") in earlier
+    assert "Measure for the class" in text  # the instructor's measurement for the room, in words
+    assert "[Race on your laptop](laptop_race)" in text and "[Results: import a Colab run](results)" in text
+    assert len(open_store().list_runs()) == 2  # the busy run is saved too, and is not what is shown as earlier
+
+
+def test_no_earlier_result_from_other_settings(app, no_gpu, monkeypatch):
+    _fake_race(monkeypatch, others_cores=0.0)
+    _race(app)
+    _fake_race(monkeypatch, others_cores=1.0)
+    app.select_slider(key="mm_sizes").set_value((32, 256))  # other sizes: another race
+    app.button(key="mm_run").click().run()
+    assert not app.exception and "cannot tell" in _text(app)
+    assert "Earlier" not in _text(app) and "What the class can do" in _text(app)

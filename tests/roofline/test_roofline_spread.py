@@ -189,8 +189,8 @@ def test_the_predicted_crossover_is_an_interval_from_the_spread():
     assert "wake_s" in (run.devices_roofs[1].noisy or ())  # 4x apart
     text = crossover_sentence(run)
     assert f"the constants' spread allows n ≈ {low} to {high}" in text
-    assert ("Cannot tell on a machine this busy: some of these constants are noisy "
-            "(cpu float32 2 threads: thread wake-up cost)") in text
+    assert text.startswith("Cannot tell on a machine this busy: some of the constants are noisy "
+                           "(cpu float32 2 threads: thread wake-up cost; see their ranges in the table)")
     fig = model_figure(run)
     assert any(shape.type == "rect" and shape.x0 == low and shape.x1 == high for shape in fig.layout.shapes)
 
@@ -275,7 +275,7 @@ def test_a_busy_sweep_cannot_tell_instead_of_a_crossover(monkeypatch):
     assert run.measured_crossover is not None and run.measured_crossover.call == "unclear"
     assert run.measured_crossover_n is None and all(v.busy and v.call == "unclear" for v in run.verdicts or ())
     text = crossover_sentence(run)
-    assert "the sweep: cannot tell on a machine this busy where cpu float32 2 threads starts to beat" in text
+    assert "The sweep: cannot tell on a machine this busy where cpu float32 2 threads starts to beat" in text
     assert "ratio" not in text and cannot_tell(run) and run.headline.endswith("measured cannot tell")
     assert "cannot tell on a machine this busy" in render(run)  # the CLI says it too
     labels = [a.text for a in model_figure(run).layout.annotations]
@@ -292,7 +292,7 @@ def test_noisy_samples_without_a_busy_machine_cannot_tell_either(monkeypatch):
                                               _point(TWO, n, tuple(t * n**3 * 1e-9 for t in spread_b)))]
     run = assemble(RooflineConfig(), [ONE, TWO], (TWO, ONE), roofs, results)
     assert run.measured_crossover is not None and run.measured_crossover.call == "unclear"
-    assert "the sweep: cannot tell whether cpu float32 2 threads beats" in crossover_sentence(run)
+    assert "The sweep: cannot tell whether cpu float32 2 threads beats" in crossover_sentence(run)
 
 
 def test_the_measured_crossover_keys_round_trip_and_older_files_read_as_before():
@@ -315,3 +315,55 @@ def test_the_measured_crossover_keys_round_trip_and_older_files_read_as_before()
     later = read_result("roofline", {**obj, "schema_version": 1, "measured_crossover": interval,
                                      "measured_crossover_n": n})
     assert later == run, "version 1's interval and size read as the record version 2 writes"
+
+
+# ---------------------------------------------------------------- noisy constants: the caveat leads (issue 31)
+
+
+def _first(text: str, *phrases: str) -> int:
+    """Where the first of `phrases` starts in `text` (len(text) if none is there)."""
+    return min([text.index(p) for p in phrases if p in text] or [len(text)])
+
+
+PREDICTIONS = ("model predicts", "predicts the crossover", "predicts no crossover", "Below n ≈")
+
+
+def test_noisy_constants_lead_with_cannot_tell_and_the_prediction_follows_the_caveat():
+    run = _run((10e-6, 20e-6, 40e-6))  # the wake-up 4x apart: noisy
+    assert run.noisy_series and cannot_tell(run)
+    text = crossover_sentence(run)
+    assert text.startswith("Cannot tell on a machine this busy")
+    assert _first(text, "Cannot tell") < _first(text, *PREDICTIONS) < len(text)  # still said, after the caveat
+    assert "cannot tell" in render(run).split("model error")[-1].lower()  # the CLI prints the same paragraph
+
+
+@pytest.mark.parametrize("predicted", [1127, None])
+def test_a_prediction_the_noise_allows_to_flip_is_given_as_its_range_only(predicted):
+    """Issue 31: one busy run said 'the model predicts the crossover at n ≈ 1,127', the next 'no crossover up to
+    n = 131,072', each prediction first and the caveat after. The spread allowed both: neither is a prediction."""
+    from dataclasses import replace
+
+    run = replace(_run((10e-6, 20e-6, 40e-6)), predicted_crossover_n=predicted, predicted_crossover_low=1127,
+                  predicted_crossover_high=None)
+    text = crossover_sentence(run)
+    assert text.startswith("Cannot tell on a machine this busy")
+    assert _first(text, *PREDICTIONS) == len(text), "no figure is stated as the model's prediction"
+    assert "The model cannot say where: " in text and "anywhere from n ≈ 1,127 to none up to n = 131,072" in text
+    assert "ratio" not in text
+    cli = render(run)
+    assert "predicts the crossover at" not in cli and "predicts no crossover" not in cli
+
+
+def test_a_quiet_run_states_its_prediction_first_as_before():
+    run = _run((19e-6, 20e-6, 21e-6))
+    text = crossover_sentence(run)
+    assert text.startswith("The model predicts the crossover at n ≈ ") and "Cannot tell" not in text
+
+
+def test_the_listing_headline_does_not_state_a_prediction_the_noise_allows_to_flip():
+    from dataclasses import replace
+
+    run = _run((10e-6, 20e-6, 40e-6))
+    assert f"predicted {run.predicted_crossover_n}," in run.headline  # a range that stays a crossover: its figure
+    flips = replace(run, predicted_crossover_n=1127, predicted_crossover_low=1127, predicted_crossover_high=None)
+    assert flips.prediction_flips and "predicted cannot tell," in flips.headline and "1127" not in flips.headline

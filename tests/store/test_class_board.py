@@ -341,3 +341,37 @@ def test_a_board_of_many_runs_decodes_only_what_it_charts():
     assert counting.decoded == 14 and len(newer.runs) == 104  # a roofline of a machine already known: no payload read
     save_payload(store, "matmul", _matmul(LAPTOP), label="Cy")
     assert refresh(counting, newer).full[0].label == "Cy" and counting.decoded == 15
+
+
+def test_runs_that_could_not_tell_are_counted_busy_or_noisy_on_the_measured_row():
+    """Issue 31: a class on a busy server measured runs that could not tell; the board says how many and why
+    instead of leaving the measured row empty."""
+    from core.results.kinds import read_result
+
+    store = open_store()
+    pair = {"a": "cuda:0 float32", "b": "cpu float32"}
+    unclear = {**pair, "call": "unclear"}
+    for busy in (True, True, False):
+        payload = as_saved("matmul", _matmul(crossover=unclear))
+        sweep = read_result("matmul", payload)
+        c = sweep.headline_crossover
+        payload["verdicts"] = [{"n": 256, "a": c.challenger, "b": c.baseline, "ratio": 1.0, "low": 0.5, "high": 2.0,
+                                "call": "unclear", "busy": busy, "why": "machine busy" if busy else "straddles 1"}]
+        save_payload(store, "matmul", payload)
+    save_payload(store, "matmul", _matmul(guess={"what": "crossover_n", "value": 500.0, "text": "500"},
+                                          crossover=unclear))  # older file: no verdicts, so not known busy
+    spread = crossover_spread(refresh(store))
+    assert (spread.cannot_tell_busy, spread.cannot_tell_noisy, spread.measured) == (2, 2, [])
+    assert spread.none_measured == 0 and not spread.empty
+    assert spread.cannot_tell_lines == ["2 runs could not tell: machine busy", "2 runs could not tell: too noisy"]
+    fig = spread_figure(spread, title="t", x_title="n")
+    names = [t.name for t in fig.data]
+    assert "2 runs could not tell: machine busy" in names and "2 runs could not tell: too noisy" in names
+    [note] = [a.text for a in fig.layout.annotations if "could not tell" in a.text]
+    assert note == "2 runs could not tell: machine busy; 2 runs could not tell: too noisy"
+    found = {**pair, "n_low": 256, "n_high": 512, "call": "found"}
+    save_payload(store, "matmul", _matmul(crossover=found))
+    spread = crossover_spread(refresh(store))
+    assert spread.measured == [300.0] and spread.cannot_tell == 4
+    assert not [a for a in spread_figure(spread, title="t", x_title="n").layout.annotations
+                if "could not tell" in a.text], "the row has its point: the legend says the rest"
