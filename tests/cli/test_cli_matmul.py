@@ -273,3 +273,23 @@ def test_a_second_ctrl_c_interrupts_at_once(monkeypatch, capsys):
     monkeypatch.setattr(sweep, "time_interleaved", twice)
     assert main(["matmul", "--sizes", "16,32", "--devices", "cpu", "--threads", "1", "--json", "--save"]) == 130
     assert "interrupted" in capsys.readouterr().err and not open_store().list_runs()
+
+
+def test_for_class_runs_the_longer_race_saves_it_and_pins_it(capsys):
+    """`--for-class`: the instructor's measurement without a browser (the command line is the instructor)."""
+    from core.matmul.shared_race import CLASS_BUDGET_FACTOR
+
+    assert main([*TINY, "--json", "--quiet", "--for-class", "--label", "lab server"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["settings"]["budget_s"] == 0.05 * CLASS_BUDGET_FACTOR
+    store = open_store()
+    [run] = store.list_runs()
+    assert run.label == "lab server" and store.pinned_reference() == run.run_id
+    assert f"pinned #{run.run_id} as the room's reference" in captured.err
+    assert main(["results", "unpin"]) == 0 and store.pinned_reference() is None
+    assert main(["results", "pin", str(run.run_id)]) == 0 and store.pinned_reference() == run.run_id
+
+
+def test_for_class_is_a_measurement_not_a_guess(capsys):
+    assert main([*TINY, "--for-class", "--guess", "500"]) == 2
+    assert "drop --ranks, --distributed and --guess" in capsys.readouterr().err and not open_store().list_runs()
