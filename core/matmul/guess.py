@@ -84,9 +84,10 @@ def guess_call(g: Guess, sweep: MatmulSweep) -> str:
     if g.what == NO_CROSSOVER:
         return "wrong: there is one"
     n = g.value or 0.0
-    high = c.n_high if c.n_high is not None else c.n  # a file older than the verdicts: its estimate alone
-    low = (c.n_low or 0) if c.n_high is not None else high
-    assert high is not None
+    estimate = c.n_high if c.n_high is not None else c.n  # a file older than the verdicts: its estimate alone
+    assert estimate is not None
+    high = float(estimate)
+    low = float(c.n_low or 0) if c.n_high is not None else high
     if low < n <= high or n == high:
         return RIGHT
     factor = n / high if n > high else (low / n if n > 0 else float("inf"))

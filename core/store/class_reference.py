@@ -103,11 +103,6 @@ def read_reference(store: Store, known: RoomReference | None = None) -> RoomRefe
     return RoomReference(runs[0]) if runs else None
 
 
-def pin_moved(store: Store, shown: RoomReference | None) -> bool:
-    """Has the pin moved (pinned, unpinned, another run) since `shown` was drawn? One small query."""
-    return store.pinned_reference() != (shown.run_id if shown is not None else None)
-
-
 @dataclass(frozen=True)
 class JudgedGuess:
     """One Matmul race guess on the board, judged against the room's reference."""

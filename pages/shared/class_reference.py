@@ -18,7 +18,7 @@ from core.plain_text import for_markdown
 from core.platform.units import readable
 from core.store.access import Access
 from core.store.class_board import ClassBoard, who
-from core.store.class_reference import RoomReference, judged_guesses, pin_moved, read_reference, tally
+from core.store.class_reference import RoomReference, judged_guesses, read_reference, tally
 from core.store.database import Store
 from pages.shared.class_measure import instructor
 
@@ -36,11 +36,12 @@ def _unpin(store: Store) -> None:
 def reference(store: Store, board: ClassBoard, every: float) -> RoomReference | None:
     """Draw the room's reference, if one is pinned, and return it (the crossover chart draws its band)."""
     try:
+        pinned = store.pinned_reference()
         shown = state[SHOWN] = read_reference(store, state.get(SHOWN))
     except DashboardError as exc:
         st.caption(f"Cannot read the room's reference just now: {exc}")
         return None
-    _watch(store, shown, every)
+    _watch(store, pinned, every)
     if error := state.pop("cb_reference_error", None):
         st.error(error)
     if shown is None:
@@ -65,12 +66,12 @@ def reference(store: Store, board: ClassBoard, every: float) -> RoomReference | 
     return shown
 
 
-def _watch(store: Store, shown: RoomReference | None, every: float) -> None:
+def _watch(store: Store, pinned: int | None, every: float) -> None:
     @st.fragment(run_every=every)
     def pin_check() -> None:
         """An unpin (or a pin of a run already on the board) redraws the board at the next refresh."""
         try:
-            if pin_moved(store, shown):
+            if store.pinned_reference() != pinned:
                 st.rerun()
         except DashboardError:
             return

@@ -7,15 +7,22 @@ from __future__ import annotations
 import threading
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from core.matmul.shared_race import CLASS_BUDGET_FACTOR
 from core.store.database import open_store
 from tests.lock_helpers import hold_cpu_for, wait_until
-from tests.pages.test_app_matmul_race import ROOT_APP, _progress_text, _text, _tiny_settings, no_gpu  # noqa: F401
+from tests.pages.test_app_matmul_race import ROOT_APP, _progress_text, _text, _tiny_settings
 
 KEY = "correct horse battery staple"
 BUDGET_S = 0.25  # the tiny race's budget per size; the class's is CLASS_BUDGET_FACTOR times it
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
 
 
 @pytest.fixture
