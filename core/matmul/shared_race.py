@@ -17,8 +17,8 @@ students chose (`asked`): a student pressing Run with those settings joins it, a
 measurement, rather than starting a race of the same settings behind it; any other race waits its turn in
 the device line. More samples come from the longer budget: every size samples in alternating rounds until
 its budget is spent (core.matmul.paired), so four times the budget is about four times the samples (up to 200
-per series), and the bootstrap interval of each size's ratio about half as wide (it narrows as
-1/sqrt(samples)). The result is saved and pinned as the room's reference by the caller
+per series), and the bootstrap interval of each size's ratio should be about half as wide (it narrows
+as 1/sqrt(samples)). The result is saved and pinned as the room's reference by the caller
 (core.store.database.Store.pin_reference).
 """
 
