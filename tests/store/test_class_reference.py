@@ -45,8 +45,14 @@ def _busy() -> dict[str, Any]:
     return payload
 
 
-def test_only_the_instructor_pins_and_unpins_and_one_reference_at_a_time():
-    store = open_store()
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # a real server: slow tier
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        return open_store(f"sqlite:///{tmp_path / 'runs.sqlite3'}")
+    return open_store(request.getfixturevalue("postgres_url"))
+
+
+def test_only_the_instructor_pins_and_unpins_and_one_reference_at_a_time(store):
     first, second = save_payload(store, "matmul", honest()), save_payload(store, "matmul", honest())
     training = save_payload(store, "train", train_payload())
     assert store.pinned_reference() is None
@@ -66,8 +72,7 @@ def test_only_the_instructor_pins_and_unpins_and_one_reference_at_a_time():
     assert store.pinned_reference() is None and len(store.list_runs()) == 3, "unpinning keeps the run"
 
 
-def test_deleting_the_pinned_run_unpins_it():
-    store = open_store()
+def test_deleting_the_pinned_run_unpins_it(store):
     run_id = save_payload(store, "matmul", honest())
     store.pin_reference(run_id, INSTRUCTOR)
     store.delete(run_id)
