@@ -75,9 +75,11 @@ def guess_call(g: Guess, sweep: MatmulSweep) -> str:
     """A crossover guess judged against `sweep`'s headline crossover in a few words, for a table of the class's
     guesses (the Class board's against the room's reference): 'right', 'too small (2.1×)', 'close, too large
     (1.3×)', 'wrong: there is one', 'wrong: none measured', or 'cannot tell' where the sweep could not call it
-    (a busy or noisy machine: neither confirmed nor refuted, as `compare_guess` says)."""
+    (a busy or noisy machine: neither confirmed nor refuted, as `compare_guess` says) or raced no two series."""
     c = sweep.headline_crossover
-    if c is None or c.call == "none":
+    if c is None:  # one series alone: nothing was compared
+        return CANNOT_TELL
+    if c.call == "none":
         return RIGHT if g.what == NO_CROSSOVER else "wrong: none measured"
     if c.call == "unclear":
         return CANNOT_TELL

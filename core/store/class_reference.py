@@ -26,7 +26,7 @@ from core.store.class_board import ClassBoard, guess_text, who
 from core.store.database import Store
 from core.store.records import StoredRun
 
-NO_CALL = "the reference found no crossover to call"
+NO_CALL = "it raced no two series against each other, so it has no crossover to judge the guesses against"
 UNCLEAR = "unclear"  # core.results.crossover's verdict call, shown as CANNOT_TELL
 
 
@@ -133,7 +133,8 @@ def tally(judged: list[JudgedGuess]) -> str:
         return "No Matmul race guess on the board yet to judge against it."
     if all(j.against_reference == CANNOT_TELL for j in judged):
         return (f"{len(judged)} guess{'es' * (len(judged) != 1)}, none judged: the reference cannot tell where the "
-                "crossover is, so a guess can be neither confirmed nor refuted. Measure again on a quieter machine.")
+                "crossover is (too busy or noisy a machine, or no two series raced), so a guess can be neither "
+                "confirmed nor refuted. Measure again on a quieter machine.")
     counts = Counter(_kind(j.against_reference) for j in judged)
     order = (RIGHT, "close", "too small", "too large", "wrong", CANNOT_TELL)
     parts = [f"{counts[k]} {k}" for k in order if counts[k]]

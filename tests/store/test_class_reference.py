@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -206,3 +207,10 @@ def test_without_a_configured_key_a_session_marked_instructor_still_cannot_unpin
     at = _board(app, instructor=True)
     assert "The room's reference" in _texts(at) and not [b for b in at.button if b.key == "cb_unpin"]
     assert TWO in _texts(at)
+
+
+def test_a_reference_of_one_series_judges_no_guess():
+    full = read_result("matmul", honest())
+    one_series = replace(full, results=tuple(p for p in full.results if p.label != TWO), crossovers=(), verdicts=None)
+    assert one_series.headline_crossover is None
+    assert guess_call(read_result("matmul", _guessed("no crossover")).guess, one_series) == "cannot tell"
