@@ -24,6 +24,13 @@ from pages.shared.class_measure import instructor
 
 state = st.session_state
 SHOWN = "cb_reference"  # session state: the RoomReference drawn, or None
+NOISE_COLUMNS = {"faster": st.column_config.TextColumn("faster / compared"),
+                 "ratio": st.column_config.TextColumn("ratio", help="the slower median over the faster"),
+                 "low": st.column_config.TextColumn("95 % low"), "high": st.column_config.TextColumn("95 % high"),
+                 "why": st.column_config.TextColumn("why it cannot tell")}
+GUESS_COLUMNS = {"who": st.column_config.TextColumn("name or machine"),
+                 "run_id": st.column_config.NumberColumn("run", format="#%d"),
+                 "against_reference": st.column_config.TextColumn("against the room's reference")}
 
 
 def _unpin(store: Store) -> None:
@@ -48,18 +55,18 @@ def reference(store: Store, board: ClassBoard, every: float) -> RoomReference | 
         return None
     budget = f", {shown.budget_s:g} s per size" if shown.budget_s else ""
     with st.container(border=True):
-        st.markdown(f"**:material/push_pin: The room's reference** (run #{shown.run_id}, "
-                    f"{for_markdown(who(shown.run))}{budget}): {for_markdown(shown.headline)}")
         judged = judged_guesses(board, shown)
-        st.markdown(tally(judged))
-        if noise := shown.noise_summary():
-            st.caption(f"Its noise, size by size ({noise}): a size is called only when its 95 % interval "
-                       "says so; *cannot tell* where it does not.")
-        left, right = st.columns(2)
-        with left.expander("The reference, size by size"):
-            st.dataframe(readable([asdict(r) for r in shown.noise()]), hide_index=True, key="cb_reference_noise")
-        with right.expander("Guesses against the reference"):
-            st.dataframe(readable([asdict(j) for j in judged]), hide_index=True, key="cb_reference_guesses")
+        st.markdown(f"**:material/push_pin: The room's reference** (run #{shown.run_id}, "
+                    f"{for_markdown(who(shown.run))}{budget}): {for_markdown(shown.headline)}  \n{tally(judged)}")
+        noise = shown.noise_summary()
+        with st.expander(f"Its noise, size by size{f' ({noise})' if noise else ''}: faster, same, or cannot tell"):
+            st.caption("A size is called only when the 95 % interval of its ratio says so; *cannot tell* where it "
+                       "does not.")
+            st.dataframe(readable([asdict(r) for r in shown.noise()]), hide_index=True, key="cb_reference_noise",
+                         column_config=NOISE_COLUMNS)
+        with st.expander("Each guess against the reference"):
+            st.dataframe(readable([asdict(j) for j in judged]), hide_index=True, key="cb_reference_guesses",
+                         column_config=GUESS_COLUMNS)
         if instructor():
             st.button("Unpin the reference", key="cb_unpin", icon=":material/keep_off:", on_click=_unpin,
                       args=(store,), help="the run stays saved; the board shows no reference until the next one")

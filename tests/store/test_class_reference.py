@@ -184,7 +184,7 @@ def test_the_board_pins_the_reference_and_a_student_cannot_unpin_it(app, monkeyp
     assert not student.exception
     text = _texts(student)
     assert f"The room's reference** (run #{reference_id}, room · server): " in text
-    assert "2 guesses against it: 1 right, 1 too large" in text and "*cannot tell* where it does not" in text
+    assert "\n2 guesses against it: 1 right, 1 too large" in text and "*cannot tell* where it does not" in text
     noise, guesses, runs = (frame.value for frame in student.dataframe)  # in the reference's box, then the runs
     assert sorted(guesses["against_reference"]) == ["right", "too large (7.8×)"]
     assert list(noise["n"]) == list(SIZES) and len(runs) == 3
