@@ -81,16 +81,16 @@ def test_the_instructor_measures_for_the_class_and_it_is_pinned_on_the_board(no_
     assert not board.exception
     text = "\n".join(m.value for m in board.markdown)
     assert f"The room's reference** (run #{run.run_id}, Lab server · " in text
-    assert "1 guess against it: " in text
-    [judged] = list(board.dataframe[1].value["against_reference"])
-    assert judged.startswith(("right", "close", "too", "wrong", "cannot tell"))
+    # the tiny race times one series (1 thread): it compares nothing, so her guess is neither right nor wrong
+    assert "1 guess, none judged: the reference cannot tell where the crossover is" in text
+    assert list(board.dataframe[1].value["against_reference"]) == ["cannot tell"]
 
 
 def test_a_students_run_with_the_same_settings_joins_the_class_measurement(no_gpu, keyed):
     from core.platform.shared_jobs import SHARED_JOBS
 
     teacher, student = _instructor(), _session("Ben", "no crossover")
-    holder = hold_cpu_for(1.5)  # the instructor's measurement waits in line, reserved
+    holder = hold_cpu_for(1.0)  # the instructor's measurement waits in line, reserved
     runner = threading.Thread(target=lambda: teacher.button(key="mm_for_class").click().run())
     runner.start()
     wait_until(lambda: SHARED_JOBS.active())
@@ -109,6 +109,7 @@ def test_a_students_run_with_the_same_settings_joins_the_class_measurement(no_gp
     assert store.pinned_reference() == runs[""].run_id, "the instructor's copy is pinned, not the student's"
 
 
+@pytest.mark.slow  # two races one after the other: over the fast tier's 5 s on a busy 2-core machine
 def test_a_student_with_other_settings_waits_its_turn(no_gpu, keyed):
     from core.platform.shared_jobs import SHARED_JOBS
 
