@@ -7,6 +7,7 @@ from datetime import datetime
 import streamlit as st
 
 from core.charts.class_board import hardware_figure, spread_figure
+from core.charts.class_reference import with_reference
 from core.errors import DashboardError
 from core.plain_text import for_markdown
 from core.platform.units import readable
@@ -16,6 +17,7 @@ from core.store.class_board import (
     crossover_spread, epoch_spread,
     grouped_rows, refresh, room_hardware, speedup_spread, who,
 )
+from pages.shared.class_reference import reference
 from pages.shared.entry import through_app
 from pages.shared.result_store import store_url
 
@@ -59,11 +61,12 @@ if not board.runs:
 newest = board.runs[0]
 st.markdown(f"**Newest:** run #{newest.run_id}, {newest.kind}{' (imported)' * newest.imported}, "
             f"{for_markdown(who(newest))}: {for_markdown(newest.headline)}")
+pinned = reference(store, board, every)  # the instructor's measurement for the class, with its noise
 left, right = st.columns([3, 2])
 crossovers, speedups, epochs = crossover_spread(board), speedup_spread(board), epoch_spread(board)
 if not crossovers.empty:
-    left.plotly_chart(spread_figure(crossovers, title="Matmul crossover n",
-                                    x_title="matrix size n"), key="cb_crossover")
+    left.plotly_chart(with_reference(spread_figure(crossovers, title="Matmul crossover n", x_title="matrix size n"),
+                                     pinned.sweep if pinned else None), key="cb_crossover")
 for spread, title, axis, key in ((speedups, "GPU speed-up in training", "times faster than the CPU", "cb_speedup"),
                                  (epochs, "Seconds per epoch", "seconds per epoch", "cb_epochs")):
     if not spread.empty:

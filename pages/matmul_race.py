@@ -9,11 +9,10 @@ from core.matmul.report import clock_summary, results_frame
 from core.matmul.shared_race import join_race
 from core.platform.devices import has_gpu
 from core.platform.units import readable
-from core.results.guess import parse_matmul_guess
 from core.results.jsonio import dumps
 from core.results.table import human_table
 from core.store.board import sweep_csv
-from pages.shared import race_views
+from pages.shared import class_measure, race_views
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
 from pages.shared.matmul_form import sweep_form
@@ -39,9 +38,10 @@ if not gpu_here:  # in the sidebar, above the settings it explains: the main col
     with st.sidebar:
         gpu_badge(race_views.NO_GPU_CHANGES)
 run, own, config = sweep_form(gpu_here)
-if run or own:
+for_class = class_measure.button()  # the instructor's "Measure for the class" (sidebar); never a student's
+if run or own or for_class:
     try:
-        sweep = SweepCollector.start(config(), parse_matmul_guess(state.mm_guess))  # refused here, before waiting
+        sweep = class_measure.start(config(), state.mm_guess, for_class)  # refused here, before waiting
         progress = st.empty()
 
         def on_progress(step) -> None:
@@ -50,12 +50,13 @@ if run or own:
             progress.progress(step.fraction, text=step.message)
 
         with page_job("mm", on_progress=on_progress) as turn:
-            final = sweep.finish(join_race(sweep.plan, turn.hooks, own=own))
+            final = sweep.finish(join_race(sweep.plan, turn.hooks, own=own, for_class=config() if for_class else None))
         state.mm_sweep = sweep
         shared = final.shared.note if final.shared else ""
         progress.progress(1.0, text=f"done in {final.wall_s:.1f} s{turn.waited_note}{shared}")
         if final.results and not final.stopped:  # a finished sweep goes to the Results page; a stopped one on request
             save(sweep)
+            class_measure.pin(sweep, for_class)
     except DashboardError as exc:
         st.error(str(exc))
 

@@ -20,11 +20,14 @@ from core.matmul.guards import check_sizes_fit
 from core.matmul.plan import plan_series
 from core.matmul.report import clock_summary
 from core.matmul.series import DTYPES
+from core.matmul.shared_race import CLASS_BUDGET_FACTOR, class_config
 from core.matmul.sweep import SweepEvent, run_sweep
 from core.platform.jobs import Progress
 from core.matmul.guess import compare_guess
 from core.results.guess import MATMUL_EXAMPLE, parse_matmul_guess
 from core.results.matmul import MatmulSweep
+from core.store.access import INSTRUCTOR
+from core.store.database import open_store
 
 EXAMPLE = "--sizes 256,512,1024"
 
@@ -47,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "each timed call, outside the clock")
     p.add_argument("--guess", metavar="GUESS",
                    help=f"your crossover prediction before the run, saved with it: {MATMUL_EXAMPLE}")
+    p.add_argument("--for-class", action="store_true",
+                   help=f"the instructor's measurement for the class: {CLASS_BUDGET_FACTOR}x the budget per size, "
+                        "saved (as --save) and pinned as the room's reference on the Class board")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_save_options(p)
@@ -99,13 +105,17 @@ def _progress(progress: Progress[SweepEvent]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.save = args.save or args.for_class
     check_save_options(args)
+    if args.for_class and (args.ranks is not None or args.distributed or args.guess):
+        raise DashboardError("--for-class measures the room's reference on this machine's devices: "
+                             "drop --ranks, --distributed and --guess")
     if args.ranks is not None or args.distributed:
         from core.cli import ranks
 
         return ranks.run(args)
     guess = parse_matmul_guess(args.guess)  # an unreadable guess fails before anything runs
-    plan = plan_series(config_from_args(args))
+    plan = plan_series(class_config(config_from_args(args)) if args.for_class else config_from_args(args))
     check_sizes_fit(plan)  # a size too big for memory stops here, before anything runs
     with ctrl_c_stops() as pressed:  # the first Ctrl+C keeps the sizes measured, as the page's Stop does
         result = run_sweep(plan, replace(cli_hooks(on_progress=None if args.quiet else _progress),
@@ -124,7 +134,10 @@ def run(args: argparse.Namespace) -> int:
     if args.save and (earlier := _earlier(result)) is not None:  # the store it saves to says what it saw before
         print(wrap([earlier]), file=sys.stderr if args.json else sys.stdout)
     if result.results:  # a stopped sweep is saved too when asked: its payload says "stopped": true
-        save_if_requested(args, result)
+        run_id = save_if_requested(args, result)
+        if args.for_class and run_id is not None and not result.stopped:  # the command line is the instructor
+            open_store().pin_reference(run_id, INSTRUCTOR)
+            print(f"pinned #{run_id} as the room's reference on the Class board", file=sys.stderr)
     elif args.save:
         print("nothing was measured, so nothing was saved", file=sys.stderr)
     return 0

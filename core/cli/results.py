@@ -1,4 +1,4 @@
-"""`python -m core results list|export|import|delete`: the result store without a browser.
+"""`python -m core results list|export|import|delete|pin|unpin`: the result store without a browser.
 
 Also the `--save` option the matmul and train commands share: `add_save_options(parser)` when
 registering, then `save_if_requested(args, result)` after printing the run's output.
@@ -19,6 +19,7 @@ from core.results.files import check_label
 from core.results import kinds
 from core.results.files import MAX_IMPORT_BYTES, too_big
 from core.results.kinds import Result
+from core.store.access import INSTRUCTOR
 from core.store.database import Store, open_store
 from core.store.frames import listing_frame
 from core.store.records import RunFilter
@@ -77,6 +78,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_store_option(rm)
     rm.add_argument("--json", action="store_true", help="print one JSON object")
     rm.set_defaults(handler=run_delete)
+
+    pin = actions.add_parser("pin", help="pin a saved Matmul race as the room's reference on the Class board")
+    pin.add_argument("run_id", type=int, metavar="RUN_ID")
+    _add_store_option(pin)
+    pin.set_defaults(handler=run_pin)
+
+    unpin = actions.add_parser("unpin", help="unpin the room's reference (the run stays saved)")
+    _add_store_option(unpin)
+    unpin.set_defaults(handler=run_unpin)
 
 
 def _matching(store: Store, args: argparse.Namespace) -> tuple[list[int] | None, RunFilter]:
@@ -220,6 +230,18 @@ def run_delete(args: argparse.Namespace) -> int:
         print_json({"deleted": list(dict.fromkeys(args.run_ids))})
     else:
         print(f"deleted {', '.join(f'#{i}' for i in dict.fromkeys(args.run_ids))}")
+    return 0
+
+
+def run_pin(args: argparse.Namespace) -> int:
+    """The command line on the server is the instructor, as for deleting (core.store.access)."""
+    open_store(args.db).pin_reference(args.run_id, INSTRUCTOR)
+    print(f"pinned #{args.run_id} as the room's reference on the Class board")
+    return 0
+
+
+def run_unpin(args: argparse.Namespace) -> int:
+    print("unpinned the room's reference" if open_store(args.db).unpin_reference(INSTRUCTOR) else "nothing was pinned")
     return 0
 
 

@@ -66,3 +66,32 @@ def compare_guess(sweep: MatmulSweep, guess: Guess | None = None) -> str | None:
     if g.what == NO_CROSSOVER:
         return f"{you}; {measured}, so there is one."
     return f"{you}; {measured}; {_n_against(g.value or 0, c)}."
+
+
+RIGHT, CANNOT_TELL = "right", "cannot tell"
+
+
+def guess_call(g: Guess, sweep: MatmulSweep) -> str:
+    """A crossover guess judged against `sweep`'s headline crossover in a few words, for a table of the class's
+    guesses (the Class board's against the room's reference): 'right', 'too small (2.1×)', 'close, too large
+    (1.3×)', 'wrong: there is one', 'wrong: none measured', or 'cannot tell' where the sweep could not call it
+    (a busy or noisy machine: neither confirmed nor refuted, as `compare_guess` says) or raced no two series."""
+    c = sweep.headline_crossover
+    if c is None:  # one series alone: nothing was compared
+        return CANNOT_TELL
+    if c.call == "none":
+        return RIGHT if g.what == NO_CROSSOVER else "wrong: none measured"
+    if c.call == "unclear":
+        return CANNOT_TELL
+    if g.what == NO_CROSSOVER:
+        return "wrong: there is one"
+    n = g.value or 0.0
+    estimate = c.n_high if c.n_high is not None else c.n  # a file older than the verdicts: its estimate alone
+    assert estimate is not None
+    high = float(estimate)
+    low = float(c.n_low or 0) if c.n_high is not None else high
+    if low < n <= high or n == high:
+        return RIGHT
+    factor = n / high if n > high else (low / n if n > 0 else float("inf"))
+    closeness = "close, " if factor <= CLOSE_FACTOR else ""
+    return f"{closeness}too {'large' if n > high else 'small'} ({factor:.1f}×)"

@@ -6,7 +6,9 @@ race's settings and devices: `core.matmul.shared_race.race_key`); while a run wi
 in line or running, a second caller *joins* it instead of queuing behind it: it watches the same run
 live (every progress step is kept and replayed to a late joiner, then relayed as it comes) and gets the
 same result at the end. A caller that wants its own run (`join=False`) starts one, which waits its turn
-in the device line like any job; later callers may join that one too.
+in the device line like any job; later callers may join that one too. A run started with `reserve=True`
+(the instructor's measurement for the class: core.matmul.shared_race.join_race) joins nobody's, and is the
+one a later caller with its key joins, before any other run with that key.
 
 The run itself happens in a thread of its own, not in any caller's: a watcher who leaves (a Stop, a
 rerun, a closed tab) only stops watching, and the run goes on for the others. It stops between steps
@@ -69,6 +71,7 @@ class SharedRun:
         self.wait: WaitStatus | None = None
         self.job: Job | None = None  # once the run holds its devices
         self.started_at: float | None = None  # time.monotonic() then
+        self.reserved = False  # reserved for the room (the instructor's run): joined before any other with its key
         self.watchers = 0  # watching now
         self.credited = 0  # callers watching when it ended: each is credited with it
         self.closing = False  # nobody watches: it is stopping, and no one may join it
@@ -103,17 +106,20 @@ class SharedJobs:
             return list(self._runs)
 
     def run(self, key: str, work: Callable[[JobHooks], T], hooks: JobHooks | None = None, *,
-            join: bool = True) -> Watched[T]:
+            join: bool = True, reserve: bool = False) -> Watched[T]:
         """`work(hooks)` once for every caller asking for `key` meanwhile; this caller watches it to the end.
 
-        join=False starts a run of this caller's own (it waits its turn in the device line). Raises what
+        join=False starts a run of this caller's own (it waits its turn in the device line); reserve=True
+        starts one too, which later callers asking for `key` join before any other. Raises what
         the run raised; WaitCancelled when this caller leaves while the run still waits in line;
         JobCancelled when it leaves a running run others still watch.
         """
         hooks = hooks or JobHooks()
         with self._lock:
-            found = next((r for r in self._runs if join and r.key == key and not r.closing), None)
+            open_runs = [r for r in self._runs if join and not reserve and r.key == key and not r.closing]
+            found = next((r for r in open_runs if r.reserved), None) or next(iter(open_runs), None)
             run = found or SharedRun(key, next(self._seq))
+            run.reserved = run.reserved or reserve
             with run.cond:
                 run.watchers += 1
             if found is None:
@@ -181,7 +187,7 @@ class SharedJobs:
                         hooks.on_start(job)
                 for step in steps:
                     if hooks.on_progress is not None:
-                        hooks.on_progress(_shown(step, joined))
+                        hooks.on_progress(_shown(step, joined, run.reserved))
                 if done:
                     break
                 if hooks.should_stop is not None and hooks.should_stop():
@@ -223,11 +229,12 @@ class SharedJobs:
         return f"; about {wait:.0f} s to wait (the running race has about {left:.0f} s left{others})"
 
 
-def _shown(step: Progress[T], joined: bool) -> Progress[T]:
+def _shown(step: Progress[T], joined: bool, reserved: bool = False) -> Progress[T]:
     """A step as a joiner sees it: the same, saying whose run it watches."""
     if not joined:
         return step
-    return Progress(step.done, step.total, f"{step.message} · joined a race already running", step.item)
+    whose = "the instructor's measurement for the class" if reserved else "a race already running"
+    return Progress(step.done, step.total, f"{step.message} · joined {whose}", step.item)
 
 
 SHARED_JOBS = SharedJobs()  # this process's runs that callers may join (like the device lock, one per process)

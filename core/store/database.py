@@ -61,6 +61,9 @@ SUMMARY_BATCH = 500  # rows per step when schema 3 writes the summaries of a boa
 RUN_COLUMNS = ("id, uid, kind, created_at, label, machine_json, settings_json, versions_json, payload_json, "
                "provenance_json, owner")
 SUMMARY_COLUMNS = "id, kind, created_at, label, machine_label, source, owner, summary_json, stored_at"
+ROOM_REFERENCE = "room reference"  # gvc_pins' role of the run the Class board shows as the room's reference
+PINNABLE_KINDS = ("matmul",)  # the reference is a Matmul race: the crossover the guesses are judged against
+NOT_INSTRUCTOR = "only the instructor (with the instructor key) can pin or unpin the room's reference"
 NOT_YOURS = ("run #{run_id} was saved by another browser session: only that session, or the instructor "
              "(with the instructor key), can delete it")
 
@@ -277,10 +280,21 @@ def _add_issued_owners(tx: _Tx) -> None:
     tx.run("CREATE INDEX IF NOT EXISTS gvc_owners_issued ON gvc_owners(issued_at)")
 
 
+def _add_pins(tx: _Tx) -> None:
+    """Schema 7: which run is pinned in which role: the room's reference (ROOM_REFERENCE), the instructor's
+    measurement for the class that the Class board shows and judges the guesses against. A table of its own,
+    not a field of the run: nothing a run carries (a payload, an import) can pin it, only `Store.pin_reference`
+    with the instructor's access; deleting the run removes its pin."""
+    tx.run("""CREATE TABLE IF NOT EXISTS gvc_pins (
+        role TEXT PRIMARY KEY,
+        run_id BIGINT NOT NULL REFERENCES gvc_runs(id) ON DELETE CASCADE,
+        pinned_at TEXT NOT NULL)""")
+
+
 # MIGRATIONS[i] takes schema version i to i + 1, inside the same transaction that records it.
 # To change the schema, append a function; never edit one that has shipped.
 MIGRATIONS: list[Callable[[_Tx], None]] = [_create_tables, _add_provenance_and_owner, _add_summaries,
-                                           _add_session_saves, _add_stored_at, _add_issued_owners]
+                                           _add_session_saves, _add_stored_at, _add_issued_owners, _add_pins]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -495,7 +509,37 @@ class Store:
             if not access.may_delete(rows[0][0]):
                 raise DashboardError(NOT_YOURS.format(run_id=run_id))
             tx.run("DELETE FROM gvc_run_devices WHERE run_id = ?", (key,))
+            tx.run("DELETE FROM gvc_pins WHERE run_id = ?", (key,))  # a deleted reference is pinned no more
             tx.run("DELETE FROM gvc_runs WHERE id = ?", (key,))
+
+    def pin_reference(self, run_id: int, access: Access) -> None:
+        """Pin run `run_id` (a Matmul race) as the room's reference, in place of any other: the instructor only."""
+        key = _run_key(run_id)
+        if not access.instructor:
+            raise DashboardError(NOT_INSTRUCTOR)
+        with self._transaction() as tx:
+            rows = tx.run("SELECT kind FROM gvc_runs WHERE id = ?", (key,))
+            if not rows:
+                raise DashboardError(f"there is no saved run #{run_id}; `python -m core results list` shows the "
+                                     "saved ones")
+            if rows[0][0] not in PINNABLE_KINDS:
+                raise DashboardError(f"run #{run_id} is a {rows[0][0]} run; the room's reference is a Matmul race")
+            tx.run("DELETE FROM gvc_pins WHERE role = ?", (ROOM_REFERENCE,))
+            tx.run("INSERT INTO gvc_pins (role, run_id, pinned_at) VALUES (?, ?, ?)",
+                   (ROOM_REFERENCE, key, files.utc_now()))
+
+    def unpin_reference(self, access: Access) -> bool:
+        """Unpin the room's reference (the run stays saved): the instructor only; False when none was pinned."""
+        if not access.instructor:
+            raise DashboardError(NOT_INSTRUCTOR)
+        with self._transaction() as tx:
+            return bool(tx.run("DELETE FROM gvc_pins WHERE role = ? RETURNING run_id", (ROOM_REFERENCE,)))
+
+    def pinned_reference(self) -> int | None:
+        """The run pinned as the room's reference, None when none is: one small query."""
+        with self._transaction(write=False) as tx:
+            rows = tx.run("SELECT run_id FROM gvc_pins WHERE role = ?", (ROOM_REFERENCE,))
+        return int(rows[0][0]) if rows else None
 
     def import_json(self, data: bytes, *, label: str = "", file: str = "", session: str = "command line",
                     owner_token: str | None = None) -> ImportResult:

@@ -293,3 +293,23 @@ def test_a_saved_cannot_tell_names_the_earlier_clear_run_of_this_machine(monkeyp
     earlier = " ".join(out[out.index("earlier, on this machine with these settings: measured "):].split())
     assert "on a quiet machine, less than a minute ago: cpu float32 2 threads beats cpu float32 1 thread" in earlier
     assert "(run #1 on Results)" in earlier and len(open_store().list_runs()) == 2
+
+
+def test_for_class_runs_the_longer_race_saves_it_and_pins_it(capsys):
+    """`--for-class`: the instructor's measurement without a browser (the command line is the instructor)."""
+    from core.matmul.shared_race import CLASS_BUDGET_FACTOR
+
+    assert main([*TINY, "--json", "--quiet", "--for-class", "--label", "lab server"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["settings"]["budget_s"] == 0.05 * CLASS_BUDGET_FACTOR
+    store = open_store()
+    [run] = store.list_runs()
+    assert run.label == "lab server" and store.pinned_reference() == run.run_id
+    assert f"pinned #{run.run_id} as the room's reference" in captured.err
+    assert main(["results", "unpin"]) == 0 and store.pinned_reference() is None
+    assert main(["results", "pin", str(run.run_id)]) == 0 and store.pinned_reference() == run.run_id
+
+
+def test_for_class_is_a_measurement_not_a_guess(capsys):
+    assert main([*TINY, "--for-class", "--guess", "500"]) == 2
+    assert "drop --ranks, --distributed and --guess" in capsys.readouterr().err and not open_store().list_runs()

@@ -223,3 +223,30 @@ def test_a_relayed_wait_keeps_the_running_job_in_the_line_the_page_shows():
     assert relayed.line(pid=False) == ("waiting for cpu: 1 ahead (3 s so far); now running: matmul sweep"
                                        "; about 4 s to wait")
     assert relayed.message.endswith("(pid 7); about 4 s to wait") and relayed.device == "cpu" and relayed.ahead == 1
+
+
+def test_a_reserved_run_joins_nobody_and_is_joined_before_an_older_run_of_its_key():
+    """The instructor's measurement for the class (reserve=True) starts its own run even while a student's
+    race with the same key waits, and the next student asking for that key joins it, not the older one."""
+    registry, student, instructor = SharedJobs(), Gate(), Gate()
+    t1, out1 = _in_thread(registry.run, "race", student.work)
+    _until(lambda: registry.active() and registry.active()[0].job is not None)
+    t2, out2 = _in_thread(registry.run, "race", instructor.work, reserve=True)
+    _until(lambda: len(registry.active()) == 2)
+    messages: list[str] = []
+    t3, out3 = _in_thread(registry.run, "race", instructor.work, JobHooks(on_progress=lambda p: messages.append(
+        p.message)))
+    _until(lambda: sum(r.watchers for r in registry.active()) == 3)
+    older, reserved = registry.active()
+    assert (older.watchers, reserved.watchers, reserved.reserved) == (1, 2, True), "joined the reserved run"
+    for _ in range(STEPS):
+        student.go.release()
+    t1.join(10)
+    for _ in range(STEPS):
+        instructor.go.release()
+    t2.join(10)
+    t3.join(10)
+    assert (student.runs, instructor.runs) == (1, 1)
+    assert out2["value"].run_id == out3["value"].run_id != out1["value"].run_id
+    assert (out2["value"].joined, out3["value"].joined) == (False, True) and out3["value"].watchers == 2
+    assert messages and all(m.endswith("· joined the instructor's measurement for the class") for m in messages)
