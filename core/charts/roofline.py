@@ -142,9 +142,14 @@ def _in_view(n: float, axis_range: Sequence[float]) -> bool:
 
 
 def crossovers_drawn(run: RooflineRun, axis_range: Sequence[float]) -> dict[str, int]:
-    """The crossovers (predicted, measured) that fall inside the x axis' log10 range: the ones drawn as lines."""
-    found = {"predicted": run.predicted_crossover_n, "measured": run.measured_crossover_n}
+    """The crossovers (predicted, measured) that fall inside the x axis' log10 range: the ones drawn as lines.
+    A prediction the constants' noise allows to flip (a crossover or none) is no line: the band is all it is."""
+    found = {"predicted": _prediction(run), "measured": run.measured_crossover_n}
     return {label: n for label, n in found.items() if n is not None and _in_view(n, axis_range)}
+
+
+def _prediction(run: RooflineRun) -> int | None:
+    return None if run.prediction_flips else run.predicted_crossover_n
 
 
 def _crossover_marks(fig: go.Figure, run: RooflineRun) -> None:
@@ -177,11 +182,12 @@ def model_caption(run: RooflineRun, fig: go.Figure) -> str:
     if drawn:
         parts.append("Vertical lines: the " + " and the ".join(f"{label} crossover ({words[label]})" for label in drawn)
                      + ".")
-    for label, n in (("predicted", run.predicted_crossover_n), ("measured", run.measured_crossover_n)):
+    for label, n in (("predicted", _prediction(run)), ("measured", run.measured_crossover_n)):
         if n is not None and label not in drawn:
             parts.append(f"The {label} crossover, n ≈ {n:,}, lies beyond the range drawn, so it has no line.")
     if any(s.type == "rect" for s in fig.layout.shapes):
-        parts.append("Grey band: the crossover sizes the constants' spread over their repeats allows.")
+        parts.append("Grey band: the crossover sizes the constants' spread over their repeats allows"
+                     + (", up to none at all: the model cannot say where." if run.prediction_flips else "."))
     return " ".join(parts)
 
 

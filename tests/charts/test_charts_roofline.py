@@ -50,3 +50,19 @@ def test_the_caption_names_the_copies_lines_only_when_they_are_drawn():
     fig = model_figure(cpu_only)
     assert not any("copies" in (t.name or "") for t in fig.data)
     assert "copies" not in model_caption(cpu_only, fig)
+
+
+def test_a_prediction_the_noise_allows_to_flip_is_a_band_not_a_line():
+    """Issue 31: when the constants' spread allows a crossover and none, the chart marks no predicted n (one draw
+    of the noise) and its caption says the model cannot say where."""
+    run = _synthetic_run()
+    run = dataclasses.replace(run, predicted_crossover_n=100, predicted_crossover_low=100,
+                              predicted_crossover_high=None,
+                              measured_crossover=measured_at(run.challenger, run.baseline, 300))
+    assert run.prediction_flips
+    fig = model_figure(run)
+    assert [s.x0 for s in fig.layout.shapes if s.type == "line"] == [300]
+    assert not any("predicted" in t for t in _labels(fig))
+    assert any(s.type == "rect" for s in fig.layout.shapes)
+    caption = model_caption(run, fig)
+    assert "up to none at all: the model cannot say where" in caption and "n ≈ 100" not in caption
