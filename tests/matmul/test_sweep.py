@@ -1,4 +1,4 @@
-"""The sweep: config, series plan, time guard, skips, stop, lock, the DataFrame and the JSON."""
+"""The sweep: config, series plan, size plan, skips, stop, lock, the DataFrame and the JSON."""
 
 from __future__ import annotations
 
