@@ -8,10 +8,13 @@ calibrated once per machine, the first time a race needs it, and the card is kep
 same sizes. Delete the file to calibrate again (after a hardware or driver change, or a calibration made while
 the machine was busy).
 
-Calibration climbs sizes 128, 256, 512, ... while a product takes under CALIBRATION_TARGET_S, each size one
-warm-up and the fastest of PROBE_REPEATS timed products (others' stalls only add time, so the fastest is the
-machine's own speed), and stops at a size that would not fit in memory. The card is read and written while the
-race holds its devices, so a second race waiting in line reads the card the first one wrote.
+Calibration climbs sizes 128, 256, 512, ... until a product takes CALIBRATION_TARGET_S and CUBIC_RATIO times
+the size below (the n^3 regime the plan extrapolates in: on a busy machine a 2-thread product at n = 128 can take
+40 ms waiting for a descheduled thread, which is no rate), each size one warm-up and the fastest of PROBE_REPEATS
+timed products (others' stalls only add time, so the fastest is the nearest to the machine's own speed), and stops
+at a size that would not fit in memory. An entry says whether the machine was busy as it was calibrated, and the
+race's report says so: such a card may leave out sizes a quiet machine would time. The card is read and written
+while the race holds its devices, so a second race waiting in line reads the card the first one wrote.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ CARD_FILE = "matmul_rate_card.json"
 CARD_VERSION = 1
 CALIBRATION_N = 128  # the ladder's first size
 CALIBRATION_TARGET_S = 0.02  # the ladder climbs until one product takes this long (beyond launch and cache effects)
+CUBIC_RATIO = 4.0  # ... and took this many times the size below: t ~ n^3 (8x a doubling), not a stall or a launch
+CALIBRATION_LIMIT_S = 1.0  # or, whatever the ratio, until one product takes this long
 CALIBRATION_MAX_N = 32768  # and never past this size
 PROBE_REPEATS = 3  # timed products per calibration size; the fastest is kept
 
@@ -51,6 +56,7 @@ class Rates:
 
     ladder: tuple[tuple[int, float], ...]
     measured_at: str  # UTC, ISO 8601
+    busy: bool = False  # other programs kept the machine busy as it was calibrated (core.platform.machine_load)
 
     def seconds(self, n: int) -> tuple[float, int]:
         """(seconds per product at n, the calibrated size it is reckoned from): t ~ n^3 from the largest
@@ -60,7 +66,7 @@ class Rates:
         return t * (n / m) ** 3, m
 
     def to_json(self) -> dict[str, Any]:
-        return {"ladder": [list(step) for step in self.ladder], "measured_at": self.measured_at}
+        return {"ladder": [list(step) for step in self.ladder], "measured_at": self.measured_at, "busy": self.busy}
 
     @classmethod
     def from_json(cls, obj: Any) -> Rates | None:
@@ -68,11 +74,12 @@ class Rates:
         try:
             ladder = tuple((int(n), float(t)) for n, t in obj["ladder"])
             measured_at = str(obj["measured_at"])
+            busy = bool(obj.get("busy", False))
         except (KeyError, TypeError, ValueError):
             return None
         if not ladder or any(n < 1 or not t > 0 for n, t in ladder):
             return None
-        return cls(ladder, measured_at)
+        return cls(ladder, measured_at, busy)
 
 
 def card_path() -> Path:
@@ -120,7 +127,7 @@ def write_entries(entries: Mapping[str, Rates], path: Path | None = None) -> Non
     os.replace(tmp, path)
 
 
-def calibrate(series: Series, probe: Probe, fits: Fits) -> Rates:
+def calibrate(series: Series, probe: Probe, fits: Fits, *, busy: bool = False) -> Rates:
     """Climb the ladder for one series (see the module's docstring)."""
     ladder: list[tuple[int, float]] = []
     n = CALIBRATION_N
@@ -129,13 +136,14 @@ def calibrate(series: Series, probe: Probe, fits: Fits) -> Rates:
         if seconds is None:
             break
         ladder.append((n, max(seconds, 1e-9)))
-        if seconds >= CALIBRATION_TARGET_S:
+        cubic = len(ladder) > 1 and seconds >= CUBIC_RATIO * ladder[-2][1]
+        if (seconds >= CALIBRATION_TARGET_S and cubic) or seconds >= CALIBRATION_LIMIT_S:
             break
         n *= 2
     if not ladder:
         raise DashboardError(f"cannot calibrate {series.label}: not even n={CALIBRATION_N} fits in its memory now; "
                              "free some memory and run again")
-    return Rates(tuple(ladder), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    return Rates(tuple(ladder), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), busy)
 
 
 @dataclass(frozen=True)
@@ -154,20 +162,25 @@ class Card:
             parts.append(f"calibrated now for {', '.join(s.label for s in self.calibrated)}")
         if kept:
             parts.append(f"the calibration of {', '.join(dates)} for {', '.join(s.label for s in kept)}")
+        busy = [s.label for s in self.rates if self.rates[s].busy]
+        warning = (f" It was calibrated while other programs kept the machine busy ({', '.join(busy)}), so it may "
+                   "leave out sizes a quiet machine would time." if busy else "")
         return ("Sizes were decided before timing, from the time budget, the devices' memory and this machine's rate "
-                f"card ({'; '.join(parts)}), so a race with the same settings on this machine times the same sizes. "
-                f"Delete {card_path()} to calibrate again.")
+                f"card ({'; '.join(parts)}), so a race with the same settings on this machine times the same sizes."
+                f"{warning} Delete {card_path()} to calibrate again.")
 
 
-def rates_for(series: Sequence[Series], probe: Probe, fits: Fits, path: Path | None = None) -> Card:
-    """Every series' rates: from the card where it has them, else calibrated now and added to it."""
+def rates_for(series: Sequence[Series], probe: Probe, fits: Fits, path: Path | None = None, *,
+              busy: bool = False) -> Card:
+    """Every series' rates: from the card where it has them, else calibrated now (`busy`: while other programs
+    kept the machine busy) and added to it."""
     stored = read_card(path)
     rates: dict[Series, Rates] = {}
     new: dict[str, Rates] = {}
     for s in series:
         key = series_key(s)
         if key not in stored and key not in new:
-            new[key] = calibrate(s, probe, fits)
+            new[key] = calibrate(s, probe, fits, busy=busy)
         rates[s] = stored.get(key) or new[key]
     if new:
         write_entries(new, path)

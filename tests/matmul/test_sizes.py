@@ -112,6 +112,17 @@ def test_the_card_is_kept_per_machine_and_read_again(tmp_path, monkeypatch):
     assert rates_for([CPU1], probe, lambda s, n: True, path).calibrated == (CPU1,)
 
 
+def test_calibration_climbs_past_a_stall_to_where_time_grows_as_n_cubed():
+    """A 2-thread product on a busy 2-core machine: every product waits ~40 ms for a descheduled thread, so
+    n = 128 'takes' 40 ms, which is no rate; the ladder climbs until doubling n costs 4x or more."""
+    rates = calibrate(CPU2, lambda s, n: 0.04 + n**3 / 1e11, lambda s, n: True, busy=True)
+    assert [n for n, _ in rates.ladder] == [128, 256, 512, 1024, 2048, 4096]  # 4096: 0.73 s, 5.8x 2048
+    assert rates.busy and rates.seconds(8192)[1] == 4096
+    card = rate_card.Card({CPU2: rates})
+    assert "calibrated while other programs kept the machine busy (cpu float32 2 threads)" in card.note()
+    assert len(calibrate(CPU2, lambda s, n: 2.0, lambda s, n: True).ladder) == 1  # one product of 2 s is enough
+
+
 def test_calibration_stops_where_memory_ends_and_refuses_a_device_with_none():
     rates = calibrate(CPU1, lambda s, n: 1e-6, lambda s, n: n <= 1024)
     assert [n for n, _ in rates.ladder] == [128, 256, 512, 1024]
