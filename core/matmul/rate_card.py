@@ -8,13 +8,14 @@ calibrated once per machine, the first time a race needs it, and the card is kep
 same sizes. Delete the file to calibrate again (after a hardware or driver change, or a calibration made while
 the machine was busy).
 
-Calibration climbs sizes 128, 256, 512, ... until a product takes CALIBRATION_TARGET_S and CUBIC_RATIO times
-the size below (the n^3 regime the plan extrapolates in: on a busy machine a 2-thread product at n = 128 can take
-40 ms waiting for a descheduled thread, which is no rate), each size one warm-up and the fastest of PROBE_REPEATS
-timed products (others' stalls only add time, so the fastest is the nearest to the machine's own speed), and stops
-at a size that would not fit in memory. An entry says whether the machine was busy as it was calibrated, and the
-race's report says so: such a card may leave out sizes a quiet machine would time. The card is read and written
-while the race holds its devices, so a second race waiting in line reads the card the first one wrote.
+Calibration climbs sizes 128, 256, 512, ... until a product takes CALIBRATION_TARGET_S and 4 to 16 times the
+size below (CUBIC_RATIO: the n^3 regime the plan extrapolates in; on a busy machine a 2-thread product at
+n = 128 can take 40 ms waiting for a descheduled thread, which is no rate), each size one warm-up and the fastest
+of PROBE_REPEATS timed products (others' stalls only add time, so the fastest is the nearest to the machine's own
+speed), and stops at a size that would not fit in memory. An entry says whether the machine was busy as it was
+calibrated, and the race's report says so: such a card may leave out sizes a quiet machine would time. The card
+is read and written while the race holds its devices, so a second race waiting in line reads the card the first
+one wrote.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ CARD_FILE = "matmul_rate_card.json"
 CARD_VERSION = 1
 CALIBRATION_N = 128  # the ladder's first size
 CALIBRATION_TARGET_S = 0.02  # the ladder climbs until one product takes this long (beyond launch and cache effects)
-CUBIC_RATIO = 4.0  # ... and took this many times the size below: t ~ n^3 (8x a doubling), not a stall or a launch
+CUBIC_RATIO = (4.0, 16.0)  # ... and took 4 to 16 times the size below: t ~ n^3 (8x a doubling); less is launch
+# latency or a stall at the size below, more a stall at this size (a descheduled thread adds tens of ms)
 CALIBRATION_LIMIT_S = 1.0  # or, whatever the ratio, until one product takes this long
 CALIBRATION_MAX_N = 32768  # and never past this size
 PROBE_REPEATS = 3  # timed products per calibration size; the fastest is kept
@@ -136,7 +138,8 @@ def calibrate(series: Series, probe: Probe, fits: Fits, *, busy: bool = False) -
         if seconds is None:
             break
         ladder.append((n, max(seconds, 1e-9)))
-        cubic = len(ladder) > 1 and seconds >= CUBIC_RATIO * ladder[-2][1]
+        low, high = CUBIC_RATIO
+        cubic = len(ladder) > 1 and low * ladder[-2][1] <= seconds <= high * ladder[-2][1]
         if (seconds >= CALIBRATION_TARGET_S and cubic) or seconds >= CALIBRATION_LIMIT_S:
             break
         n *= 2

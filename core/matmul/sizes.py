@@ -130,10 +130,11 @@ def runaway(point: MatmulPoint, next_n: int | None, budget_s: float, rates: Rate
     """The safety stop after a size is timed: why its series ends here, or None.
 
     The plan kept the size from the card's figures. If the size itself overran (a product over the budget, and
-    its warm-up alone more than RUNAWAY budgets), or the series' next planned size, reckoned from the card scaled
-    by how much slower than the card this size ran, would take more than RUNAWAY budgets, the machine is far
-    slower than its card says and the series' larger sizes are not tried. (Only sizes the card calibrated or
-    extrapolates up to are compared with it: below its first size a GPU's launch latency is not n^3.)"""
+    its warm-up alone more than RUNAWAY budgets), or the series' next planned size would take more than RUNAWAY
+    budgets, the machine is far slower than its card says and the series' larger sizes are not tried. The next
+    size is reckoned both ways, and the lower kept: the card scaled by how much slower this size ran (a slower
+    machine), and this size's median scaled by n^3 (a stall of a few ms at a small size is added time, not a rate).
+    Only sizes from the card's first on are compared: below it a GPU's launch latency is not n^3."""
     median, first = point.median_s or 0.0, point.first_call_s or 0.0
     if first > RUNAWAY * budget_s and GUARD_CALLS * median > budget_s:
         return (f"not tried: the warm-up of n={point.n:,} alone took {first:.3g} s, more than {RUNAWAY:g} times the "
@@ -141,10 +142,10 @@ def runaway(point: MatmulPoint, next_n: int | None, budget_s: float, rates: Rate
                 "stopped there")
     if next_n is None or rates is None or not median or point.n < min(n for n, _ in rates.ladder):
         return None
-    predicted = rates.seconds(next_n)[0] * median / rates.seconds(point.n)[0]
+    slower = median / rates.seconds(point.n)[0]
+    predicted = min(rates.seconds(next_n)[0] * slower, median * (next_n / point.n) ** 3)
     if GUARD_CALLS * predicted <= RUNAWAY * budget_s:
         return None
-    return (f"not tried: n={point.n:,} took {median:.3g} s per product, {median / rates.seconds(point.n)[0]:.3g} "
-            f"times what this machine's rate card says, so n={next_n:,} would take about {predicted:.3g} s: "
-            f"warm-up and one timed product more than {RUNAWAY:g} times the {budget_s:g} s budget per size; the "
-            "series stopped there")
+    return (f"not tried: n={point.n:,} took {median:.3g} s per product, {slower:.3g} times what this machine's rate "
+            f"card says, so n={next_n:,} would take about {predicted:.3g} s: warm-up and one timed product more than "
+            f"{RUNAWAY:g} times the {budget_s:g} s budget per size; the series stopped there")

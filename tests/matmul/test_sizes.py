@@ -121,6 +121,9 @@ def test_calibration_climbs_past_a_stall_to_where_time_grows_as_n_cubed():
     card = rate_card.Card({CPU2: rates})
     assert "calibrated while other programs kept the machine busy (cpu float32 2 threads)" in card.note()
     assert len(calibrate(CPU2, lambda s, n: 2.0, lambda s, n: True).ladder) == 1  # one product of 2 s is enough
+    stall_at = {512: 0.03}  # a stall on the rung that would end the ladder: 150x the size below is no n^3
+    stalled = calibrate(CPU2, lambda s, n: stall_at.get(n, n**3 / 1e11), lambda s, n: True)
+    assert [n for n, _ in stalled.ladder] == [128, 256, 512, 1024, 2048]  # 2048: 86 ms, 8x 1024's 10.7 ms
 
 
 def test_calibration_stops_where_memory_ends_and_refuses_a_device_with_none():
@@ -165,6 +168,8 @@ def test_runaway_stops_a_series_far_slower_than_its_card_and_only_then():
     why = runaway(point(CPU1, 512, 20 * 6.4e-3), 2048, 1.0, card)  # 20x slower: 2048 would take 8.2 s
     assert why is not None and "not tried" in why and "20 times what this machine's rate card says" in why
     assert runaway(point(CPU1, 64, 1.0), 2048, 1.0, card) is None  # below the card's first size: not compared
+    stalled = Rates(((128, 3e-5), (256, 2e-4), (512, 0.02)), "2026-12-02T10:00:00Z")  # 512 waited for a thread
+    assert runaway(point(CPU2, 256, 0.016), 512, 0.5, stalled) is None  # 16 ms of stall is added time: 512 ~ 0.13 s
     far = runaway(point(CPU1, 64, 1.0, first_s=RUNAWAY + 1), None, 1.0, card)  # the size itself blew the budget
     assert far is not None and "warm-up of n=64 alone took 5 s" in far
     assert runaway(point(CPU1, 64, 1e-4, first_s=RUNAWAY + 1), None, 1.0, card) is None  # a one-off cold start
