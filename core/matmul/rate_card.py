@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import filelock
 import torch
 
 from core.errors import DashboardError
@@ -118,15 +119,17 @@ def read_card(path: Path | None = None) -> dict[str, Rates]:
 
 
 def write_entries(entries: Mapping[str, Rates], path: Path | None = None) -> None:
-    """Add entries to this machine's card, keeping every other entry; written whole, then renamed into place."""
+    """Add entries to this machine's card, keeping every other entry; read and written under a file lock (a race
+    on another device may be adding its own), written whole, then renamed into place."""
     path = path or card_path()
-    obj = _read(path) or {"version": CARD_VERSION, "machines": {}}
-    machine = obj["machines"].setdefault(machine_key(), {})
-    machine.update({key: rates.to_json() for key, rates in entries.items()})
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rate_card.")
-    with os.fdopen(fd, "w") as out:
-        json.dump(obj, out, indent=1)
-    os.replace(tmp, path)
+    with filelock.FileLock(str(path) + ".lock", timeout=30):
+        obj = _read(path) or {"version": CARD_VERSION, "machines": {}}
+        machine = obj["machines"].setdefault(machine_key(), {})
+        machine.update({key: rates.to_json() for key, rates in entries.items()})
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rate_card.")
+        with os.fdopen(fd, "w") as out:
+            json.dump(obj, out, indent=1)
+        os.replace(tmp, path)
 
 
 def calibrate(series: Series, probe: Probe, fits: Fits, *, busy: bool = False) -> Rates:
