@@ -177,15 +177,16 @@ class Card:
 
 
 def rates_for(series: Sequence[Series], probe: Probe, fits: Fits, path: Path | None = None, *,
-              busy: bool = False) -> Card:
+              busy: bool = False, say: Callable[[str], None] = lambda line: None) -> Card:
     """Every series' rates: from the card where it has them, else calibrated now (`busy`: while other programs
-    kept the machine busy) and added to it."""
+    kept the machine busy; `say` hears a line before each) and added to it."""
     stored = read_card(path)
     rates: dict[Series, Rates] = {}
     new: dict[str, Rates] = {}
     for s in series:
         key = series_key(s)
         if key not in stored and key not in new:
+            say(f"calibrating {s.label} for this machine's rate card (once per machine)")
             new[key] = calibrate(s, probe, fits, busy=busy)
         rates[s] = stored.get(key) or new[key]
     if new:

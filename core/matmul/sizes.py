@@ -112,8 +112,10 @@ def calibration_fits(series: Series, n: int) -> bool:
     return True
 
 
-def size_plan(plan: Plan, probe: Callable[[Series, int], float], *, busy: bool = False) -> SizePlan:
-    """The race's sizes on this machine: its card's rates (calibrating a series it lacks) and its memory."""
+def size_plan(plan: Plan, probe: Callable[[Series, int], float], *, busy: bool = False,
+              say: Callable[[str], None] = lambda line: None) -> SizePlan:
+    """The race's sizes on this machine: its card's rates (calibrating a series it lacks, `say` told) and its
+    memory."""
     def fitting_probe(s: Series, n: int) -> float | None:
         try:
             return probe(s, n)
@@ -121,7 +123,7 @@ def size_plan(plan: Plan, probe: Callable[[Series, int], float], *, busy: bool =
             return None
 
     needed = [s for s in plan.series if max(plan.config.sizes) > FREE_N]  # small sizes need no card
-    card: Card = rates_for(needed, fitting_probe, calibration_fits, busy=busy)
+    card: Card = rates_for(needed, fitting_probe, calibration_fits, busy=busy, say=say)
     return decide(plan.series, plan.config.sizes, plan.config.options, card.rates,
                   notes=(card.note(),) if needed else ())
 

@@ -90,10 +90,10 @@ def run_sweep(what: SweepConfig | Plan, hooks: JobHooks | None = None) -> Matmul
     needed = max(verdict.cores_needed(s.device != "cpu", s.threads, cores) for s in plan.series)
     with run_job(plan.devices, hooks, label="matmul sweep", measure_load=True, needed_cores=needed) as job:
         plan = plan.under(job.load)  # threads left to choose: the cores free now
-        sizes = size_plan(plan, lambda s, n: probe_seconds(s, n, seed=options.seed, repeats=PROBE_REPEATS),
-                          busy=bool(job.load and job.load.busy))
-        ended: dict[Series, str] = {}  # series the safety stop ended, with why
         total = len(config.sizes) * len(plan.series)
+        sizes = size_plan(plan, lambda s, n: probe_seconds(s, n, seed=options.seed, repeats=PROBE_REPEATS),
+                          busy=bool(job.load and job.load.busy), say=lambda line: job.report(Progress(0, total, line)))
+        ended: dict[Series, str] = {}  # series the safety stop ended, with why
 
         def emit(kind: str, s: Series, n: int, **kw: Any) -> None:
             job.report(SweepEvent(kind, len(results) + len(skipped), total, s, n, **kw).as_progress())

@@ -211,14 +211,18 @@ def test_the_size_plan_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
     events = []
     result = run_sweep(SweepConfig(sizes=(64, 128, 256, 512, 1024, 2048), dtypes=("float32", "float16"),
                                    threads=(1,), options=MatmulOptions(budget_s=1.0)),
-                       JobHooks(on_progress=lambda p: events.append(p.item)))
+                       JobHooks(on_progress=events.append))
     timed = {(r.dtype, r.n) for r in result.results}
     assert ("float32", 2048) in timed and ("float16", 512) in timed
     skipped = {(s.dtype, s.n): s for s in result.skipped}
     assert set(skipped) == {("float16", 1024), ("float16", 2048)}
     assert skipped[("float16", 1024)].reason == "time" and "budget" in skipped[("float16", 1024)].message
     assert "left out before timing" in skipped[("float16", 1024)].message
-    assert any(e.kind == "skipped" and e.message.startswith("skipped n=1,024 on cpu float16") for e in events)
+    items = [p.item for p in events if p.item is not None]
+    assert any(e.kind == "skipped" and e.message.startswith("skipped n=1,024 on cpu float16") for e in items)
+    said = [p.message for p in events if p.item is None]  # the two series' calibration, said before any size
+    assert said == [f"calibrating cpu {d} 1 thread for this machine's rate card (once per machine)"
+                    for d in ("float32", "float16")] and events[0].item is None and events[1].item is None
     assert result.to_json()["skipped"][0]["reason"] == "time"
 
 
