@@ -14,8 +14,8 @@ same export in a thread of the server process (no child, no pause).
 Prints the calls per size and run (`unclear (busy)` marks a size the machine's load left uncalled), the
 busy calls per run, and per size the ratio of each series' median beside the export to the same
 series alone in its pair; writes bench/results/quiet_server.json. Target: no `unclear (busy)` call beside
-the export that the alone run of its pair does not also make, at the sizes both runs timed (the time guard
-may skip n = 2048 in one and not the other).
+the export that the alone run of its pair does not also make, at the sizes both runs timed (since issue 31.5
+both runs time the same sizes: core.matmul.sizes).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def busy_sizes(sweep: MatmulSweep) -> list[int]:
 
 
 def called_sizes(sweep: MatmulSweep) -> set[int]:
-    """The sizes the run has a verdict for (timed in both series; not skipped by the time guard)."""
+    """The sizes the run has a verdict for (timed in both series; not left out by the size plan)."""
     return {v.n for v in sweep.verdicts or ()}
 
 

@@ -4,7 +4,7 @@ Part 1: for n = 64 ... 4096 (CPU float32), the engine's median (core.platform.ti
 uses it) against torch.utils.benchmark.Timer(...).blocked_autorange() on the same call, the same
 matrices and the same thread count, taking turns in one run. Target: every ratio in 0.95-1.05.
 Part 2: a sweep's wall time against the sum of its timed work (the overhead of warm-ups, input
-creation, the float64 check and the time guard). Target: at most 1.5x.
+creation, the float64 check and the size plan with its rate card). Target: at most 1.5x.
 
     python bench/timing_accuracy.py [--threads N] [--rounds R] [--budget S]
 

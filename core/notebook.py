@@ -58,7 +58,7 @@ GPU_SIZES = (*log_sizes(256, 8192), LECTURE_N)  # to the lecture's size
 BEYOND_N = 16_384  # and beyond, on a GPU whose float32 call of it fits the budget (Ampere and newer)
 TENSOR_CAPABILITY = (8, 0)  # TF32 and native bfloat16 from here (A100, A10, L4, H100, RTX 30/40), and >= 19.5
 # TFLOP/s float32: n = 16384 (8.8 TFLOP) in well under GPU_BUDGET_S / 2. A T4 (7.5, 8.1 peak, about 4 on Colab)
-# takes about 2 s a call, so the time guard would always skip it (warm-up plus one call within the budget).
+# takes about 2 s a call, so the size plan would always leave it out (warm-up plus one call within the budget).
 GPU_BUDGET_S = 2.0
 NOTEBOOK_STORE = "notebook-runs.sqlite3"
 STEP_KEY = "notebook_step"  # in a saved run's settings: which notebook cell made it

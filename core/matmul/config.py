@@ -22,7 +22,7 @@ MAX_BUDGET_S = 600.0  # 10 minutes per size: beyond that a sweep is not interact
 class MatmulOptions:
     """How to time each size; the same for every series of a sweep."""
 
-    budget_s: float = 1.0  # seconds per size and series, warm-up included; also the time guard's limit
+    budget_s: float = 1.0  # seconds per size and series, warm-up included; also the size plan's limit
     unsynced: bool = True  # also time without synchronizing (CUDA/MPS only: the classic bug)
     end_to_end: bool = False  # also time copying the inputs in and the result out (GPU only)
     check_error: bool = True  # relative error against a float64 CPU reference on a few rows
@@ -47,7 +47,7 @@ class SweepConfig:
         for n in self.sizes:
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise DashboardError(f"matrix sizes must be whole numbers of at least 1, got {n!r}")
-        object.__setattr__(self, "sizes", tuple(sorted(set(self.sizes))))  # the time guard needs ascending
+        object.__setattr__(self, "sizes", tuple(sorted(set(self.sizes))))  # the size plan and the loop go up
         if not self.devices:
             raise DashboardError("choose at least one device")
         if not self.dtypes:

@@ -1,26 +1,25 @@
-"""The race's two guards, which decide before anything is allocated or timed whether a size of a series runs.
+"""The race's guards, which decide before anything is allocated or timed whether a size of a series runs.
 
 - The memory guard (`memory_need`, `check_memory`): the bytes a size needs (two inputs, the preallocated
   output, a workspace margin, the float64 reference, host copies, a cold-cache flush buffer) against what is
   free now. A CPU allocation that does not fit does not raise: the kernel kills the process, so this guard
   comes first and the out-of-memory wrapper (core.matmul.out_of_memory) is only the second line of defence.
-- The time guard (`TimeGuard`): t grows as n^3, so a size whose warm-up plus one timed product would
-  overrun the budget is predicted from the sizes measured so far and skipped; a series with no history is
-  calibrated on smaller sizes first, with the probe the loop hands it (core.matmul.engine.probe_seconds).
+- Time: the race's sizes are decided before it starts, from the budget and this machine's rate card
+  (core.matmul.sizes, core.matmul.rate_card), so a noisy moment cannot change them; `GUARD_CALLS` is the
+  cost a size must fit in its budget.
 
-`refusal` asks both for one size of one series and says why it is skipped, as the saved `SkippedSize`; the
-Roofline's sweep asks both through `rate_refusal`, its time guard reckoned from the best rate so far.
+`refusal` asks the memory guard for one size of one series as the race reaches it and says why it is skipped, as
+the saved `SkippedSize`; the Roofline's sweep asks both memory and time through `rate_refusal`, its time guard
+reckoned from the best rate so far.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from core.matmul.config import MatmulOptions
-from core.matmul.out_of_memory import RanOutOfMemory
 from core.matmul.plan import Plan
 from core.matmul.series import DTYPES, Series
 from core.errors import DashboardError
@@ -34,7 +33,6 @@ WORKSPACE_FRACTION = 0.5  # of the operands' bytes: library workspace, allocator
 WORKSPACE_MIN_BYTES = 64 * 2**20  # 64 MiB: cuBLAS/MKL workspaces do not shrink with n
 ERROR_ROWS = 8  # rows of C the engine checks against float64; the error is a norm over k*n entries
 REFERENCE_COLUMNS = 512  # the engine builds the float64 reference this many columns at a time to bound RAM
-CALIBRATION_N = 128  # the time guard probes sizes down to this one for a series with no history
 GUARD_CALLS = 2  # a size costs at least its warm-up call and one timed call
 
 
@@ -137,61 +135,6 @@ def check_sizes_fit(plan: Plan) -> None:
             check_memory(options_need(torch.device(s.device), s.dtype, n, plan.config.options))
 
 
-# ---------------------------------------------------------------- the time guard
-
-
-def predict_seconds(history: Sequence[tuple[int, float]], n: int) -> tuple[float, int] | None:
-    """(seconds per product at n, the size it was extrapolated from), or None without history.
-
-    t grows as n^3, extrapolated from the largest measured size not above n (the nearest, since
-    efficiency changes with size), or from the smallest above it if none is below.
-    """
-    if not history:
-        return None
-    below = [(m, t) for m, t in history if m <= n]
-    m, t = max(below) if below else min(history)
-    return t * (n / m) ** 3, m
-
-
-@dataclass
-class TimeGuard:
-    """Per series: measured (n, seconds per product) so far, and the rule that skips a size."""
-
-    budget_s: float
-    probe: Callable[[Series, int], float]  # seconds per warm product of a size, for calibration
-    history: dict[Series, list[tuple[int, float]]] = field(default_factory=dict)
-
-    def record(self, series: Series, n: int, seconds: float) -> None:
-        self.history.setdefault(series, []).append((n, seconds))
-
-    def refuse(self, series: Series, n: int) -> str | None:
-        """A message if size n would overrun the budget, else None (after probing if needed).
-
-        With no measured size at or above n/2, smaller sizes n/2, n/4, ... (down to
-        CALIBRATION_N) are probed first, smallest first, so no extrapolation spans more than
-        a factor 8 in time. Each probe is itself guarded.
-        """
-        ladder = []
-        m = n // 2
-        while m >= CALIBRATION_N and not any(m <= k <= n for k, _ in self.history.get(series, [])):
-            ladder.append(m)
-            m //= 2
-        for size in reversed(ladder):
-            message = self._overrun(series, size, n)
-            if message:
-                return message
-            self.record(series, size, self.probe(series, size))
-        return self._overrun(series, n, n)
-
-    def _overrun(self, series: Series, size: int, target: int) -> str | None:
-        predicted = predict_seconds(self.history.get(series, []), size)
-        if predicted is None or GUARD_CALLS * predicted[0] <= self.budget_s:
-            return None
-        target_s, source = predict_seconds(self.history[series], target) or predicted
-        return (f"predicted {target_s:.3g} s per product (t ~ n^3 from n={source:,}), so warm-up plus one "
-                f"timed product would exceed the {self.budget_s:g} s budget per size; raise the budget to time it")
-
-
 # ---------------------------------------------------------------- both, for one size of one series
 
 
@@ -202,16 +145,14 @@ def skipped_size(series: Series, n: int, reason: str, message: str) -> SkippedSi
                        message=message)
 
 
-def refusal(options: MatmulOptions, guard: TimeGuard, s: Series, n: int) -> SkippedSize | None:
-    """Why size n of series s is not timed (memory, time guard), or None: it joins the size's round."""
+def refusal(options: MatmulOptions, s: Series, n: int) -> SkippedSize | None:
+    """Why size n of series s cannot be timed now for memory (what is free at this moment), or None: it joins the
+    size's round. Time was decided before the race began (core.matmul.sizes)."""
     try:
         check_memory(options_need(torch.device(s.device), s.dtype, n, options))
-        refused = guard.refuse(s, n)
     except DoesNotFit as exc:
         return skipped_size(s, n, "memory", str(exc))
-    except RanOutOfMemory as exc:  # a calibration probe
-        return skipped_size(s, n, "out_of_memory", str(exc))
-    return None if refused is None else skipped_size(s, n, "time", refused)
+    return None
 
 
 def rate_refusal(s: Series, n: int, best_flops: float | None, budget_s: float) -> str | None:

@@ -7,7 +7,7 @@ sampled in rounds of one block per series, the order turned over every round (AB
 rises steadily costs both series the same on average), until the size's budget (the per-series
 budget times the number of series, as when they ran one after the other) is spent. Each series
 gets the same number of samples, at least MIN_ROUNDS, so every size can be given a verdict
-(core.matmul.verdict); near the time guard's limit that can take up to twice the budget. When
+(core.matmul.verdict); near the size plan's limit (core.matmul.sizes) that can take up to twice the budget. When
 the budget is spent and the samples cannot yet tell the series apart (verdict.samples_settled),
 rounds go on for up to EXTRA_BUDGET times the budget more: a large size gets only three or four
 samples in its budget, and three samples each left n = 1024 and 2048 "unclear" on quiet runs of

@@ -2,7 +2,7 @@
 dtypes and settings a device can run.
 
 Below the engine, the guards and the plan, which all speak of series: the memory guard sizes a dtype,
-the time guard keeps a history per series, the plan turns the choices into series.
+the rate card keeps a calibration per series (core.matmul.rate_card), the plan turns the choices into series.
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ alternation, holding the devices throughout.
 The page builds a `SweepConfig` (core.matmul.config) from its widgets and the CLI from its flags; the plan
 (core.matmul.plan) is computed once from it and passed along. `run_sweep` holds the devices it times
 through `core.platform.jobs.run_job`, reports each step as a `Progress` whose item is a `SweepEvent`, can
-be stopped between sizes, and never lets one size sink the sweep: a size the guards refuse
-(core.matmul.guards: memory, time), a series that would not fit beside the size's others
-(core.matmul.round_memory), or one that runs out of memory anyway is skipped with a message and the
+be stopped between sizes, and never lets one size sink the sweep. Its sizes are decided before any is timed
+(core.matmul.sizes: the budget, the devices' memory and this machine's rate card), so the same settings time
+the same sizes; a size left out there, one that does not fit in what is free now (core.matmul.guards), a series
+that would not fit beside the size's others (core.matmul.round_memory), one that runs out of memory anyway, or
+the rest of a series that ran far slower than its card said (`sizes.runaway`) is skipped with a message and the
 sweep goes on.
 
 The series of one size are timed in alternation (core.matmul.paired); the saved record, with a verdict per
@@ -22,13 +24,15 @@ from typing import Any
 from core.matmul import verdict
 from core.matmul.config import SweepConfig
 from core.matmul.engine import probe_seconds
-from core.matmul.guards import TimeGuard, refusal, skipped_size
+from core.matmul.guards import refusal, skipped_size
 from core.matmul.out_of_memory import RanOutOfMemory
 from core.matmul.paired import time_interleaved
 from core.matmul.plan import Plan, plan_series
+from core.matmul.rate_card import PROBE_REPEATS
 from core.matmul.report import sweep_of
 from core.matmul.round_memory import round_refusals
 from core.matmul.series import Series
+from core.matmul.sizes import runaway, size_plan
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, run_job
 from core.platform.machine_load import usable_cores
@@ -78,7 +82,6 @@ def run_sweep(what: SweepConfig | Plan, hooks: JobHooks | None = None) -> Matmul
     plan = what if isinstance(what, Plan) else plan_series(what)
     config, options = plan.config, plan.config.options
     machine = inspect_machine().record()
-    guard = TimeGuard(options.budget_s, lambda s, n: probe_seconds(s, n, seed=options.seed))
     results: list[MatmulPoint] = []
     skipped: list[SkippedSize] = []
     stop_reason = ""
@@ -88,6 +91,9 @@ def run_sweep(what: SweepConfig | Plan, hooks: JobHooks | None = None) -> Matmul
     with run_job(plan.devices, hooks, label="matmul sweep", measure_load=True, needed_cores=needed) as job:
         plan = plan.under(job.load)  # threads left to choose: the cores free now
         total = len(config.sizes) * len(plan.series)
+        sizes = size_plan(plan, lambda s, n: probe_seconds(s, n, seed=options.seed, repeats=PROBE_REPEATS),
+                          busy=bool(job.load and job.load.busy), say=lambda line: job.report(Progress(0, total, line)))
+        ended: dict[Series, str] = {}  # series the safety stop ended, with why
 
         def emit(kind: str, s: Series, n: int, **kw: Any) -> None:
             job.report(SweepEvent(kind, len(results) + len(skipped), total, s, n, **kw).as_progress())
@@ -100,7 +106,10 @@ def run_sweep(what: SweepConfig | Plan, hooks: JobHooks | None = None) -> Matmul
             ready: list[Series] = []
             for s in plan.series:
                 emit("timing", s, n)
-                skip = refusal(options, guard, s, n)
+                skip = sizes.refusal(s, n)  # left out before the race began: the same every race
+                if skip is None and s in ended:
+                    skip = skipped_size(s, n, "time", ended[s])
+                skip = skip or refusal(options, s, n)  # what is free now
                 if skip is None:
                     ready.append(s)
                 else:
@@ -120,10 +129,11 @@ def run_sweep(what: SweepConfig | Plan, hooks: JobHooks | None = None) -> Matmul
                     emit("skipped", s, n, skipped=skipped[-1])
                 continue
             for s, point in zip(ready, points):
-                guard.record(s, n, point.median_s or 0.0)
                 results.append(point)
                 emit("result", s, n, result=point)
+                if (why := runaway(point, sizes.next_size(s, n), options.budget_s, sizes.rates.get(s))) is not None:
+                    ended[s] = why
         wall = time.perf_counter() - start
-    return sweep_of(config, plan.series, results, skipped, notes=plan.notes, stopped=bool(stop_reason), wall_s=wall,
-                    machine=machine, finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    return sweep_of(config, plan.series, results, skipped, notes=(*plan.notes, *sizes.notes), stopped=bool(stop_reason),
+                    wall_s=wall, machine=machine, finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     stop_reason=stop_reason, load=job.load)

@@ -110,6 +110,17 @@ def free_device_bytes(device: torch.device) -> int:
     return ram_info().available_bytes
 
 
+def total_device_bytes(device: torch.device) -> int:
+    """All the memory `device` has, whatever others hold of it now: a fixed figure for a fixed machine (the race's
+    size plan is decided from it, core.matmul.sizes). CUDA: the GPU's memory (asked without creating a context);
+    MPS: the recommended working set; CPU: RAM, or the container's limit where that is lower."""
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device.index or 0).total_memory)
+    if device.type == "mps":
+        return int(torch.mps.recommended_max_memory())
+    return ram_info().total_bytes
+
+
 def release_device_memory(device: torch.device) -> bool:
     """Give cached blocks back (after an out-of-memory error, at the end of a job); True if it was done now.
 

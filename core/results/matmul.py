@@ -214,6 +214,9 @@ def _upgraded(data: dict[str, Any]) -> dict[str, Any]:
 POINT_COLUMNS = tuple(columns(MatmulPoint))  # the point's JSON keys, in the declaration's order
 
 
+SKIP_REASONS = {"time": "time budget", "memory": "memory", "out_of_memory": "out of memory"}  # as a headline says them
+
+
 @dataclass(frozen=True, kw_only=True)
 class SkippedSize(Declared):
     """A size of a series the sweep did not time, and why."""
@@ -222,7 +225,9 @@ class SkippedSize(Declared):
     n: f.Size
     dtype: f.Name
     series: f.Text
-    reason: f.Name  # "memory" (refused before allocating), "out_of_memory" (failed anyway), "time" (guard)
+    # "memory" (refused before allocating), "out_of_memory" (failed anyway), "time" (left out by the size plan
+    # before the race, or not tried after its series ran far slower than planned: core.matmul.sizes)
+    reason: f.Name
     message: f.Message
 
 
@@ -287,9 +292,23 @@ class MatmulSweep(Kind):
     @property
     def headline(self) -> str:
         """'n 64–2048, GPU wins from n≈300', '..., no crossover' or '..., cannot tell (busy)' for Results and
-        the board."""
+        the board; sizes asked for but not timed are named: 'n 64–1024 (skipped 2048: time budget), ...'."""
         sizes = [p.n for p in self.results] or [0]
-        return f"n {min(sizes)}–{max(sizes)}, {short(self.headline_crossover)}"
+        return f"n {min(sizes)}–{max(sizes)}{self.skipped_words}, {short(self.headline_crossover)}"
+
+    @property
+    def skipped_words(self) -> str:
+        """' (skipped 2048: time budget)', ' (skipped 1024 for 1 of 2 series, 2048: memory, time budget)', or ''."""
+        if not self.skipped:
+            return ""
+        series = max(len(self.series), 1)
+        by_size: dict[int, set[str]] = {}
+        for skip in self.skipped:
+            by_size.setdefault(skip.n, set()).add(skip.series)
+        sizes = [f"{n}" if len(named) >= series else f"{n} for {len(named)} of {series} series"
+                 for n, named in sorted(by_size.items())]
+        reasons = sorted({SKIP_REASONS.get(skip.reason, skip.reason) for skip in self.skipped})
+        return f" (skipped {', '.join(sizes)}: {', '.join(reasons)})"
 
     def to_json(self) -> dict[str, Any]:
         return super().to_json()

@@ -116,7 +116,8 @@ def load_mark(result: Result) -> str:
 
 # Bump when a kind's `headline`, `load_mark` or `Provenance.shown` changes what it says: a stored summary of
 # another version is read again from its run (and rewritten), so the listing never shows yesterday's wording.
-SUMMARY_VERSION = 3
+# 3: a roofline's "predicted cannot tell"; 4: a matmul sweep's headline names its skipped sizes
+SUMMARY_VERSION = 4
 
 
 def summary_facts(record: RunRecord) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def sweep_form(gpu_here: bool) -> tuple[bool, bool, Callable[[], SweepConfig]]:
                                  key="mm_devices")
         dtypes = st.multiselect("dtypes", dtype_choices(devices or ["cpu"]), default=["float32"], key="mm_dtypes",
                                 help="float16 on a CPU is very slow; "
-                                     "the time guard skips sizes that would overrun the budget.")
+                                     "sizes that would overrun the budget are left out before timing.")
         cores: list[int | None] = [FREE, *thread_choices()]
         threads = st.multiselect("CPU threads (each is a series)", cores, key="mm_threads", format_func=_threads_label,
                                  default=list(default_race_threads(gpu_here)),  # two series that differ

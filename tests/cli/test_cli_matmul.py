@@ -208,6 +208,7 @@ def _fake_race(monkeypatch, others_cores):
         return dataclasses.replace(fake_result(series, n, seconds), others_cores=others_cores)
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(one))
+    monkeypatch.setattr(sweep, "probe_seconds", lambda s, n, seed=0, repeats=1: one(s, n, None).median_s)  # the card
     monkeypatch.setattr("os.cpu_count", lambda: 2)
 
 

@@ -1,4 +1,4 @@
-"""The sweep: config, series plan, time guard, skips, stop, lock, the DataFrame and the JSON."""
+"""The sweep: config, series plan, size plan, skips, stop, lock, the DataFrame and the JSON."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from core.matmul.engine import measured_point
 from core.matmul.choices import log_sizes, tf32_settings
 from core.matmul.config import MatmulOptions, SweepConfig
 from core.matmul.crossover import comparisons
-from core.matmul.guards import DoesNotFit, TimeGuard, check_sizes_fit, predict_seconds
+from core.matmul.guards import DoesNotFit, check_sizes_fit
 from core.matmul.series import Series
 from core.matmul.plan import plan_series
 from core.matmul.report import results_frame
@@ -46,6 +46,18 @@ def per_series(time_one):
     return lambda series, n, options: [time_one(s, n, options) for s in series]
 
 
+def fake_probe(monkeypatch, seconds):
+    """The rate card's calibration probe from a model of the engine: (series, n) -> seconds per product."""
+    probed: list[tuple[str, int]] = []
+
+    def probe(series, n, seed=0, repeats=1):
+        probed.append((series.label, n))
+        return seconds(series, n)
+
+    monkeypatch.setattr(sweep, "probe_seconds", probe)
+    return probed
+
+
 @pytest.fixture
 def fake_timer(monkeypatch):
     """Replace the engine: CPU takes n^3 ns, a GPU 20 us + n^3/50 ns; records the order of calls."""
@@ -57,7 +69,7 @@ def fake_timer(monkeypatch):
         return fake_result(series, n, seconds)
 
     monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
-    monkeypatch.setattr(sweep, "probe_seconds", lambda s, n, seed=0: pytest.fail("probed a size"))
+    monkeypatch.setattr(sweep, "probe_seconds", lambda s, n, seed=0, repeats=1: pytest.fail("probed a size"))
     return calls
 
 
@@ -136,60 +148,6 @@ def test_check_sizes_fit_refuses_a_size_too_big_for_memory():
         check_sizes_fit(plan_series(SweepConfig(sizes=(64, 1_000_000))))
 
 
-# ---------------------------------------------------------------- the time guard
-
-
-def test_prediction_scales_with_n_cubed_from_the_nearest_size_below():
-    history = [(128, 0.001), (256, 0.004), (1024, 1.0)]
-    assert predict_seconds(history, 512) == (pytest.approx(0.032), 256)
-    assert predict_seconds(history, 2048) == (pytest.approx(8.0), 1024)
-    assert predict_seconds(history, 64) == (pytest.approx(0.000125), 128)
-    assert predict_seconds([], 64) is None
-
-
-def test_guard_skips_a_size_that_would_overrun_the_budget():
-    guard = TimeGuard(budget_s=1.0, probe=lambda s, n: pytest.fail("no probe needed"))
-    guard.record(CPU1, 1024, 0.2)
-    assert guard.refuse(CPU1, 1024 + 1) is None  # 2 x 0.2 s fits
-    message = guard.refuse(CPU1, 2048)  # 1.6 s per product
-    assert "predicted 1.6 s per product" in message and "from n=1,024" in message and "1 s budget" in message
-
-
-def test_guard_probes_down_a_ladder_for_a_new_series():
-    probed = []
-
-    def probe(series, n):
-        probed.append(n)
-        return n**3 / 1e9
-
-    guard = TimeGuard(budget_s=1e4, probe=probe)
-    assert guard.refuse(CPU1, 2048) is None
-    assert probed == [128, 256, 512, 1024]  # smallest first: no extrapolation beyond a factor 8
-    guard.record(CPU1, 2048, 2048**3 / 1e9)  # as the sweep does after timing 2048
-    assert guard.refuse(CPU1, 4096) is None and len(probed) == 4  # 2048 is near enough: no probe
-    assert guard.refuse(CPU1, 16384) is None and probed[4:] == [4096, 8192]  # from 2048 up, by doubling
-
-
-def test_guard_stops_probing_a_slow_dtype_early():
-    """float16 on this project's CPU: about 1 GFLOP/s. Sizes up to 512 are cheap, 2048 is not."""
-    probed = []
-
-    def probe(series, n):
-        probed.append(n)
-        return 2 * n**3 / 1e9
-
-    guard = TimeGuard(budget_s=1.0, probe=probe)
-    message = guard.refuse(Series("cpu", "float16", threads=2), 4096)
-    assert message is not None and "raise the budget" in message
-    assert probed == [128, 256, 512]  # 1024 would take 2 x 2.1 s: refused without running it
-    assert "predicted 137 s per product" in message  # for n=4096 itself
-
-
-def test_sizes_up_to_the_calibration_size_need_no_probe():
-    guard = TimeGuard(budget_s=1.0, probe=lambda s, n: pytest.fail("probed"))
-    assert guard.refuse(CPU1, 200) is None
-
-
 # ---------------------------------------------------------------- running sweeps
 
 
@@ -244,26 +202,33 @@ def test_without_a_gpu_there_is_no_crossover_n_but_thread_comparisons(fake_timer
     assert all(not c.gpu_vs_cpu for c in result.crossovers)
 
 
-def test_time_guard_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
-    def time_matmul(series, n, options):
-        return fake_result(series, n, 2 * n**3 / 1e9 if series.dtype == "float16" else n**3 / 1e11)
+def test_the_size_plan_skips_with_a_message_and_the_sweep_goes_on(monkeypatch):
+    def seconds(series, n):
+        return 2 * n**3 / 1e9 if series.dtype == "float16" else n**3 / 1e11
 
-    monkeypatch.setattr(sweep, "time_interleaved", per_series(time_matmul))
+    monkeypatch.setattr(sweep, "time_interleaved", per_series(lambda s, n, options: fake_result(s, n, seconds(s, n))))
+    fake_probe(monkeypatch, seconds)
     events = []
     result = run_sweep(SweepConfig(sizes=(64, 128, 256, 512, 1024, 2048), dtypes=("float32", "float16"),
                                    threads=(1,), options=MatmulOptions(budget_s=1.0)),
-                       JobHooks(on_progress=lambda p: events.append(p.item)))
+                       JobHooks(on_progress=events.append))
     timed = {(r.dtype, r.n) for r in result.results}
     assert ("float32", 2048) in timed and ("float16", 512) in timed
     skipped = {(s.dtype, s.n): s for s in result.skipped}
     assert set(skipped) == {("float16", 1024), ("float16", 2048)}
     assert skipped[("float16", 1024)].reason == "time" and "budget" in skipped[("float16", 1024)].message
-    assert any(e.kind == "skipped" and e.message.startswith("skipped n=1,024 on cpu float16") for e in events)
+    assert "left out before timing" in skipped[("float16", 1024)].message
+    items = [p.item for p in events if p.item is not None]
+    assert any(e.kind == "skipped" and e.message.startswith("skipped n=1,024 on cpu float16") for e in items)
+    said = [p.message for p in events if p.item is None]  # the two series' calibration, said before any size
+    assert said == [f"calibrating cpu {d} 1 thread for this machine's rate card (once per machine)"
+                    for d in ("float32", "float16")] and events[0].item is None and events[1].item is None
     assert result.to_json()["skipped"][0]["reason"] == "time"
 
 
 def test_memory_refusal_skips_the_size_and_the_sweep_goes_on(monkeypatch):
     monkeypatch.setattr(guards, "free_device_bytes", lambda device: GIB // 2)  # 64 MiB workspace + small operands fit
+    fake_probe(monkeypatch, lambda s, n: n**3 / 1e15)  # a card fast enough that the budget keeps n = 8192
     result = run_sweep(SweepConfig(sizes=(32, 8192, 64), threads=(1,), options=MatmulOptions(budget_s=0.05)))
     assert [r.n for r in result.results] == [32, 64]
     (skip,) = result.skipped
@@ -293,7 +258,7 @@ def test_the_memory_check_counts_every_series_a_size_holds_at_once(monkeypatch, 
         return [measured_point(s, size, Measurement((1e-3,) * 3, 1, 1e-3), None, None, None, None, s.threads, None)
                 for s in ready]
     monkeypatch.setattr(sweep, "time_interleaved", rounds)
-    monkeypatch.setattr(guards.TimeGuard, "refuse", lambda self, s, size: None)
+    fake_probe(monkeypatch, lambda s, size: 1e-9)  # the budget keeps every size
     result = run_sweep(SweepConfig(sizes=(n,), dtypes=("float64", "float32"), threads=(1,),
                                    options=MatmulOptions(budget_s=0.05)))
     assert [[s.dtype for s in r] for r in timed] == [["float64"]]

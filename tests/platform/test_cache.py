@@ -209,7 +209,7 @@ def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(f
     refused by the guard (not killed by the kernel, not an out-of-memory error halfway)."""
     from core.matmul import guards
     from core.matmul.choices import size_choices
-    from core.matmul.guards import DoesNotFit, TimeGuard, check_memory, memory_need, refusal
+    from core.matmul.guards import DoesNotFit, check_memory, memory_need, refusal
 
     gpu = torch.device("cuda:0")
     fake_cuda.props.L2_cache_size = 50 * 2**20
@@ -229,12 +229,11 @@ def test_the_memory_guard_counts_the_flush_buffer_before_anything_is_allocated(f
     monkeypatch.setattr(engine, "make_operands", lambda *a, **k: pytest.fail("allocated before the memory check"))
     monkeypatch.setattr(cache, "cache_flush", lambda *a, **k: pytest.fail("flush allocated before the memory check"))
     series = Series("cuda:0", "float32", tf32=False)
-    guard = TimeGuard(1.0, lambda s, n: 1e-3)
-    skipped = refusal(MatmulOptions(cache="cold", check_error=False), guard, series, 4096)
+    skipped = refusal(MatmulOptions(cache="cold", check_error=False), series, 4096)
     assert skipped is not None and skipped.reason == "memory" and "flush buffer" in skipped.message
     # the page's size slider offers n = 4096 warm but not cold
     assert size_choices(["cuda:0"], ["float32"], ceiling=4096)[-1] == 4096
     assert size_choices(["cuda:0"], ["float32"], ceiling=4096, cache="cold")[-1] == 2048
-    assert refusal(MatmulOptions(check_error=False), guard, series, 4096) is None
+    assert refusal(MatmulOptions(check_error=False), series, 4096) is None
     with pytest.raises(DoesNotFit, match="flush buffer"):
         engine.time_matmul(series, 4096, MatmulOptions(cache="cold", check_error=False))

@@ -18,8 +18,8 @@ from core.store.access import owner_hash, session_mark
 from tests.result_samples import LAB, LAPTOP, as_saved, matmul_payload, train_payload, save_payload
 
 
-def _matmul(machine=LAB, guess=None, crossover=None) -> dict:
-    payload = matmul_payload(machine)
+def _matmul(machine=LAB, guess=None, crossover=None, sizes=(256, 1024, 4096)) -> dict:
+    payload = matmul_payload(machine, sizes)
     if guess is not None:
         payload["guess"] = guess
     if crossover is not None:
@@ -91,6 +91,19 @@ def test_rows_are_grouped_by_name_or_machine_newest_group_first():
     assert [(r.who, r.kind) for r in rows] == [("Ana · server", "train"), ("Ana · server", "matmul"),
                                                ("machine: Student Laptop CPU i5", "matmul")]
     assert rows[0].guess == "2 s" and rows[1].guess == "" and "accuracy" in rows[0].result
+
+
+def test_a_size_a_run_skipped_is_named_in_its_row():
+    """Issue 31, item 5: 'n 256–1024' beside 'n 256–4096' on the board must say which sizes were not timed."""
+    store = open_store()
+    skipped = _matmul(LAPTOP, sizes=(256, 1024))
+    skipped["skipped"] = [{"device": "cpu", "n": 4096, "dtype": "float32", "series": "cpu float32", "reason": "time",
+                           "message": "left out before timing: about 6 s per product"}]
+    save_payload(store, "matmul", skipped, label="Ben")
+    save_payload(store, "matmul", _matmul(LAPTOP), label="Ana")
+    rows = {r.who.split(" · ")[0]: r.result for r in grouped_rows(refresh(store))}
+    assert rows["Ben"].startswith("n 256–1024 (skipped 4096: time budget), ")
+    assert rows["Ana"].startswith("n 256–4096, ") and "skipped" not in rows["Ana"]
 
 
 def test_two_sessions_typing_one_name_and_a_name_equal_to_a_machine_are_told_apart():
