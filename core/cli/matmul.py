@@ -53,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--for-class", action="store_true",
                    help=f"the instructor's measurement for the class: {CLASS_BUDGET_FACTOR}x the budget per size, "
                         "saved (as --save) and pinned as the room's reference on the Class board")
+    p.add_argument("--recalibrate", action="store_true",
+                   help="measure this machine's rate card again before the race (it decides the sizes; run it on a "
+                        "quiet machine)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_save_options(p)
@@ -115,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
 
         return ranks.run(args)
     guess = parse_matmul_guess(args.guess)  # an unreadable guess fails before anything runs
+    if args.recalibrate:
+        from core.matmul.rate_card import forget
+
+        forget()
     plan = plan_series(class_config(config_from_args(args)) if args.for_class else config_from_args(args))
     check_sizes_fit(plan)  # a size too big for memory stops here, before anything runs
     with ctrl_c_stops() as pressed:  # the first Ctrl+C keeps the sizes measured, as the page's Stop does

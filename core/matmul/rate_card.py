@@ -5,8 +5,10 @@ each size. A probe run before every race made that decision noisy: on a busy mac
 one race and timed in the next, with the same settings. So each series (device model, dtype, threads, TF32) is
 calibrated once per machine, the first time a race needs it, and the card is kept in the cache folder
 (`card_path()`, one JSON file per user); every later race on the machine reads the same card and so plans the
-same sizes. Delete the file to calibrate again (after a hardware or driver change, or a calibration made while
-the machine was busy).
+same sizes. `python -m core matmul --recalibrate` (`forget`) drops this machine's entries, so its next race
+calibrates again: after a hardware or driver change, or on a quiet machine after a calibration made while it was
+busy (which is never replaced by itself: a quiet race that recalibrated would time other sizes than the busy
+races before it, and the board's runs would no longer line up).
 
 Calibration climbs sizes 128, 256, 512, ... until a product takes CALIBRATION_TARGET_S and 4 to 16 times the
 size below (CUBIC_RATIO: the n^3 regime the plan extrapolates in; on a busy machine a 2-thread product at
@@ -132,6 +134,23 @@ def write_entries(entries: Mapping[str, Rates], path: Path | None = None) -> Non
         os.replace(tmp, path)
 
 
+def forget(path: Path | None = None) -> int:
+    """Drop this machine's entries (other machines' are kept), so its next race calibrates again; how many went."""
+    path = path or card_path()
+    if not path.exists():
+        return 0
+    with filelock.FileLock(str(path) + ".lock", timeout=30):
+        obj = _read(path)
+        gone = obj.get("machines", {}).pop(machine_key(), None)
+        if not isinstance(gone, dict):
+            return 0
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rate_card.")
+        with os.fdopen(fd, "w") as out:
+            json.dump(obj, out, indent=1)
+        os.replace(tmp, path)
+    return len(gone)
+
+
 def calibrate(series: Series, probe: Probe, fits: Fits, *, busy: bool = False) -> Rates:
     """Climb the ladder for one series (see the module's docstring)."""
     ladder: list[tuple[int, float]] = []
@@ -170,10 +189,11 @@ class Card:
             parts.append(f"the calibration of {', '.join(dates)} for {', '.join(s.label for s in kept)}")
         busy = [s.label for s in self.rates if self.rates[s].busy]
         warning = (f" It was calibrated while other programs kept the machine busy ({', '.join(busy)}), so it may "
-                   "leave out sizes a quiet machine would time." if busy else "")
+                   "leave out sizes a quiet machine would time: `python -m core matmul --recalibrate` on a quiet "
+                   "machine measures it again." if busy else "")
         return ("Sizes were decided before timing, from the time budget, the devices' memory and this machine's rate "
                 f"card ({'; '.join(parts)}), so a race with the same settings on this machine times the same sizes."
-                f"{warning} Delete {card_path()} to calibrate again.")
+                f"{warning}")
 
 
 def rates_for(series: Sequence[Series], probe: Probe, fits: Fits, path: Path | None = None, *,

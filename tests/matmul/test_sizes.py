@@ -193,3 +193,30 @@ def test_the_headline_names_sizes_skipped_for_some_series():
                          skipped=(skip,), settings={"series": [CPU1.label, CPU2.label]})
     assert sweep_.headline.startswith("n 64–2048 (skipped 2048 for 1 of 2 series: time budget), ")
     assert MatmulSweep(results=(point(CPU1, 64, 1e-5),)).skipped_words == ""
+
+
+def test_forget_drops_this_machines_entries_so_the_next_race_calibrates_again(tmp_path, monkeypatch):
+    """A card calibrated on a busy machine is never replaced by itself (the runs would stop lining up); the
+    CLI's --recalibrate forgets this machine's entries, and only this machine's."""
+    path = tmp_path / "card.json"
+    assert rate_card.forget(path) == 0  # no card yet
+    rates_for([CPU1, CPU2], lambda s, n: n**3 / 1e9, lambda s, n: True, path, busy=True)
+    monkeypatch.setattr(rate_card, "machine_key", lambda: "another machine")
+    rates_for([CPU1], lambda s, n: n**3 / 1e9, lambda s, n: True, path)
+    monkeypatch.undo()
+    busy = rates_for([CPU1], lambda s, n: pytest.fail("calibrated again"), lambda s, n: True, path)
+    assert busy.rates[CPU1].busy and "--recalibrate" in busy.note() and str(path) not in busy.note()
+    assert rate_card.forget(path) == 2
+    again = rates_for([CPU1], lambda s, n: n**3 / 1e9, lambda s, n: True, path)
+    assert again.calibrated == (CPU1,) and not again.rates[CPU1].busy
+    assert len(json.loads(path.read_text())["machines"]) == 2  # the other machine's entry kept
+
+
+def test_the_cli_recalibrates_before_its_race(monkeypatch):
+    from core.cli import main
+
+    forgotten = []
+    monkeypatch.setattr(rate_card, "forget", lambda path=None: forgotten.append(path) or 0)
+    assert main(["matmul", "--sizes", "32,64", "--threads", "1", "--budget", "0.05", "--quiet",
+                       "--recalibrate"]) == 0
+    assert forgotten == [None]
