@@ -8,7 +8,6 @@ that the work itself never uses).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -39,9 +38,11 @@ def lowest_priority() -> str:
     return got
 
 
-def child_main(send: Connection, fn: Callable[..., Any], args: tuple[Any, ...], idle: bool, steps: bool) -> None:
-    """The child's whole life: lowest priority first, then the work (told how to report its steps when
-    `steps`: `fn(*args, progress=report)`, each `report(*values)` heard by the parent), then one answer."""
+def child_main(work: Connection, send: Connection, idle: bool, steps: bool) -> None:
+    """The child's whole life: lowest priority first, then the work as the parent hands it over (`work`:
+    (fn, args), whose unpickling imports fn's modules: by then the parent can stop this process), run (told
+    how to report its steps when `steps`: `fn(*args, progress=report)`, each `report(*values)` heard by the
+    parent), then one answer."""
     if idle:
         lowest_priority()
 
@@ -49,6 +50,8 @@ def child_main(send: Connection, fn: Callable[..., Any], args: tuple[Any, ...], 
         send.send((STEP, step))
 
     try:
+        fn, args = work.recv()
+        work.close()
         answer: tuple[str, Any] = (OK, fn(*args, progress=report) if steps else fn(*args))
     except DashboardError as exc:
         answer = (ERROR, ("DashboardError", str(exc)))

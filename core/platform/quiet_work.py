@@ -102,25 +102,41 @@ def run_quietly(fn: Callable[..., T], *args: Any, what: str, timeout_s: float = 
         _wait_for_quiet(QUIET_WAIT_S)
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=child_main, args=(send, fn, args, idle, listeners.on_step is not None),
+    work_in, work_out = context.Pipe(duplex=False)
+    child = context.Process(target=child_main, args=(work_in, send, idle, listeners.on_step is not None),
                             name=f"quiet {what}", daemon=True)
-    child.start()
+    child.start()  # the child's start carries no work: it is quick, and the child is pausable before its imports
     send.close()
+    work_in.close()
     try:
-        return _supervise(child, receive, what, timeout_s, pause, listeners)
+        return _supervise(child, receive, what, timeout_s, pause, listeners, lambda: _hand_over(work_out, fn, args))
     finally:
         _end(child)
         receive.close()
+        work_out.close()
+
+
+def _hand_over(work: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """Send the work to the child from a thread of its own: a large one fills the pipe, and the child that
+    reads it may be stopped meanwhile, while the supervisor goes on looking."""
+    def send() -> None:
+        try:
+            work.send((fn, args))
+        except (OSError, ValueError):  # the child has gone (killed, timed out): the supervisor says why
+            pass
+
+    threading.Thread(target=send, name="quiet work hand-over", daemon=True).start()
 
 
 def _supervise(child: Any, receive: Connection, what: str, timeout_s: float, pause: bool,
-               listeners: Listeners) -> Any:
+               listeners: Listeners, hand_over: Callable[[], None]) -> Any:
     pid = int(child.pid)
     if pause:
         with _state:
             _children.add(pid)
             if _here:
                 _signal(pid, "SIGSTOP")
+    hand_over()  # only now: the child imports the work's modules as it reads it, stopped while a job runs
     ran_s, paused, started = 0.0, False, time.monotonic()
     try:
         while True:
