@@ -1,15 +1,19 @@
-"""A timed race beside the server's own heavy work: does the export of a large board still spoil it?
+"""A timed race beside the server's own heavy work: do a large board's export and a feature build still spoil it?
 
 Issue 31: an export of 10,000 runs held a core for over a minute beside the class's races, whose verdicts
-then read "cannot tell on a machine this busy". Exports and imports of the server now run as quiet work
-(core.platform.quiet_work: a child process at SCHED_IDLE, stopped while a timed job holds a device). This
-bench fills a SQLite board with `--board` runs, then runs the CLI's default race (1 thread against all
-cores without a GPU) in alternated pairs: alone, then beside the board's JSON export started from another
-thread just before it (as another session's Download would), through the product's own path
-(`core.store.board.exports`). With `--control`, each pair also gets a race beside the old path: the
-same export in a thread of the server process (no child, no pause).
+then read "cannot tell on a machine this busy". Exports, imports and the Review classifier's feature builds
+of the server now run as quiet work (core.platform.quiet_work: a child process at SCHED_IDLE, stopped while
+a timed job holds a device). This bench fills a SQLite board with `--board` runs, then runs the CLI's default
+race (1 thread against all cores without a GPU) in alternated pairs: alone, then beside the board's JSON
+export and a feature build, each started from a thread of its own just before it (as two other sessions'
+Download and Train would), through the product's own paths (`core.store.board.exports`, a server's
+`Workbench(quiet=True).prepared`, the default settings). The build's reviews are rt-polarity when it is in
+the cache, else synthetic ones of its size (10,662 short reviews, the same ~1 M characters); `--no-build`
+leaves it out. With `--control`, each pair also gets a race beside the old paths: the same export and build
+in threads of the server process (no child, no pause; the build not holding the CPU either, which made the
+race wait for it).
 
-    python bench/quiet_server.py [--pairs 3] [--board 10000] [--control] [--sizes 64,...] [--budget S]
+    python bench/quiet_server.py [--pairs 3] [--board 10000] [--control] [--no-build] [--sizes 64,...] [--budget S]
 
 Prints the calls per size and run (`unclear (busy)` marks a size the machine's load left uncalled), the
 busy calls per run, and per size the ratio of each series' median beside the export to the same
@@ -36,6 +40,14 @@ sys.path.insert(0, str(ROOT))
 from bench.verdicts import cell  # noqa: E402
 import psutil  # noqa: E402
 
+import numpy as np  # noqa: E402
+
+from core.classifier.baseline import features_and_baseline  # noqa: E402
+from core.classifier.datasets import is_cached, load_dataset  # noqa: E402
+from core.classifier.loaders import Reviews  # noqa: E402
+from core.classifier.model import ClassifierConfig  # noqa: E402
+from core.classifier.training import feature_settings  # noqa: E402
+from core.classifier.workbench import Workbench  # noqa: E402
 from core.cli import build_parser  # noqa: E402
 from core.cli.matmul import config_from_args  # noqa: E402
 from core.cli.output import format_table  # noqa: E402
@@ -60,8 +72,34 @@ def fill(url: str, count: int) -> list[int]:
     return [r.run_id for r in store.read_summaries().runs]
 
 
-def race(args: argparse.Namespace, url: str | None, ids: list[int], beside: str) -> dict[str, Any]:
-    """One default race; beside 'quiet' or 'thread' an export of the board runs, started just before it."""
+def review_set() -> Reviews:
+    """rt-polarity when the cache has it, else 10,662 synthetic reviews of its length (Zipf-distributed words)."""
+    if is_cached("rt-polarity"):
+        return load_dataset("rt-polarity", allow_download=False)
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"w{i}" for i in range(20_000)])
+    zipf = 1.0 / np.arange(1, len(vocab) + 1)
+    lengths = rng.integers(8, 35, 10_662)
+    words = vocab[rng.choice(len(vocab), size=int(lengths.sum()), p=zipf / zipf.sum())]
+    cuts = np.cumsum(lengths)[:-1]
+    texts = tuple(" ".join(review) for review in np.split(words, cuts))
+    return Reviews(texts, (np.arange(len(texts)) % 2).astype(np.int8), "synthetic, rt-polarity's size")
+
+
+def build(reviews: Reviews, beside: str) -> dict[str, Any]:
+    """The default feature build and its baseline: a server session's (quiet work), or in this thread."""
+    start = time.monotonic()
+    if beside == "quiet":
+        Workbench(reviews=reviews, reviews_key="bench", quiet=True).prepared(ClassifierConfig())
+    else:
+        features_and_baseline(reviews, feature_settings(ClassifierConfig()))
+    return {"build_s": time.monotonic() - start}
+
+
+def race(args: argparse.Namespace, url: str | None, ids: list[int], beside: str,
+         reviews: Reviews | None) -> dict[str, Any]:
+    """One default race; beside 'quiet' or 'thread' an export of the board and a feature build run, started just
+    before it."""
     argv = (["matmul"] + ([f"--sizes={args.sizes}"] if args.sizes else [])
             + ([f"--budget={args.budget}"] if args.budget else []))
     config = config_from_args(build_parser().parse_args(argv))
@@ -75,26 +113,29 @@ def race(args: argparse.Namespace, url: str | None, ids: list[int], beside: str)
             data = board.export_data(url, ids, "json")  # the old path: in a thread of the server
         export.update(seconds=time.monotonic() - start, bytes=len(data))
 
-    thread = threading.Thread(target=work) if beside != "alone" else None
-    if thread is not None:
+    threads = [] if beside == "alone" else [threading.Thread(target=work)]
+    if reviews is not None and threads:
+        threads.append(threading.Thread(target=lambda: export.update(build(reviews, beside))))
+    for thread in threads:
         thread.start()
+    if threads:
         time.sleep(HEAD_START_S)
     before = load_average()
     children_before = children_cpu_s()
     sweep = run_sweep(config)
     race_done = time.monotonic()
     children_during = sum(children_cpu_s().get(pid, 0.0) - cpu for pid, cpu in children_before.items())
-    if thread is not None:
+    for thread in threads:
         thread.join()
     return {"beside": beside, "load_average_before": before, "sweep": sweep,
-            "export_s": export.get("seconds"), "export_bytes": export.get("bytes"),
-            "export_process_cpu_s_during_race": children_during if beside == "quiet" else None,
+            "export_s": export.get("seconds"), "export_bytes": export.get("bytes"), "build_s": export.get("build_s"),
+            "quiet_processes_cpu_s_during_race": children_during if beside == "quiet" else None,
             "child_processes_at_race_start": len(children_before),
-            "export_after_race_s": time.monotonic() - race_done if thread is not None else None}
+            "work_after_race_s": time.monotonic() - race_done if threads else None}
 
 
 def children_cpu_s() -> dict[int, float]:
-    """CPU seconds each child process of this one has used so far (the quiet export's process)."""
+    """CPU seconds each child process of this one has used so far (the quiet export's and build's processes)."""
     out = {}
     for child in psutil.Process().children(recursive=True):
         try:
@@ -132,7 +173,9 @@ def main() -> int:
     parser.add_argument("--control", action="store_true", help="also race beside the export in a server thread")
     parser.add_argument("--sizes", help="as the CLI's --sizes (default: the CLI's default)")
     parser.add_argument("--budget", help="as the CLI's --budget (default: the CLI's default)")
+    parser.add_argument("--no-build", action="store_true", help="the export alone beside the race, no feature build")
     args = parser.parse_args()
+    reviews = None if args.no_build else review_set()
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'board.sqlite3'}"
         start = time.monotonic()
@@ -142,14 +185,18 @@ def main() -> int:
         for pair in range(args.pairs):
             kinds = ["alone", "quiet"] + (["thread"] if args.control else [])
             for beside in kinds if pair % 2 == 0 else list(reversed(kinds)):
-                run = race(args, url, ids, beside)
+                run = race(args, url, ids, beside, reviews)
                 run["pair"] = pair + 1
                 runs.append(run)
-                export = (f", export {run['export_s']:.0f} s ({run['export_bytes'] / 1e6:.0f} MB), "
-                          f"{run['export_after_race_s']:.0f} s after the race" if run["export_s"] else "")
-                if (during := run["export_process_cpu_s_during_race"]) is not None:
-                    export += (f", its process ({run['child_processes_at_race_start']} child) used {during:.2f} s of "
-                               "CPU during the race")
+                export = (f", export {run['export_s']:.0f} s ({run['export_bytes'] / 1e6:.0f} MB)"
+                          if run["export_s"] else "")
+                if run["build_s"]:
+                    export += f", feature build {run['build_s']:.0f} s"
+                if run["work_after_race_s"] is not None:
+                    export += f", both done {run['work_after_race_s']:.0f} s after the race"
+                if (during := run["quiet_processes_cpu_s_during_race"]) is not None:
+                    export += (f"; the quiet processes ({run['child_processes_at_race_start']} at the race's start) "
+                               f"used {during:.2f} s of CPU during the race")
                 print(f"pair {pair + 1}, {beside}: race {run['sweep'].wall_s or 0:.1f} s, busy calls at "
                       f"{busy_sizes(run['sweep']) or 'none'}{export}", flush=True)
     sizes = sorted({n for r in runs for n in r["sweep"].settings["sizes"]})
@@ -176,10 +223,11 @@ def main() -> int:
         for series, by_n in p["ratios"].items():
             print(f"    {series}: " + ", ".join(f"{n}: {v:.2f}" for n, v in by_n.items()))
     met = all(not p["extra_busy"] for p in pairs if p["beside"] == "quiet")
-    print("target met: no busy call beside the quiet export that its alone run does not make" if met
-          else "target missed: busy calls beside the quiet export that the alone run did not make")
+    print("target met: no busy call beside the quiet work that its alone run does not make" if met
+          else "target missed: busy calls beside the quiet work that the alone run did not make")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = {"cores": usable_cores(), "board_runs": args.board, "table": {"headers": headers, "rows": rows},
+    out = {"cores": usable_cores(), "board_runs": args.board, "feature_build": None if reviews is None else
+           f"{reviews.source}: {reviews.n} reviews", "table": {"headers": headers, "rows": rows},
            "pairs": pairs, "target_met": met,
            "runs": [{k: v for k, v in r.items() if k != "sweep"} | {"sweep": r["sweep"].to_json()} for r in runs]}
     (RESULTS / "quiet_server.json").write_text(json.dumps(out, indent=1, default=str))

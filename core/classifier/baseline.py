@@ -5,15 +5,19 @@
 - `reference_baselines(...)`: the two classic set-ups the issue quotes, refitted on the same
   training rows and scored on the same test rows: MultinomialNB on binary 1-2-gram counts and
   LogisticRegression (C=10) on TF-IDF 1-2-grams.
+
+`features_and_baseline` is the whole untimed preparation of a training run (the matrices, then the first
+baseline), importing no torch: a server runs it in a quiet child process
+(core.classifier.training.prepare_quietly).
 """
 
 from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,7 +27,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import log_loss
 from sklearn.naive_bayes import MultinomialNB
 
-from core.classifier.features import Features, clean_text
+from core.classifier.features import BUILD_STEPS, Features, StepReport, build_features, clean_text
+from core.classifier.loaders import Reviews
 
 LR_MAX_ITER = 2000  # lbfgs iterations; enough for 100k sparse columns, bounded for huge inputs
 REFERENCE_LR_C = 10.0  # the issue's reference set-up for LogisticRegression on TF-IDF bigrams
@@ -66,6 +71,25 @@ def logistic_regression(features: Features) -> BaselineResult:
     acc, loss, s = _fit_score(LogisticRegression(max_iter=LR_MAX_ITER), features.x_train,
                               features.y_train.astype(int), features.x_test, features.y_test.astype(int))
     return BaselineResult("LogisticRegression", f"same features as the network ({features.weighting})", acc, loss, s)
+
+
+PREPARE_STEPS = BUILD_STEPS + 1  # the document-term matrices' steps, then the baseline
+
+
+def features_and_baseline(reviews: Reviews, settings: Mapping[str, Any],
+                          progress: StepReport | None = None) -> tuple[Features, BaselineResult]:
+    """`build_features(reviews, **settings)` and `logistic_regression` on them; `progress` hears each of the
+    PREPARE_STEPS steps before it starts, as (done, PREPARE_STEPS, what comes next)."""
+    tell = progress or (lambda done, total, message: None)
+    features = build_features(reviews, **settings, progress=lambda done, _steps, message: tell(done, PREPARE_STEPS,
+                                                                                                 message))
+    tell(BUILD_STEPS, PREPARE_STEPS, baseline_step(features))
+    return features, logistic_regression(features)
+
+
+def baseline_step(features: Features) -> str:
+    """What the last step of a preparation says."""
+    return f"LogisticRegression baseline on {features.n_train:,} training reviews, {features.vocab_size:,} terms"
 
 
 def reference_baselines(

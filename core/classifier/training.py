@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 import numpy as np
 import torch
 
-from core.classifier.baseline import BaselineResult, logistic_regression
+from core.classifier.baseline import (
+    PREPARE_STEPS, BaselineResult, baseline_step, features_and_baseline, logistic_regression,
+)
 from core.classifier.features import BUILD_STEPS, Features, StepReport, build_features
 from core.classifier.fit import EVAL_BATCH, Fitted, MiniBatches, Plan, fit
 from core.classifier.fullbatch import FullBatch, check_dense_fits, dense_size, full_batch_plan, warm_up
@@ -29,13 +32,22 @@ from core.errors import DashboardError
 from core.platform.devices import device_key, resolve_device
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.platform.machine_load import default_threads
+from core.platform.quiet_work import Listeners, run_quietly
 from core.platform.timing import torch_threads
+
+def feature_settings(config: ClassifierConfig) -> dict[str, Any]:
+    """What `build_features` takes from a config, as plain values (they travel to a quiet child process)."""
+    return dict(weighting=config.weighting, ngrams=config.ngrams, max_features=config.max_features,
+                test_size=config.test_size, val_fraction=config.val_fraction, seed=config.seed)
+
 
 def features_for(reviews: Reviews, config: ClassifierConfig, progress: StepReport | None = None) -> Features:
     """The split and the document-term matrices this config asks for (`progress`: build_features')."""
-    return build_features(reviews, weighting=config.weighting, ngrams=config.ngrams, max_features=config.max_features,
-                          test_size=config.test_size, val_fraction=config.val_fraction, seed=config.seed,
-                          progress=progress)
+    return build_features(reviews, **feature_settings(config), progress=progress)
+
+
+QUIET_BUILD_CHARS = 200_000  # reviews of this much text and more are prepared as quiet work by a server (rt-polarity:
+# 1.2 M characters, ~2 s; a spawned process costs ~1-2 s of CPU more, which a 60-review upload need not pay)
 
 
 def prepare(reviews: Reviews, config: ClassifierConfig,
@@ -46,18 +58,58 @@ def prepare(reviews: Reviews, config: ClassifierConfig,
     classmate's CPU sweep running at the same moment. Two steps, each one library call that cannot
     be interrupted: a Stop or the per-job cap takes effect between them (JobCancelled/JobTimedOut),
     and a step that overruns the cap by the lock's grace period loses the CPU to the next job.
+    What a server's sessions call is `prepare_quietly`.
     """
     with run_job(["cpu"], hooks, label="building features") as job:
-        total = BUILD_STEPS + 1  # and the baseline
-
         def step(done: int, _steps: int, message: str) -> None:  # between library calls: a Stop ends it here
             job.check()
-            job.report(Progress(done, total, message))
+            job.report(Progress(done, PREPARE_STEPS, message))
 
         features = features_for(reviews, config, step)
-        step(BUILD_STEPS, total, f"LogisticRegression baseline on {features.n_train:,} training reviews, "
-                                 f"{features.vocab_size:,} terms")
+        step(BUILD_STEPS, PREPARE_STEPS, baseline_step(features))
         return features, logistic_regression(features)
+
+
+QUIET_BUILD_CHARS = 200_000  # from this much text a server prepares as quiet work (rt-polarity: 1.2 M characters)
+
+
+def prepare_quietly(reviews: Reviews, config: ClassifierConfig,
+                    hooks: JobHooks | None = None) -> tuple[Features, BaselineResult]:
+    """`prepare` as a server does it for its sessions: from QUIET_BUILD_CHARS of text on, as quiet work
+    (core.platform.quiet_work), smaller sets (a 60-review upload: milliseconds, less than a process's start)
+    as `prepare` does.
+
+    Quiet: a process of its own at idle priority, stopped while any timed job of any session or process holds
+    or waits for a device, so a race never waits in line behind a build (as it did behind `prepare`'s hold on
+    the CPU) and never runs beside one. Its steps, and its pauses, reach `hooks.on_progress`;
+    `hooks.should_stop` ends it at once (JobCancelled). The price, on rt-polarity's size with the default
+    settings on the loaded 2-core VM: the child's imports (~1.4 s of CPU) and the result's way back (a 5.5 MiB
+    pickle, ~0.2 s each way) over a build of ~1.3 s of CPU (docs/classifier.md).
+    """
+    if sum(map(len, reviews.texts)) < QUIET_BUILD_CHARS:
+        return prepare(reviews, config, hooks)
+    return _prepare_quietly(reviews, config, hooks or JobHooks())
+
+
+def _prepare_quietly(reviews: Reviews, config: ClassifierConfig,
+                     hooks: JobHooks) -> tuple[Features, BaselineResult]:
+    shown = Progress[Any](0, PREPARE_STEPS, "document-term matrix: starting a process of its own at idle priority")
+
+    def tell(step: Progress[Any]) -> None:
+        if hooks.on_progress is not None:
+            hooks.on_progress(step)
+
+    def step(done: int, total: int, message: str) -> None:
+        nonlocal shown
+        shown = Progress(done, total, message)
+        tell(shown)
+
+    def paused(now: bool) -> None:
+        tell(replace(shown, message=f"{shown.message} · paused while a race or run holds a device") if now else shown)
+
+    tell(shown)
+    return run_quietly(features_and_baseline, reviews, feature_settings(config), what="building the features",
+                       listeners=Listeners(on_step=step, on_pause=paused, should_stop=hooks.should_stop))
 
 
 def train(features: Features, config: ClassifierConfig, hooks: JobHooks | None = None) -> TrainResult:

@@ -1,14 +1,15 @@
 """The Review classifier's working state for one user: loaded reviews, built features, runs, the latest model.
 
-A page keeps one `Workbench` in its session. Loading reviews and building the document-term
-matrices take seconds, so each is redone only when what it depends on changed (`DataChoice.key`,
-`features_key`), and with the server's `SharedBuilds` a built-in data set or a feature set another
-session already built is taken rather than built again; a run is recorded report by report
-(`RunRecord`), so a Stop or a rerun keeps everything measured. `Workbench.train` is the Train and
-"Race CPU vs GPU" buttons: the same config (and preset), hence the same seed, on one device or on
-the CPU and then the first GPU; with `both=True` it is the "Both presets" button: each preset's
-defaults from that seed on the CPU and the first GPU (the CPU half alone without one), kept as
-`preset_race` (core.classifier.preset_race).
+A page keeps one `Workbench` in its session. Loading reviews and building the document-term matrices take
+seconds, so each is redone only when what it depends on changed (`DataChoice.key`, `features_key`), and
+with the server's `SharedBuilds` a built-in data set or a feature set another session already built is
+taken rather than built again; a run is recorded report by report (`RunRecord`), so a Stop or a rerun
+keeps everything measured. A server's Workbench (`quiet`) builds large feature sets as quiet work, out of
+the way of every timed job; the training run is timed as ever. `Workbench.train` is the Train and "Race
+CPU vs GPU" buttons: the same config (and preset), hence the same seed, on one device or on the CPU and
+then the first GPU; with `both=True` it is the "Both presets" button: each preset's defaults from that
+seed on the CPU and the first GPU (the CPU half alone without one), kept as `preset_race`
+(core.classifier.preset_race).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from core.classifier.preset_race import PresetRace, preset_race, race_configs
 from core.classifier.runs import RunRecord, interrupted
 from core.classifier.shared_builds import SharedBuilds, reviews_digest
 from core.classifier.reports import TrainResult
-from core.classifier.training import prepare, train
+from core.classifier.training import prepare, prepare_quietly, train
 from core.errors import DashboardError
 from core.platform.devices import available_devices, has_gpu
 from core.platform.jobs import JobHooks, Progress
@@ -122,6 +123,7 @@ class Workbench:
     shared_reviews: SharedBuilds[Reviews] | None = None  # the server's built-in data sets, read once
     reviews_id: str = ""  # the loaded reviews' content, for `shared_features`; "" until first needed
     guess_note: str | None = None  # the latest run's guess set beside its measurement (core.classifier.guess)
+    quiet: bool = False  # a server's: large feature builds run as quiet work (training.prepare_quietly)
 
     def mark_interrupted(self) -> None:
         """At the top of a script run nothing trains, so a run still 'running' was stopped."""
@@ -168,10 +170,11 @@ class Workbench:
         reviews = self.reviews
         assert reviews is not None
         if self.shared_features is None:
-            return prepare(reviews, config, hooks)
+            return (prepare_quietly if self.quiet else prepare)(reviews, config, hooks)
         self.reviews_id = self.reviews_id or reviews_digest(reviews)
         return self.shared_features.get_or_build((self.reviews_id, features_key(config)),
-                                                 lambda: prepare(reviews, config, hooks),
+                                                 lambda: (prepare_quietly if self.quiet else prepare)(
+                                                     reviews, config, hooks),
                                                  None if hooks is None else hooks.should_stop)
 
     def train(self, config: ClassifierConfig, hooks: JobHooks, *, race: bool = False, both: bool = False,

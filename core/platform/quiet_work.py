@@ -1,8 +1,8 @@
 """Untimed heavy work the server does for a user, kept out of the way of timed jobs (issue 31).
 
 An export of 10,000 runs held a core for over a minute beside the class's races, and a race beside it
-read "cannot tell on a machine this busy". Work nothing times (exports, imports, large file checks)
-therefore runs through `run_quietly`:
+read "cannot tell on a machine this busy". Work nothing times (exports, imports, large file checks, the
+classifier's feature builds) therefore runs through `run_quietly`:
 
 - in a **process of its own** (spawned: no fork of a threaded server), at the **lowest CPU priority** the
   OS offers (`SCHED_IDLE` on Linux, else nice 19; idle I/O priority where psutil can set it). Not a
@@ -19,7 +19,9 @@ therefore runs through `run_quietly`:
   waiting for a device, at most QUIET_WAIT_S), then runs at idle priority to its end.
 
 The timeout counts only the time the child was let run; a child that fails, crashes or runs past it is
-a DashboardError naming `what`.
+a DashboardError naming `what`. Work that reports steps (a feature build's "weighting the test reviews")
+hands them to the caller's thread as they come (`Listeners`), with the pauses, and asks there whether
+the caller's user pressed Stop. The child runs core.platform.quiet_child, which imports no torch.
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from core.errors import DashboardError
-from core.platform.device_lock import timed_jobs_present
+from core.platform.device_lock import JobCancelled, timed_jobs_present
+from core.platform.quiet_child import ERROR, OK, STEP, child_main
 
 T = TypeVar("T")
 POLL_S = 0.05  # how often a supervisor looks for timed jobs of other processes
@@ -72,68 +76,88 @@ def timed_job_now() -> bool:
     return timed_jobs_present()
 
 
-def lowest_priority() -> str:
-    """Put the calling process at the lowest CPU (and I/O) priority the OS offers; says which it got."""
-    got = "normal priority"
-    try:
-        os.nice(19)
-        got = "nice 19"
-    except (AttributeError, OSError):
-        pass
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined,unused-ignore]
-        got = "SCHED_IDLE"
-    except (AttributeError, OSError):
-        pass
-    try:
-        import psutil
+@dataclass(frozen=True)
+class Listeners:
+    """Who hears quiet work as it goes, all in the caller's thread (a page may redraw there).
 
-        psutil.Process().ionice(psutil.IOPRIO_CLASS_IDLE)  # type: ignore[attr-defined,unused-ignore]
-    except (ImportError, AttributeError, OSError, ValueError):
-        pass
-    return got
+    `on_step` hears every step the work reports (the work is then called as `fn(*args, progress=report)`, and
+    `report(*values)` in the child is `on_step(*values)` here);
+    `on_pause` hears True when the work is stopped for a timed job and False when it goes on; `should_stop`
+    is asked on every look (each POLL_S): True ends the work (JobCancelled).
+    """
+
+    on_step: Callable[..., None] | None = None
+    on_pause: Callable[[bool], None] | None = None
+    should_stop: Callable[[], bool] | None = None
 
 
 def run_quietly(fn: Callable[..., T], *args: Any, what: str, timeout_s: float = DEFAULT_TIMEOUT_S,
-                pause: bool = True, idle: bool = True) -> T:
+                pause: bool = True, idle: bool = True, listeners: Listeners | None = None) -> T:
     """`fn(*args)` in a child process at the lowest priority, paused while timed jobs run (`pause`), or
     started only at a quiet moment (`pause=False`: work that writes). `fn` and `args` must pickle (a
     module-level function); what it returns comes back the same way. DashboardError when it fails.
     `idle=False` leaves the child at normal priority: a test sees the pause alone on a loaded machine."""
+    listeners = listeners or Listeners()
     if not pause:
         _wait_for_quiet(QUIET_WAIT_S)
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, fn, args, idle), name=f"quiet {what}", daemon=True)
-    child.start()
+    work_in, work_out = context.Pipe(duplex=False)
+    child = context.Process(target=child_main, args=(work_in, send, idle, listeners.on_step is not None),
+                            name=f"quiet {what}", daemon=True)
+    child.start()  # the child's start carries no work: it is quick, and the child is pausable before its imports
     send.close()
+    work_in.close()
     try:
-        return _supervise(child, receive, what, timeout_s, pause)
+        return _supervise(child, receive, what, timeout_s, pause, listeners, lambda: _hand_over(work_out, fn, args))
     finally:
         _end(child)
         receive.close()
+        work_out.close()
 
 
-def _supervise(child: Any, receive: Connection, what: str, timeout_s: float, pause: bool) -> Any:
+def _hand_over(work: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """Send the work to the child from a thread of its own: a large one fills the pipe, and the child that
+    reads it may be stopped meanwhile, while the supervisor goes on looking."""
+    def send() -> None:
+        try:
+            work.send((fn, args))
+        except (OSError, ValueError):  # the child has gone (killed, timed out): the supervisor says why
+            pass
+
+    threading.Thread(target=send, name="quiet work hand-over", daemon=True).start()
+
+
+def _supervise(child: Any, receive: Connection, what: str, timeout_s: float, pause: bool,
+               listeners: Listeners, hand_over: Callable[[], None]) -> Any:
     pid = int(child.pid)
     if pause:
         with _state:
             _children.add(pid)
             if _here:
                 _signal(pid, "SIGSTOP")
+    hand_over()  # only now: the child imports the work's modules as it reads it, stopped while a job runs
     ran_s, paused, started = 0.0, False, time.monotonic()
     try:
         while True:
             tick = time.monotonic()
             if receive.poll(POLL_S):
-                return _outcome(receive, what)
+                status, value = _receive(receive, what)
+                if status != STEP:
+                    return _outcome(status, value, what)
+                if listeners.on_step is not None:
+                    listeners.on_step(*value)
             if not child.is_alive() and not receive.poll(0):
                 raise DashboardError(f"{what} stopped without an answer (its process ended with code "
                                      f"{child.exitcode}); try again, or with fewer runs")
+            if listeners.should_stop is not None and listeners.should_stop():
+                raise JobCancelled(f"{what} was stopped")
             if pause:  # said every time: a job of this process may have stopped it meanwhile (timed_job)
-                paused = timed_job_now()
+                was, paused = paused, timed_job_now()
                 with _state:
                     _signal(pid, "SIGSTOP" if paused or _here else "SIGCONT")
+                if paused != was and listeners.on_pause is not None:
+                    listeners.on_pause(paused)
             ran_s += 0.0 if paused else time.monotonic() - tick
             if ran_s > timeout_s or time.monotonic() - started > LONGEST_WALL_S:
                 raise DashboardError(f"{what} took longer than {timeout_s:.0f} s and was stopped; "
@@ -143,31 +167,22 @@ def _supervise(child: Any, receive: Connection, what: str, timeout_s: float, pau
             _children.discard(pid)
 
 
-def _outcome(receive: Connection, what: str) -> Any:
+def _receive(receive: Connection, what: str) -> tuple[str, Any]:
     try:
         status, value = receive.recv()
     except (EOFError, OSError) as exc:
         raise DashboardError(f"{what} ended without an answer ({type(exc).__name__}); try again") from None
-    if status == "ok":
+    return status, value
+
+
+def _outcome(status: str, value: Any, what: str) -> Any:
+    if status == OK:
         return value
+    assert status == ERROR
     kind, message = value
     if kind == "DashboardError":
         raise DashboardError(message)
     raise DashboardError(f"{what} failed: {kind}: {message}")
-
-
-def _child(send: Connection, fn: Callable[..., Any], args: tuple[Any, ...], idle: bool) -> None:
-    """The child's whole life: lowest priority first, then the work, then one answer."""
-    if idle:
-        lowest_priority()
-    try:
-        answer: tuple[str, Any] = ("ok", fn(*args))
-    except DashboardError as exc:
-        answer = ("error", ("DashboardError", str(exc)))
-    except Exception as exc:  # noqa: BLE001 - reported to the parent, which raises it as a DashboardError
-        answer = ("error", (type(exc).__name__, str(exc)[:2000]))
-    send.send(answer)
-    send.close()
 
 
 def _wait_for_quiet(longest_s: float) -> None:

@@ -445,7 +445,7 @@ class Store:
     # -- writing -----------------------------------------------------------------------------
 
     def save(self, result: Result, *, label: str = "", owner: Owner = COMMAND_LINE,
-             machine: Machine | None = None) -> int:
+             machine: Machine | None = None, issue: bool = False) -> int:
         """Save one finished run, as every page, the CLI and the notebook do; returns its id.
 
         The run's settings are its own (`result.settings`); its machine is `machine` when given (an import
@@ -453,7 +453,9 @@ class Store:
         The result goes through the same schema as an import, written by the one JSON writer (NaN becomes
         null), so what is saved reads back the same. `owner`: the browser session that may delete it later
         (the command line: only the instructor deletes it) and where it was measured (here, or by the
-        notebook)."""
+        notebook). `issue`: this is the first save of a browser session whose token the server has not issued
+        yet; it is recorded as issued (`issue_owner`) in the same transaction, one commit instead of two (sixty
+        students saving a shared race at once wait for each other's commits)."""
         payload = result.to_json()
         jsonio.check_tree(payload, "payload")  # before anything that recurses over it
         plain = jsonio.loads(jsonio.dumps(payload), what="the run")
@@ -476,17 +478,16 @@ class Store:
             _check_room(tx, 1)
             _check_quota(tx, owner_hash(owner.token) if owner.token else None, 1)
             run_id = _insert(tx, record, owner.token)
+            if issue and owner.token:
+                _issue(tx, owner.token)
         assert run_id is not None, "a fresh uuid cannot collide"
         return run_id
 
     def issue_owner(self, token: str) -> None:
         """Record that this server gave `token` to a browser (its hash only), so `issued_owner` takes it back after
         a reload; tokens issued more than OWNER_KEPT_DAYS ago are forgotten meanwhile."""
-        since = (datetime.now(timezone.utc) - timedelta(days=OWNER_KEPT_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
         with self._transaction() as tx:
-            tx.run("DELETE FROM gvc_owners WHERE issued_at < ?", (since,))
-            tx.run("INSERT INTO gvc_owners (owner, issued_at) VALUES (?, ?) ON CONFLICT (owner) DO NOTHING",
-                   (owner_hash(token), files.utc_now()))
+            _issue(tx, token)
 
     def issued_owner(self, token: str) -> bool:
         """Did this server issue `token` (within OWNER_KEPT_DAYS)? What a browser hands back is taken only then:
@@ -762,6 +763,14 @@ def _stored_uids(tx: _Tx, uids: Sequence[str]) -> set[str]:
         found.update(row[0] for row in tx.run(
             f"SELECT uid FROM gvc_runs WHERE uid IN ({', '.join('?' for _ in chunk)})", chunk))
     return found
+
+
+def _issue(tx: _Tx, token: str) -> None:
+    """Record `token` as issued now (its hash), forgetting tokens issued more than OWNER_KEPT_DAYS ago."""
+    since = (datetime.now(timezone.utc) - timedelta(days=OWNER_KEPT_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    tx.run("DELETE FROM gvc_owners WHERE issued_at < ?", (since,))
+    tx.run("INSERT INTO gvc_owners (owner, issued_at) VALUES (?, ?) ON CONFLICT (owner) DO NOTHING",
+           (owner_hash(token), files.utc_now()))
 
 
 def _insert(tx: _Tx, record: RunRecord, owner_token: str | None = None) -> int | None:

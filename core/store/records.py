@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import platform
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -247,11 +249,19 @@ def device_title(machine: Machine, device: str) -> str:
 
 
 def software_versions() -> dict[str, Any]:
-    """Versions that change timings: Python, the platform and the numeric packages."""
+    """Versions that change timings: Python, the platform and the numeric packages (this process's: the
+    packages it imported do not change while it runs, so they are looked up once)."""
+    return dict(_versions())
+
+
+@functools.cache
+def _versions() -> tuple[tuple[str, Any], ...]:
+    """Looked up once per process: sixty saves after a shared race read the packages' metadata sixty times
+    (about a tenth of each save's CPU, bench/classroom_server.py)."""
     versions: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
     for package in VERSIONED_PACKAGES:
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
-    return versions
+    return tuple(versions.items())

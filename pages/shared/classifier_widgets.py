@@ -36,8 +36,9 @@ def server_builds() -> tuple[SharedBuilds[Reviews], SharedBuilds[tuple[Features,
 
 
 def workbench() -> Workbench:
-    """This session's Workbench, sharing the server's data sets and feature sets with every other session."""
-    bench: Workbench = st.session_state.setdefault("clf_bench", Workbench())
+    """This session's Workbench, sharing the server's data sets and feature sets with every other session; a large
+    feature set is built as the server's quiet work."""
+    bench: Workbench = st.session_state.setdefault("clf_bench", Workbench(quiet=True))
     bench.shared_reviews, bench.shared_features = server_builds()
     return bench
 

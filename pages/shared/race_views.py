@@ -5,6 +5,7 @@ the three charts. Not a page (app.py does not list it); each draws a finished or
 from __future__ import annotations
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from core.charts.matmul import gflops_figure, speedup_figure, sync_bug_notes, time_figure, verdict_table
@@ -76,13 +77,31 @@ def verdicts(shown: MatmulSweep) -> None:
             st.dataframe(readable(verdict_table(shown.verdicts)), hide_index=True, key="mm_verdicts")
 
 
+def _figures(frame: pd.DataFrame, shown: MatmulSweep) -> tuple[go.Figure, go.Figure, go.Figure]:
+    return (time_figure(frame, cache=shown.cache), gflops_figure(frame, cache=shown.cache),
+            speedup_figure(frame, shown.crossovers))
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _shared_figures(race: str, points: int, _frame: pd.DataFrame,
+                    _shown: MatmulSweep) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """The figures of a race many sessions got (core.platform.shared_jobs), built once for all of them: sixty
+    students building the same three figures took about 40 % of the server's CPU after the race (issue 31,
+    bench/classroom_server.py). Streamlit only reads a figure it draws (a copy of its dict), so sessions share it."""
+    return _figures(_frame, _shown)
+
+
 def charts(frame: pd.DataFrame, shown: MatmulSweep) -> None:
     """Time, GFLOP/s and speed-up in three tabs first (the chart in view after Run, issue 34), then what they
     mean: the markers, the synchronize notes and what the skipped sizes were."""
     t1, t2, t3 = st.tabs(["Time", "GFLOP/s", "Speed-up"])
-    t1.plotly_chart(time_figure(frame, cache=shown.cache), key="mm_time_chart")
-    t2.plotly_chart(gflops_figure(frame, cache=shown.cache), key="mm_gflops_chart")
-    t3.plotly_chart(speedup_figure(frame, shown.crossovers), key="mm_speedup_chart")
+    if shown.shared is not None and not shown.stopped:  # every copy of a finished shared race is the same
+        figures = _shared_figures(shown.shared.race, len(shown.results), frame, shown)
+    else:
+        figures = _figures(frame, shown)
+    t1.plotly_chart(figures[0], key="mm_time_chart")
+    t2.plotly_chart(figures[1], key="mm_gflops_chart")
+    t3.plotly_chart(figures[2], key="mm_speedup_chart")
     st.markdown(f"Black markers: {LECTURE_SENTENCE}. Bars: interquartile range of the samples.")
     for note in sync_bug_notes(frame):
         st.warning(note, icon=":material/timer_off:")

@@ -81,9 +81,27 @@ def _issued_token() -> str:
         open_store(store_url()).issue_owner(token)
     except DashboardError:
         return token
-    secure = str(st.context.url or "").startswith("https:")
-    st.session_state[OWNER_COOKIE_DUE] = cookie_script(token, secure=secure)  # entry.keep_owner() runs it
+    _keep_issued(token)
     return token
+
+
+def _keep_issued(token: str) -> None:
+    secure = str(st.context.url or "").startswith("https:")
+    st.session_state[OWNER_TOKEN] = token
+    st.session_state[OWNER_COOKIE_DUE] = cookie_script(token, secure=secure)  # entry.keep_owner() runs it
+
+
+def _token_for_save() -> tuple[str, bool]:
+    """(this session's owner token, whether the save must record it as issued): a session's first save issues its
+    token in the save's own transaction (core.store.database.Store.save), not in one of its own first."""
+    token = st.session_state.get(OWNER_TOKEN)
+    if token is not None:
+        return str(token), False
+    kept = _kept_token()
+    if kept is not None:
+        st.session_state[OWNER_TOKEN] = kept
+        return kept, False
+    return new_owner_token(), True
 
 
 def session_tag() -> str:
@@ -114,12 +132,15 @@ def save_run(result: Result, *, label: str = "", source: str = MEASURED) -> int 
 
     Call it after the run's results are already in st.session_state, so nothing depends on it.
     """
+    token, issue = _token_for_save()
     try:
         store = open_store(store_url())
-        run_id = store.save(result, label=label, owner=Owner(owner_token(), source))
+        run_id = store.save(result, label=label, owner=Owner(token, source), issue=issue)
     except DashboardError as exc:
         st.warning(f"The run was not saved to the Results page: {exc}", icon=":material/save:")
         return None
+    if issue:  # the save recorded it as issued: this session keeps it, its browser is given it
+        _keep_issued(token)
     keep_owner()  # a reload right after this save still may delete the run
     st.toast(f"Saved as run #{run_id} (see Results).", icon=":material/save:")
     return run_id

@@ -349,6 +349,19 @@ def test_a_second_session_joins_the_race_and_both_save_the_same_measurement(no_g
     assert runs["Ana"].payload["shared"]["race"] == runs["Ben"].payload["shared"]["race"]
 
 
+def test_the_sessions_of_a_shared_race_draw_figures_built_once(no_gpu, monkeypatch):
+    """Sixty students building the same three figures took ~40 % of the server's CPU after a race (issue 31)."""
+    from pages.shared import race_views
+
+    built: list[int] = []
+    real = race_views._figures
+    monkeypatch.setattr(race_views, "_figures", lambda frame, shown: built.append(1) or real(frame, shown))
+    first, second = _two_sessions("mm_run")
+    assert built == [1], "built once for both sessions"
+    assert [c.proto.spec for c in first.get("plotly_chart")] == [c.proto.spec for c in second.get("plotly_chart")]
+    assert len(first.get("plotly_chart")) == 3
+
+
 def test_run_my_own_waits_its_turn_for_a_race_of_its_own(no_gpu):
     first, second = _two_sessions("mm_run_own")
     a, b = first.session_state["mm_sweep"].final, second.session_state["mm_sweep"].final

@@ -274,3 +274,21 @@ def test_runs_wait_for_the_upload(app, no_gpu):
     assert app.button(key="clf_race").disabled  # no GPU here: the race stays off for its own reason
     app.button(key="clf_train").click().run()
     assert not app.exception and app.session_state["clf_bench"].runs[-1].status == "done"
+
+
+@pytest.mark.slow  # spawns a Python process that imports scikit-learn
+def test_a_large_feature_build_runs_as_quiet_work_and_the_run_still_trains(app, no_gpu, toy_csv, monkeypatch):
+    """The page's builds go through the server's quiet work (a child process, stopped while timed jobs run); the
+    timed training run that follows is the page's as before."""
+    from core.classifier import training
+
+    quiet: list[str] = []
+    real = training.run_quietly
+    monkeypatch.setattr(training, "QUIET_BUILD_CHARS", 1)  # the toy reviews count as large
+    monkeypatch.setattr(training, "run_quietly", lambda fn, *a, what, **k: quiet.append(what) or real(fn, *a, what=what,
+                                                                                                        **k))
+    _train_on(_open(app), toy_csv)
+    assert not app.error and quiet == ["building the features"]
+    bench = app.session_state["clf_bench"]
+    assert bench.quiet and bench.runs[0].status == "done" and bench.runs[0].baseline is not None
+    assert {m.label for m in app.metric} >= {"Baseline accuracy", "Epochs done"}

@@ -57,9 +57,10 @@ def test_work_past_its_timeout_is_stopped():
 
 
 def spin_samples(marker: str, cpu_s: float) -> list[tuple[float, float]]:
-    """Mark the start, then spin for `cpu_s` of CPU, noting (wall clock, CPU time) every few ms."""
-    Path(marker).touch()
+    """Mark the start, then spin for `cpu_s` of CPU, noting (wall clock, CPU time) every few ms. The first note
+    comes before the mark: a child stopped right after the mark still has one from before the hold."""
     samples = [(time.time(), time.process_time())]
+    Path(marker).touch()
     while samples[-1][1] - samples[0][1] < cpu_s:
         for _ in range(10_000):
             pass

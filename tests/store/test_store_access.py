@@ -140,6 +140,19 @@ def test_a_token_is_taken_back_only_if_this_server_issued_it(store, monkeypatch)
         assert tx.run("SELECT COUNT(*) FROM gvc_owners")[0][0] == 1
 
 
+def test_a_first_save_issues_its_token_in_the_same_transaction(store):  # noqa: F811
+    """A session's first save records its token as issued (one commit, not two): a reload then keeps it."""
+    from core.results.kinds import read_result
+    from core.store.access import Owner, new_owner_token
+
+    token, other = new_owner_token(), new_owner_token()
+    sweep = read_result("matmul", json.loads(json.dumps(matmul_payload(LAPTOP))))
+    mine = store.save(sweep, label="first", owner=Owner(token, "measured"), issue=True)
+    store.save(sweep, label="not issued", owner=Owner(other, "measured"))
+    assert store.issued_owner(token) and not store.issued_owner(other)
+    store.delete(mine, Access(instructor=False, owner_token=token))  # and the run is that session's
+
+
 def test_the_cookie_keeps_only_a_token_the_server_made():
     from core.store.access import cookie_script, new_owner_token
 
