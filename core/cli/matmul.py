@@ -104,7 +104,7 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
 
 def _progress(progress: Progress[SweepEvent]) -> None:
     if progress.item is None or progress.item.kind != "timing":  # no item: the rate card's calibration
-        print(f"[{progress.done}/{progress.total}] {progress.message}", file=sys.stderr, flush=True)
+        print(wrap(f"[{progress.done}/{progress.total}] {progress.message}"), file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:

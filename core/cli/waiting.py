@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
+from core.cli.output import wrap
 from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, ProgressCallback
 
@@ -29,7 +30,7 @@ def waiting_printer(stream: TextIO | None = None) -> Callable[[WaitStatus], None
         now = (status.device, status.ahead)
         if not last or last[-1] != now:
             last.append(now)
-            print(f"{status.message} (Ctrl+C to leave the line)", file=stream or sys.stderr, flush=True)
+            print(wrap(f"{status.message} (Ctrl+C to leave the line)"), file=stream or sys.stderr, flush=True)
 
     return on_wait
 

@@ -110,3 +110,18 @@ def test_why_parallel_every_section(capsys):
     assert main(["why-parallel", "--budget", "0.1", "--small-n", "16", "--large-n", "64", "--processes", "2",
                  "--steps", "20", "--bug-cpu-n", "64"]) == 0
     assert not _too_wide(_lines(capsys))
+
+
+def test_the_waiting_line_is_wrapped_too():
+    """A job waiting behind a long-named holder (a shared race on the same server) printed one unwrapped line."""
+    import io
+
+    from types import SimpleNamespace
+
+    from core.cli.waiting import waiting_printer
+
+    stream = io.StringIO()
+    holder = "the Matmul race (cpu float32 1 thread against cpu float32 2 threads, n 64–2048) started 3 s ago"
+    status = SimpleNamespace(device="cpu", ahead=2, message=f"waiting for cpu: held by {holder}, 2 ahead")
+    waiting_printer(stream)(status)  # the printer reads only these three
+    assert "Ctrl+C to leave the line" in stream.getvalue() and not _too_wide(stream.getvalue().splitlines())
