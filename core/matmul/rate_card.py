@@ -128,10 +128,15 @@ def write_entries(entries: Mapping[str, Rates], path: Path | None = None) -> Non
         obj = _read(path) or {"version": CARD_VERSION, "machines": {}}
         machine = obj["machines"].setdefault(machine_key(), {})
         machine.update({key: rates.to_json() for key, rates in entries.items()})
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rate_card.")
-        with os.fdopen(fd, "w") as out:
-            json.dump(obj, out, indent=1)
-        os.replace(tmp, path)
+        _replace(path, obj)
+
+
+def _replace(path: Path, obj: dict[str, Any]) -> None:
+    """Written whole to a temporary file, then renamed into place: a reader never sees half a card."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rate_card.")
+    with os.fdopen(fd, "w") as out:
+        json.dump(obj, out, indent=1)
+    os.replace(tmp, path)
 
 
 def forget(path: Path | None = None) -> int:
@@ -144,10 +149,7 @@ def forget(path: Path | None = None) -> int:
         gone = obj.get("machines", {}).pop(machine_key(), None)
         if not isinstance(gone, dict):
             return 0
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rate_card.")
-        with os.fdopen(fd, "w") as out:
-            json.dump(obj, out, indent=1)
-        os.replace(tmp, path)
+        _replace(path, obj)
     return len(gone)
 
 
