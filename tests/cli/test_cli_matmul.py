@@ -122,8 +122,10 @@ def test_a_busy_cpu_prints_the_waiting_line_then_runs(capsys):
     assert main([*TINY, "--quiet"]) == 0
     holder.join(10)
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("waiting for cpu: 1 ahead") and "now running: a student's sweep" in err[0]
-    assert err[0].endswith("(Ctrl+C to leave the line)") and len(err) == 1
+    assert all(line.startswith("  ") for line in err[1:]), err  # one message, wrapped at 100 columns
+    line = " ".join(part.strip() for part in err)
+    assert line.startswith("waiting for cpu: 1 ahead") and "now running: a student's sweep" in line
+    assert line.endswith("(Ctrl+C to leave the line)") and all(len(part) <= 100 for part in err)
 
 
 def test_the_per_job_cap_stops_the_sweep_and_says_why(monkeypatch, capsys):
