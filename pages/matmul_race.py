@@ -12,7 +12,7 @@ from core.platform.units import readable
 from core.results.jsonio import dumps
 from core.results.table import human_table
 from core.store.board import sweep_csv
-from pages.shared import class_measure, race_views
+from pages.shared import class_measure, race_views, room_guess
 from pages.shared.device_wait import page_job
 from pages.shared.entry import through_app
 from pages.shared.matmul_form import sweep_form
@@ -66,7 +66,7 @@ if sweep is not None and sweep.has_steps:
     if stopped := sweep.stop_summary():
         st.warning(stopped, icon=":material/stop_circle:")
     frame = results_frame(shown.results)
-    race_views.crossovers(shown, compare_guess(shown))  # right under Run, then the chart: in view at 1280 × 720
+    race_views.crossovers(shown, compare_guess(shown), room_guess.after_run(shown))  # in view at 1280 × 720
     race_views.charts(frame, shown)
     load_notice(shown.load)
     race_views.class_can_do(shown)
@@ -85,4 +85,6 @@ if sweep is not None and sweep.has_steps:
                        "matmul_race.csv", "text/csv", key="mm_csv")
     d2.download_button("Download JSON", dumps(shown, indent=2), "matmul_race.json",
                        "application/json", key="mm_json")
+else:  # no race shown yet: the guess typed so far against the room's reference, if one is pinned
+    room_guess.before_run(state.mm_guess, config)
 st.page_link("pages/every_device.py", label="Every device at once: the same sweep on K ranks", icon=":material/lan:")

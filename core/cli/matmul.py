@@ -138,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
         print(render(result))
     if (sentence := compare_guess(result)) is not None:
         print(sentence, file=sys.stderr if args.json else sys.stdout)
+    if args.save and (against := _against_reference(result)) is not None:  # the room's, in the store it saves to
+        print(wrap([against]), file=sys.stderr if args.json else sys.stdout)
     if args.save and (earlier := _earlier(result)) is not None:  # the store it saves to says what it saw before
         print(wrap([earlier]), file=sys.stderr if args.json else sys.stdout)
     if result.results:  # a stopped sweep is saved too when asked: its payload says "stopped": true
@@ -148,6 +150,20 @@ def run(args: argparse.Namespace) -> int:
     elif args.save:
         print("nothing was measured, so nothing was saved", file=sys.stderr)
     return 0
+
+
+def _against_reference(result: MatmulSweep) -> str | None:
+    """The guess against the room's reference, when one is pinned in the store, as the race page says it."""
+    from core.store.class_reference import against_reference, read_reference
+
+    if result.guess is None:
+        return None
+    try:
+        reference = read_reference(open_store())
+    except DashboardError:
+        return None
+    found = None if reference is None else against_reference(reference, result.guess, result.settings, result.machine)
+    return None if found is None else found.text
 
 
 def _earlier(result: MatmulSweep) -> str | None:

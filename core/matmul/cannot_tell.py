@@ -79,7 +79,7 @@ def _age(seconds: float) -> str:
     return f"{hours} h ago" if hours < 48 else f"{round(hours / 24)} days ago"
 
 
-def _when(at: datetime, now: datetime) -> str:
+def clock_time(at: datetime, now: datetime) -> str:
     """'09:12 UTC' the same day, else '2026-12-01 09:12 UTC'."""
     return f"{at:%H:%M} UTC" if at.date() == now.date() else f"{at:%Y-%m-%d %H:%M} UTC"
 
@@ -105,7 +105,7 @@ class EarlierClear:
         """'measured 09:12 UTC on a quiet machine, 42 min ago: cpu float32 2 threads beats cpu float32 1 thread
         from a size between n = 64 and n = 128 on (run #3 on Results)': the sentence the race page showed."""
         load = {True: " on a quiet machine", False: " on a busy machine, yet clear", None: ""}[self.quiet]
-        return (f"measured {_when(self.measured_at, self.now)}{load}, {_age(self.age_s)}: "
+        return (f"measured {clock_time(self.measured_at, self.now)}{load}, {_age(self.age_s)}: "
                 f"{sentence(self.crossover, self.verdicts)} "
                 f"(run #{self.run_id} on Results)")
 
@@ -116,7 +116,7 @@ def _settings_key(settings: Mapping[str, Any]) -> str:
     return race_key({k: v for k, v in settings.items() if k != "series"})
 
 
-def _parsed(stamp: str) -> datetime | None:
+def parse_stamp(stamp: str) -> datetime | None:
     try:
         at = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:
@@ -152,7 +152,7 @@ def earlier_clear(store: Store, sweep: MatmulSweep, machine: Machine | None = No
            if not r.headline.endswith(unclear)][:FULL_READS]  # its headline is short()'s, current (SUMMARY_VERSION)
     for start in range(0, len(ids), BATCH):
         for run in store.read_runs(run_ids=ids[start:start + BATCH]).runs:  # newest first
-            at = _parsed(run.created_at)
+            at = parse_stamp(run.created_at)
             if at is None or at > now or not _clear(run, hardware, key):
                 continue
             result = run.result

@@ -8,6 +8,8 @@ neither confirmed nor refuted, rather than pick a winner from noise.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from core.results.guess import CROSSOVER_N, NO_CROSSOVER, Guess
 from core.results.crossover import Crossover
 from core.results.matmul import MatmulSweep
@@ -69,29 +71,60 @@ def compare_guess(sweep: MatmulSweep, guess: Guess | None = None) -> str | None:
 
 
 RIGHT, CANNOT_TELL = "right", "cannot tell"
+TOO_SMALL, TOO_LARGE = "too small", "too large"
+THERE_IS_ONE, NONE_MEASURED = "wrong: there is one", "wrong: none measured"
+
+
+@dataclass(frozen=True)
+class GuessCall:
+    """A crossover guess judged against a sweep's headline crossover (`judge_guess`): the one judgement the Class
+    board's table and the race page's line about the room's reference both put in words."""
+
+    kind: str  # RIGHT, TOO_SMALL, TOO_LARGE, THERE_IS_ONE, NONE_MEASURED or CANNOT_TELL
+    factor: float | None = None  # too small or too large: by how much, to the measured interval's nearer end
+    measured: str = ""  # where the sweep put the crossover, in words ('' when it cannot tell)
+
+    @property
+    def close(self) -> bool:
+        return self.factor is not None and self.factor <= CLOSE_FACTOR
+
+    @property
+    def short(self) -> str:
+        """'right', 'too small (2.1×)', 'close, too large (1.3×)', 'wrong: there is one', 'cannot tell'."""
+        if self.factor is None:
+            return self.kind
+        return f"{'close, ' if self.close else ''}{self.kind} ({self.factor:.1f}×)"
+
+
+def judge_guess(g: Guess, sweep: MatmulSweep) -> GuessCall:
+    """A crossover guess judged against `sweep`'s headline crossover: right, too small or too large by a factor
+    (within CLOSE_FACTOR: close), wrong (there is one, or none was measured), or CANNOT_TELL where the sweep could
+    not call it (a busy or noisy machine: neither confirmed nor refuted, as `compare_guess` says) or raced no two
+    series."""
+    c = sweep.headline_crossover
+    if c is None:  # one series alone: nothing was compared
+        return GuessCall(CANNOT_TELL)
+    if c.call == "none":
+        largest = max((p.n for p in sweep.results), default=0)
+        none = f"no crossover up to n = {largest:,}"
+        return GuessCall(RIGHT if g.what == NO_CROSSOVER else NONE_MEASURED, measured=none)
+    if c.call == "unclear":
+        return GuessCall(CANNOT_TELL)
+    estimate = c.n_high if c.n_high is not None else c.n  # a file older than the verdicts: its estimate alone
+    assert estimate is not None
+    measured = f"a crossover {_interval(c)}" if c.n_high is not None else f"a crossover at n ≈ {estimate:,}"
+    if g.what == NO_CROSSOVER:
+        return GuessCall(THERE_IS_ONE, measured=measured)
+    n = g.value or 0.0
+    high = float(estimate)
+    low = float(c.n_low or 0) if c.n_high is not None else high
+    if low < n <= high or n == high:
+        return GuessCall(RIGHT, measured=measured)
+    factor = n / high if n > high else (low / n if n > 0 else float("inf"))
+    return GuessCall(TOO_LARGE if n > high else TOO_SMALL, factor, measured)
 
 
 def guess_call(g: Guess, sweep: MatmulSweep) -> str:
     """A crossover guess judged against `sweep`'s headline crossover in a few words, for a table of the class's
-    guesses (the Class board's against the room's reference): 'right', 'too small (2.1×)', 'close, too large
-    (1.3×)', 'wrong: there is one', 'wrong: none measured', or 'cannot tell' where the sweep could not call it
-    (a busy or noisy machine: neither confirmed nor refuted, as `compare_guess` says) or raced no two series."""
-    c = sweep.headline_crossover
-    if c is None:  # one series alone: nothing was compared
-        return CANNOT_TELL
-    if c.call == "none":
-        return RIGHT if g.what == NO_CROSSOVER else "wrong: none measured"
-    if c.call == "unclear":
-        return CANNOT_TELL
-    if g.what == NO_CROSSOVER:
-        return "wrong: there is one"
-    n = g.value or 0.0
-    estimate = c.n_high if c.n_high is not None else c.n  # a file older than the verdicts: its estimate alone
-    assert estimate is not None
-    high = float(estimate)
-    low = float(c.n_low or 0) if c.n_high is not None else high
-    if low < n <= high or n == high:
-        return RIGHT
-    factor = n / high if n > high else (low / n if n > 0 else float("inf"))
-    closeness = "close, " if factor <= CLOSE_FACTOR else ""
-    return f"{closeness}too {'large' if n > high else 'small'} ({factor:.1f}×)"
+    guesses (the Class board's against the room's reference): `judge_guess`'s call, short."""
+    return judge_guess(g, sweep).short

@@ -11,16 +11,29 @@ its headline crossover in the race's words, and per size of that comparison the 
 (core.matmul.guess.guess_call): right, too small or too large by a factor, or *cannot tell* when the reference
 itself could not call the crossover. A browser race's guess is about the student's own laptop, so it is judged
 against that run only.
+
+The student sees the same judgement on the Matmul race page, and `matmul --guess ... --save` prints it
+(`against_reference`): one sentence, "Against the room's reference (run #7, measured 09:12 UTC by the
+instructor, 4× your budget per size): your guess n ≈ 500 is too large by about 3.9×: the reference measured a
+crossover between n = 64 and n = 128". Like the board, it judges every guess against the reference, whatever
+race the guess was made for; when the reference was measured with other settings (sizes, dtypes, threads, ...)
+or on another machine than the student's race, the sentence says so, since it then answers another race.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from core.matmul.guess import CANNOT_TELL, RIGHT, guess_call
+from core.matmul.cannot_tell import clock_time, parse_stamp, utc_now
+from core.matmul.guess import CANNOT_TELL, RIGHT, TOO_LARGE, TOO_SMALL, GuessCall, guess_call, judge_guess
 from core.results.crossover import pair_of, sentence
-from core.results.guess import CROSSOVER_N, NO_CROSSOVER
+from core.results.guess import CROSSOVER_N, NO_CROSSOVER, Guess
+from core.results.machine import Machine
 from core.results.matmul import MatmulSweep
 from core.store.class_board import ClassBoard, guess_text, who
 from core.store.database import Store
@@ -147,3 +160,86 @@ def _kind(call: str) -> str:
         if call.startswith(word):
             return word
     return call
+
+
+ROOM_TITLE = "Against the room's reference"
+NOT_COMPARED = ("budget_s", "series", "unsynced")  # the class's budget is longer by design; series follow from
+# the settings (a 'free cores' count names other series on a busy machine); unsynced timing changes no crossover
+SETTING_WORDS = {"threads": "CPU threads", "tf32": "TF32", "end_to_end": "end to end"}
+
+
+@dataclass(frozen=True)
+class AgainstReference:
+    """A student's crossover guess judged against the room's reference, by the board's judge (judge_guess)."""
+
+    run_id: int  # the reference's
+    guess: Guess
+    call: GuessCall
+    measured_at: str  # '09:12 UTC' (another day: with its date); '' when its stamp cannot be read
+    budget: str  # '4× your budget per size', 'the same budget per size as yours', '4 s per size' or ''
+    other_settings: tuple[str, ...]  # the settings the reference was measured with and the student's race was not
+    other_machine: bool  # measured on other hardware than the student's race
+
+    @property
+    def text(self) -> str:
+        """The one line the race page and the CLI show."""
+        when = f"measured {self.measured_at}" if self.measured_at else "measured"
+        budget = f", {self.budget}" if self.budget else ""
+        head = f"{ROOM_TITLE} (run #{self.run_id}, {when} by the instructor{budget}): "
+        yours, call = f"your guess {_guessed(self.guess)}", self.call
+        if call.kind == CANNOT_TELL:
+            body = (f"cannot tell: the reference itself could not call the crossover (a busy or noisy machine, or no "
+                    f"two series raced), so {yours} can be neither confirmed nor refuted")
+        elif call.kind in (TOO_SMALL, TOO_LARGE):
+            body = (f"{yours} is {'close, but ' if call.close else ''}{call.kind} by about {call.factor:.1f}×: "
+                    f"the reference measured {call.measured}")
+        else:
+            body = f"{yours} is {'right' if call.kind == RIGHT else 'wrong'}: the reference measured {call.measured}"
+        return head + body + self._other() + "."
+
+    def _other(self) -> str:
+        where = ["on another machine"] if self.other_machine else []
+        if self.other_settings:
+            where.append(f"with other {', '.join(self.other_settings)} than your race")
+        return f". Note: it was measured {' and '.join(where)}, so it answers another race" if where else ""
+
+
+def against_reference(reference: RoomReference, guess: Guess | None, settings: Mapping[str, Any] | None = None,
+                      machine: Machine | None = None, now: datetime | None = None) -> AgainstReference | None:
+    """The student's crossover guess (None: no line) judged against the room's reference, for the race of
+    `settings` (a SweepConfig's to_dict(), or a sweep's settings) on `machine`; either None when not known, and
+    then nothing is said about it."""
+    if guess is None or guess.what not in (CROSSOVER_N, NO_CROSSOVER):
+        return None
+    at = parse_stamp(reference.run.created_at)
+    measured_at = "" if at is None else clock_time(at, now or utc_now())
+    other_machine = (machine is not None and machine.known and reference.run.machine.known
+                     and machine.hardware != reference.run.machine.hardware)
+    return AgainstReference(reference.run_id, guess, judge_guess(guess, reference.sweep), measured_at,
+                            _budget(reference.budget_s, _number(settings or {}, "budget_s")),
+                            _other_settings(reference.sweep.settings, settings or {}), other_machine)
+
+
+def _guessed(g: Guess) -> str:
+    return '"no crossover"' if g.what == NO_CROSSOVER else f"n ≈ {g.value or 0:,.0f}"
+
+
+def _number(settings: Mapping[str, Any], key: str) -> float | None:
+    value = settings.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _budget(reference_s: float | None, own_s: float | None) -> str:
+    if reference_s is None or reference_s <= 0:
+        return ""
+    if own_s is None or own_s <= 0:
+        return f"{reference_s:g} s per size"
+    ratio = reference_s / own_s
+    return "the same budget per size as yours" if abs(ratio - 1) < 1e-9 else f"{ratio:.3g}× your budget per size"
+
+
+def _other_settings(reference: Mapping[str, Any], own: Mapping[str, Any]) -> tuple[str, ...]:
+    """The settings both recorded and recorded differently (a list and a tuple of the same values are equal)."""
+    keys = sorted(k for k in reference.keys() & own.keys() if k not in NOT_COMPARED)
+    differ = [k for k in keys if json.dumps(reference[k], default=list) != json.dumps(own[k], default=list)]
+    return tuple(dict.fromkeys(SETTING_WORDS.get(k, k.replace("_", " ")) for k in differ))

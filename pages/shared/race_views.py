@@ -35,9 +35,11 @@ def question(gpu_here: bool) -> str:
     return QUESTION_GPU if gpu_here else QUESTION_CPU
 
 
-def crossovers(shown: MatmulSweep, guessed: str | None = None) -> None:
+def crossovers(shown: MatmulSweep, guessed: str | None = None, against_room: str | None = None) -> None:
     """The headline first (as Results and the Class board show it), the guess set against it in the same box
-    (both, and the chart under them, in view at 1280 × 720 after Run: issue 34), then the other comparisons."""
+    (both, and the chart under them, in view at 1280 × 720 after Run: issue 34), and against the room's reference
+    on the next line when one is pinned (pages.shared.room_guess), then the other comparisons."""
+    guessed = "  \n".join(line for line in (guessed, against_room) if line) or None
     for i, c in enumerate(shown.shown_crossovers):
         box = {"found": st.success, "unclear": st.warning}.get(c.call, st.info)
         guess = f"  \n{guessed}" if guessed and i == 0 else ""  # a line of its own, in the headline's box

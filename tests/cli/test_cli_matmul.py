@@ -316,3 +316,19 @@ def test_for_class_runs_the_longer_race_saves_it_and_pins_it(capsys):
 def test_for_class_is_a_measurement_not_a_guess(capsys):
     assert main([*TINY, "--for-class", "--guess", "500"]) == 2
     assert "drop --ranks, --distributed and --guess" in capsys.readouterr().err and not open_store().list_runs()
+
+
+def test_a_saved_guess_is_judged_against_the_pinned_reference(capsys):
+    """`--guess ... --save` prints the race page's line about the room's reference when one is pinned, else none."""
+    from core.matmul.shared_race import CLASS_BUDGET_FACTOR
+
+    assert main([*TINY, "--quiet", "--guess", "500", "--save"]) == 0
+    assert "room's reference" not in capsys.readouterr().out, "nothing pinned: no line"
+    assert main([*TINY, "--quiet", "--for-class"]) == 0
+    pinned = open_store().pinned_reference()
+    capsys.readouterr()
+    assert main([*TINY, "--quiet", "--guess", "500", "--save"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # wrapped at 100 columns
+    assert (f"Against the room's reference (run #{pinned}, measured " in out
+            and f"by the instructor, {CLASS_BUDGET_FACTOR}× your budget per size): cannot tell: " in out
+            and "your guess n ≈ 500 can be neither confirmed nor refuted." in out and "Note:" not in out)

@@ -77,6 +77,10 @@ def test_the_instructor_measures_for_the_class_and_it_is_pinned_on_the_board(no_
 
     student = _session("Ana", "100")
     student.button(key="mm_run").click().run()  # a race of her own (nothing to join now), saved with her guess
+    [line] = [a for a in _text(student).split("\n") if "room's reference" in a]  # one series: no headline box
+    assert (f"Against the room's reference (run #{run.run_id}, measured " in line
+            and f"by the instructor, {CLASS_BUDGET_FACTOR}× your budget per size): cannot tell: " in line
+            and "so your guess n ≈ 100 can be neither confirmed nor refuted." in line and "Note:" not in line)
     board = AppTest.from_file(str(ROOT_APP), default_timeout=120).switch_page("pages/class_board.py").run()
     assert not board.exception
     text = "\n".join(m.value for m in board.markdown)
@@ -107,6 +111,8 @@ def test_a_students_run_with_the_same_settings_joins_the_class_measurement(no_gp
     runs = {r.label: r for r in store.list_runs()}
     assert set(runs) == {"", "Ben"} and runs["Ben"].result.guess.what == "no_crossover"
     assert store.pinned_reference() == runs[""].run_id, "the instructor's copy is pinned, not the student's"
+    student.run()  # the next rerun: the pin is read, and her guess judged against it with the budget she got
+    assert "by the instructor, the same budget per size as yours): " in _text(student)
 
 
 @pytest.mark.slow  # two races one after the other: over the fast tier's 5 s on a busy 2-core machine

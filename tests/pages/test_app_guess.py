@@ -23,6 +23,7 @@ def test_matmul_guess_is_saved_and_compared_after_the_run(app, no_gpu):
     assert not app.exception and not app.error
     alerts = [a.value for a in (*app.info, *app.warning, *app.success)]  # in the crossover's box, or its own
     assert any("You guessed no crossover; " in a for a in alerts), alerts
+    assert not any("room's reference" in a for a in alerts), "no reference pinned: no line about it"
     saved = open_store().list_runs(kind="matmul")
     assert saved[0].label == "Ana" and saved[0].result.guess.what == "no_crossover"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from core.results.kinds import read_result
 from core.store import database
 from core.store.access import INSTRUCTOR, Access
 from core.store.class_board import crossover_spread, refresh
-from core.store.class_reference import judged_guesses, read_reference, tally
+from core.store.class_reference import against_reference, judged_guesses, read_reference, tally
 from core.store.database import open_store
 from pages.shared.result_store import INSTRUCTOR_MODE
 from tests.result_samples import as_saved, save_payload, train_payload
@@ -214,3 +215,70 @@ def test_a_reference_of_one_series_judges_no_guess():
     one_series = replace(full, results=tuple(p for p in full.results if p.label != TWO), crossovers=(), verdicts=None)
     assert one_series.headline_crossover is None
     assert guess_call(read_result("matmul", _guessed("no crossover")).guess, one_series) == "cannot tell"
+
+
+def _pinned(store, payload: dict[str, Any] | None = None, **settings: Any):
+    payload = copy.deepcopy(payload or honest())
+    payload["settings"].update(settings)
+    store.pin_reference(save_payload(store, "matmul", payload, label="room"), INSTRUCTOR)
+    reference = read_reference(store)
+    assert reference is not None
+    return reference
+
+
+def _guess(text: str):
+    return read_result("matmul", _guessed(text)).guess
+
+
+def test_a_students_guess_against_the_reference_is_one_sentence_by_the_boards_judge():
+    """The race page's and the CLI's line (core.store.class_reference.against_reference): the board's call in words,
+    with when the reference was measured and its budget beside the student's."""
+    reference = _pinned(open_store(), budget_s=1.0)
+    machine = read_result("matmul", honest()).machine
+    same = {**reference.sweep.settings, "budget_s": 0.25}
+    now = datetime.fromisoformat(reference.run.created_at.replace("Z", "+00:00"))
+    line = against_reference(reference, _guess("500"), same, machine, now=now)
+    assert line is not None and line.call.short == guess_call(_guess("500"), reference.sweep) == "too large (3.9×)"
+    assert line.text == (f"Against the room's reference (run #{reference.run_id}, measured {now:%H:%M} UTC by the "
+                         "instructor, 4× your budget per size): your guess n ≈ 500 is too large by about 3.9×: the "
+                         "reference measured a crossover between n = 64 and n = 128.")
+    texts = {g: against_reference(reference, _guess(g), same, machine, now=now).text.split("): ", 1)[1]
+             for g in ("100", "50", "no crossover")}
+    assert texts == {"100": "your guess n ≈ 100 is right: the reference measured a crossover between n = 64 and "
+                            "n = 128.",
+                     "50": "your guess n ≈ 50 is close, but too small by about 1.3×: the reference measured a "
+                           "crossover between n = 64 and n = 128.",
+                     "no crossover": 'your guess "no crossover" is wrong: the reference measured a crossover '
+                                     "between n = 64 and n = 128."}
+    later = now + timedelta(days=1)
+    assert f"measured {now:%Y-%m-%d %H:%M} UTC by the instructor, the same budget per size as yours)" in (
+        against_reference(reference, _guess("100"), {**same, "budget_s": 1.0}, machine, now=later).text)
+    assert ", 1 s per size)" in against_reference(reference, _guess("100")).text, "no race to set it beside"
+    assert against_reference(reference, None, same, machine) is None
+
+
+def test_a_reference_of_other_settings_or_another_machine_says_so():
+    reference = _pinned(open_store())
+    own = read_result("matmul", honest())
+    assert "Note:" not in against_reference(reference, _guess("100"), own.settings, own.machine).text
+    other = {**own.settings, "sizes": [16, 32], "threads": [1], "series": ["x"], "budget_s": 9.0}
+    elsewhere = replace(own.machine, cpu=replace(own.machine.cpu, name="Lab server CPU"))
+    text = against_reference(reference, _guess("100"), other, elsewhere).text
+    assert text.endswith(": your guess n ≈ 100 is right: the reference measured a crossover between n = 64 and "
+                         "n = 128. Note: it was measured on another machine and with other sizes, CPU threads than "
+                         "your race, so it answers another race.")
+    assert "Note:" not in against_reference(reference, _guess("100"), {"dtypes": ["float64"]}, None).text, (
+        "a setting only one of them recorded is not called different")
+
+
+def test_a_reference_that_cannot_tell_says_so_to_the_student():
+    store = open_store()
+    [busy] = store.import_json(json.dumps(as_saved("matmul", _busy())).encode()).run_ids
+    store.pin_reference(busy, INSTRUCTOR)
+    reference = read_reference(store)
+    assert reference is not None
+    text = against_reference(reference, _guess("100")).text
+    assert text.startswith(f"Against the room's reference (run #{busy}, measured ")
+    assert text.endswith("): cannot tell: the reference itself could not call the crossover (a busy or noisy "
+                         "machine, or no two series raced), so your guess n ≈ 100 can be neither confirmed nor "
+                         "refuted.")
