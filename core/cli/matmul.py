@@ -22,6 +22,7 @@ from core.matmul.report import clock_summary
 from core.matmul.series import DTYPES
 from core.matmul.sweep import SweepEvent, run_sweep
 from core.platform.jobs import Progress
+from core.platform.units import number
 from core.matmul.guess import compare_guess
 from core.results.guess import MATMUL_EXAMPLE, parse_matmul_guess
 from core.results.matmul import MatmulSweep
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(result))
     if (sentence := compare_guess(result)) is not None:
-        print(sentence, file=sys.stderr if args.json else sys.stdout)
+        print(wrap(sentence), file=sys.stderr if args.json else sys.stdout)
     if result.results:  # a stopped sweep is saved too when asked: its payload says "stopped": true
         save_if_requested(args, result)
     elif args.save:
@@ -164,7 +165,7 @@ def _without_copies(result: MatmulSweep, headers: list[str], rows: list[list]) -
 
 
 def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if value is None else number(value)  # 0.125 or 38.3 (never '0.00' for a ratio below 0.005)
 
 
 def verdict_table(result: MatmulSweep) -> str:

@@ -8,6 +8,7 @@ neither confirmed nor refuted, rather than pick a winner from noise.
 
 from __future__ import annotations
 
+from core.platform.units import times
 from core.results.guess import CROSSOVER_N, NO_CROSSOVER, Guess
 from core.results.crossover import Crossover
 from core.results.matmul import MatmulSweep
@@ -32,7 +33,7 @@ def _n_against(n: float, c: Crossover) -> str:
     factor = n / c.n_high if n > c.n_high else (low / n if n > 0 else float("inf"))
     side = "too large" if n > c.n_high else "too small"
     closeness = "close, but " if factor <= CLOSE_FACTOR else ""
-    return f"{closeness}your guess is {side} by about {factor:.1f}×"
+    return f"{closeness}your guess is {side} by about {times(factor)}"
 
 
 def compare_guess(sweep: MatmulSweep, guess: Guess | None = None) -> str | None:

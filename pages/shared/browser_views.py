@@ -23,8 +23,10 @@ def settings() -> tuple[tuple[int, int], float, int, bool]:
     with st.sidebar:
         st.subheader("Race settings")
         sizes = st.select_slider("Matrix sizes n", SIZES, value=DEFAULT_SIZES, key="lap_sizes",
+                                 format_func="{:,}".format,
                                  help="the browser stops a series early once its next size would overrun the budget")
-        budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=2.0, key="lap_budget")
+        budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=2.0, key="lap_budget",
+                                  format_func="{:g}".format)
         workers = st.selectbox("k workers (the CPU's second series)", WORKER_CHOICES, key="lap_workers",
                                format_func=lambda k: "this laptop's cores" if k == AUTO_WORKERS else str(k),
                                help="Web Workers sharing the rows of C (the marbles); by default as many as the "

@@ -101,7 +101,7 @@ def test_the_train_sentence_compares_seconds_per_epoch():
     assert "right" in compare_train([_run("cpu", 4.0)], parse_train_guess("4.2 s"))
     sentence = compare_train([_run("cpu", 4.0, busy=True)], parse_train_guess("0.5"))
     assert "500 ms per epoch" in sentence and "4 s per epoch on cpu on a busy machine" in sentence
-    assert "too low by about 8.0×" in sentence
+    assert "too low by about 8×" in sentence
 
 
 def test_the_train_sentence_compares_a_speedup_only_with_a_race():
