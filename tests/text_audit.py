@@ -109,6 +109,9 @@ def field_names() -> frozenset[str]:
     return frozenset(names)
 
 
+SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+
+
 def leaked_fields(text: str) -> list[str]:
     """Result fields named in `text` as a program names them ('bandwidth_gbs'), or 'gflops' in lower case."""
     words = set(re.findall(r"(?<![\w/.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/-])", text))
@@ -118,7 +121,7 @@ def leaked_fields(text: str) -> list[str]:
 # ---------------------------------------------------------------------------- the text of a page (AppTest)
 
 TEXT_KEYS = {"body", "label", "help", "text", "placeholder", "caption", "options", "delta", "title"}
-SKIPPED = {"arrow_data_frame", "arrow_table", "table", "code", "json", "exception", "html", "iframe", "imgs"}
+SKIPPED = {"table", "code", "json", "exception", "html", "iframe", "imgs"}
 
 
 def _strings(value: Any, keys: frozenset[str] | set[str] = TEXT_KEYS) -> Iterator[str]:
@@ -199,9 +202,10 @@ def _hover_sample(template: str) -> str:
 
 def page_text(app: Any) -> list[tuple[str, str]]:
     """(element type, text) for every text a person reads on the page now: headings, Markdown, captions, alerts,
-    metrics, every widget's label, help and options, tabs and expanders, progress lines, page links and each chart's
-    words. Left out: data frames and tables (their cells go through `readable`, and some hold raw samples), code
-    blocks (code and program output, verbatim) and exceptions (a test fails on those anyway)."""
+    metrics, every widget's label, help and options, tabs and expanders, progress lines, page links, each chart's
+    words and each data frame's headers. Left out: the cells of data frames and tables (they go through `readable`,
+    and some hold raw samples), code blocks (code and program output, verbatim) and exceptions (a test fails on
+    those anyway)."""
     from google.protobuf.json_format import MessageToDict
 
     found: list[tuple[str, str]] = []
@@ -212,6 +216,11 @@ def page_text(app: Any) -> list[tuple[str, str]]:
             continue
         if kind == "plotly_chart":
             found += figure_text(proto.spec)
+            continue
+        if kind == "dataframe":  # its headers as shown (a column_config label replaces the frame's name)
+            config = json.loads(proto.columns or "{}")
+            found += [("dataframe header", str(config.get(str(name), {}).get("label") or name))
+                      for name in node.value.columns]
             continue
         try:
             fields = MessageToDict(proto, preserving_proto_field_name=True)
@@ -230,4 +239,6 @@ def offenders(texts: Iterable[tuple[str, str]]) -> list[str]:
             bad.append(f"digits {digits} in {kind}: {text[:300]!r}")
         if fields := leaked_fields(text):
             bad.append(f"field names {fields} in {kind}: {text[:300]!r}")
+        elif kind.endswith("header") and (names := SNAKE.findall(text)):  # 'median_ms': a header reads in words
+            bad.append(f"identifiers {names} in {kind}: {text!r}")
     return bad

@@ -80,7 +80,7 @@ def verdict_rows(run: BrowserRun) -> list[dict[str, object]]:
 
 def point_rows(run: BrowserRun) -> list[dict[str, object]]:
     """One row per series and size: the server's statistics of the browser's samples."""
-    return [{"series": p.series, "n": p.n, "median_ms": (p.median_s or 0) * 1e3, "iqr_ms": (p.iqr_s or 0) * 1e3,
+    return [{"series": p.series, "n": p.n, "median ms": (p.median_s or 0) * 1e3, "IQR ms": (p.iqr_s or 0) * 1e3,
              "GFLOP/s": p.gflops, "samples": p.samples, "calls per sample": p.reps,
              "GPU timestamps ms": None if p.timestamp_median_s is None else p.timestamp_median_s * 1e3,
              "rel. error": p.rel_error}
