@@ -19,8 +19,9 @@ GIB = 2**30
 
 
 def gib(n_bytes: int | None) -> str:
-    """'12.3 GiB', or 'unknown' where a query failed."""
-    return "unknown" if n_bytes is None else f"{n_bytes / GIB:.1f} GiB"
+    """'12.3 GiB', '126 GiB' (three figures, like every other: not '125.7 GiB'), or 'unknown' where a query
+    failed."""
+    return "unknown" if n_bytes is None else f"{number(n_bytes / GIB)} GiB"
 
 
 SIGNIFICANT = 3  # figures a timing on a shared machine can back: its noise is rarely below 1 %
