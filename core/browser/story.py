@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from core.browser.assets import MESSAGES
 from core.results.browser import SOFTWARE, BrowserCrossover, BrowserRun
 from core.results.guess import CROSSOVER_N, NO_CROSSOVER
+from core.platform.units import times
 
 BOX = {"found": "success", "none": "info", "unclear": "warning"}  # the kind of box each call is shown in
 
@@ -69,7 +70,7 @@ def forgot_to_wait(run: BrowserRun) -> str | None:
         return head + ("returns before the browser's clock moves: a program that reads the clock without awaiting "
                        "the queue would claim the product is free.")
     return head + (f"returns after {p.unawaited_s * 1e3:.3g} ms: a program that reads the clock without awaiting the "
-                   f"queue would claim {p.median_s / p.unawaited_s:,.0f}× the speed.")
+                   f"queue would claim {times(p.median_s / p.unawaited_s)} the speed.")
 
 
 def verdict_rows(run: BrowserRun) -> list[dict[str, object]]:

@@ -13,7 +13,7 @@ from plotly.colors import qualitative
 
 from core.charts.axis_style import (axis_position, clipped_lower_arms, inside_anchor, label_points, log_axis, style,
                                     time_unit, trace_values)
-from core.platform.units import number
+from core.platform.units import number, times
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
 from core.results.crossover import Crossover, Verdict
 
@@ -216,7 +216,7 @@ def sync_bug_notes(frame: pd.DataFrame) -> list[str]:
         factor = top["median_s"] / top["unsynced_s"] if top["unsynced_s"] > 0 else float("inf")
         notes.append(f"{series}, n = {int(top['n']):,}: {top['median_s'] * 1e3:.3g} ms with synchronize, "
                      f"{top['unsynced_s'] * 1e3:.3g} ms without: forgetting it makes the GPU look "
-                     f"{factor:,.0f}× faster")
+                     f"{times(factor)} faster")
     return notes
 
 

@@ -22,7 +22,7 @@ from core.matmul.report import clock_summary
 from core.matmul.series import DTYPES
 from core.matmul.sweep import SweepEvent, run_sweep
 from core.platform.jobs import Progress
-from core.platform.units import number
+from core.platform.units import number, seconds
 from core.matmul.guess import compare_guess
 from core.results.guess import MATMUL_EXAMPLE, parse_matmul_guess
 from core.results.matmul import MatmulSweep
@@ -141,7 +141,7 @@ def render(result: MatmulSweep) -> str:
     lines += result.crossover_lines
     if not any(r.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
-    lines.append(f"wall time {result.wall_s or 0:.1f} s, of which timed {result.timed_s or 0:.1f} s")
+    lines.append(f"wall time {seconds(result.wall_s or 0)}, of which timed {seconds(result.timed_s or 0)}")
     if clocks := clock_summary(result.results):
         lines.append(clocks)
     if result.cache is not None:

@@ -62,7 +62,7 @@ def compare_guess(sweep: MatmulSweep, guess: Guess | None = None) -> str | None:
         if g.what == NO_CROSSOVER:
             return f"{you}; {measured}, so there is one."
         factor = max(g.value or 1, c.n) / max(min(g.value or 1, c.n), 1)
-        return f"{you}; {measured} (a factor of {factor:.1f} apart)."
+        return f"{you}; {measured} ({times(factor)} apart)."
     measured = f"measured: {c.challenger} beats {c.baseline} from a size {_interval(c)}"
     if g.what == NO_CROSSOVER:
         return f"{you}; {measured}, so there is one."

@@ -87,7 +87,7 @@ def test_the_matmul_sentence_sets_the_guess_beside_the_interval(typed, crossover
 
 def test_a_sweep_older_than_the_verdicts_compares_with_its_interpolated_crossover():
     sweep = replace(_sweep(), guess=parse_matmul_guess("600"))  # crossover_n 300, no interval
-    assert "n ≈ 300" in compare_matmul(sweep) and "factor of 2.0" in compare_matmul(sweep)
+    assert "n ≈ 300" in compare_matmul(sweep) and "(2× apart)" in compare_matmul(sweep)
     assert compare_matmul(_sweep()) is None
 
 
