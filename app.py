@@ -4,11 +4,12 @@ import streamlit as st
 
 import pages.shared.server_memory  # noqa: F401  (Arrow on the system allocator: memory given back)
 from pages.shared.entry import mark_entered
-from pages.shared.layout import projector_layout
+from pages.shared.layout import SIDEBAR_PX, projector_layout
 from pages.shared.warmup import start as warm_results
 
 
-st.set_page_config(page_title="GPU vs CPU, measured", page_icon=":material/speed:", layout="wide")
+st.set_page_config(page_title="GPU vs CPU, measured", page_icon=":material/speed:", layout="wide",
+                   initial_sidebar_state=SIDEBAR_PX)
 PAGES = [
     st.Page("pages/home.py", title="Start here", icon=":material/home:", default=True),
     st.Page("pages/hardware.py", title="Hardware check", icon=":material/memory:"),

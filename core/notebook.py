@@ -36,7 +36,7 @@ from core.matmul.sweep import run_sweep
 from core.results.matmul import MatmulSweep
 from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, Progress
-from core.platform.units import gib, percent, readable
+from core.platform.units import gib, percent, readable, seconds
 from core.results import jsonio
 from core.results.kinds import read_result
 from core.results.machine import Cpu, Gpu, Machine, read_machine
@@ -192,7 +192,7 @@ def printing_hooks(say: Callable[[str], None] = print) -> JobHooks:
 def selfcheck(plan: Plan, hooks: JobHooks | None = None) -> Report:
     """The plan's checks; in QUICK mode the GPU ones only to n = 1024 (a minute, not several, on a T4)."""
     return run_checks(select(list(plan.checks)), hooks=hooks, sizes=QUICK if plan.quick else FULL,
-                      on_outcome=lambda o: print(f"{o.status:4}  {o.name} ({o.seconds:.1f} s)"))
+                      on_outcome=lambda o: print(f"{o.status:4}  {o.name} ({seconds(o.seconds)})"))
 
 
 def verdict(report: Report) -> str:

@@ -327,7 +327,7 @@ def judge_gpu_sweep(result: MatmulSweep, capability_major: int, top_size: int = 
     if not ampere and any(r.tf32 for r in gpu_rows):
         problems.append(f"a series is recorded with TF32 on, but compute capability {capability_major}.x has none")
     lead = next(iter(result.shown_crossovers), None)  # the sentence the race page shows first
-    speeds = ", ".join(f"{label} {r.gflops or 0:,.0f} GFLOP/s" for label, r in at_top.items())
+    speeds = ", ".join(f"{label} {number(r.gflops or 0)} GFLOP/s" for label, r in at_top.items())
     detail = (f"n={top}: {speeds}; {sentence(lead, result.verdicts) if lead else 'no crossover computed'}")
     data = {"sweep": result.to_json()}
     return CheckResult(not problems, "; ".join(problems) or detail, data, result.load)

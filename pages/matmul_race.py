@@ -8,7 +8,7 @@ from core.matmul.guess import compare_guess
 from core.matmul.report import clock_summary, results_frame
 from core.matmul.shared_race import join_race
 from core.platform.devices import has_gpu
-from core.platform.units import readable
+from core.platform.units import readable, seconds
 from core.results.jsonio import dumps
 from core.results.table import human_table
 from core.store.board import sweep_csv
@@ -53,7 +53,7 @@ if run or own or for_class:
             final = sweep.finish(join_race(sweep.plan, turn.hooks, own=own, for_class=config() if for_class else None))
         state.mm_sweep = sweep
         shared = final.shared.note if final.shared else ""
-        progress.progress(1.0, text=f"done in {final.wall_s:.1f} s{turn.waited_note}{shared}")
+        progress.progress(1.0, text=f"done in {seconds(final.wall_s)}{turn.waited_note}{shared}")
         if final.results and not final.stopped:  # a finished sweep goes to the Results page; a stopped one on request
             save(sweep)
             class_measure.pin(sweep, for_class)

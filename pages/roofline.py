@@ -8,7 +8,7 @@ from core.errors import DashboardError
 from core.matmul.choices import dtype_choices
 from core.platform.devices import available_devices
 from core.results.jsonio import dumps
-from core.platform.units import readable
+from core.platform.units import readable, seconds
 from core.roofline.explain import cannot_tell, crossover_sentence, model_error_text
 from core.roofline.run import RooflineConfig, run_roofline
 from pages.shared.device_wait import page_job
@@ -43,7 +43,7 @@ if run:
         bar = st.empty()
         with page_job("rl", on_progress=lambda p: bar.progress(p.fraction, text=p.message)) as turn:
             state.rl_result = run_roofline(config, turn.hooks)
-        bar.caption(f"Measured in {state.rl_result.wall_s:.1f} s{turn.waited_note}.")  # one line: the chart in view
+        bar.caption(f"Measured in {seconds(state.rl_result.wall_s)}{turn.waited_note}.")  # one line: the chart in view
         if state.rl_result.points and not state.rl_result.stopped:
             save_run(state.rl_result, label=state.rl_label.strip())
     except DashboardError as exc:

@@ -62,7 +62,7 @@ def test_device_table_lists_the_cpu_and_each_gpu_with_its_memory():
                     "ram_total_bytes": 12 * 2**30, "ram_available_bytes": 10 * 2**30}}
     table = nb.device_table(read_machine(info, "machine"))
     assert table["device"].tolist() == ["cpu", "cuda:0"]
-    assert table.loc[1, "memory"] == "14.0 GiB free of 15.0 GiB"
+    assert table.loc[1, "memory"] == "14 GiB free of 15 GiB"
     assert table.loc[0, "details"] == "2 cores, torch uses 2 threads"
     assert nb.DeviceCheck(read_machine(info, "machine"), table).has_gpu
     assert not nb.DeviceCheck(read_machine(LAPTOP, "machine"), table).has_gpu

@@ -11,6 +11,7 @@ from core.matmul import verdict
 from core.platform.units import number, seconds
 from core.results.browser import GPU_SERIES, SOFTWARE, SPLIT_SERIES, BrowserCrossover, BrowserRun
 from core.results.guess import CROSSOVER_N, NO_CROSSOVER
+from core.platform.units import times
 
 BOX = {"found": "success", "none": "info", "unclear": "warning"}  # the kind of box each call is shown in
 
@@ -72,7 +73,7 @@ def forgot_to_wait(run: BrowserRun) -> str | None:
         return head + ("returns before the browser's clock moves: a program that reads the clock without awaiting "
                        "the queue would claim the product is free.")
     return head + (f"returns after {p.unawaited_s * 1e3:.3g} ms: a program that reads the clock without awaiting the "
-                   f"queue would claim {p.median_s / p.unawaited_s:,.0f}× the speed.")
+                   f"queue would claim {times(p.median_s / p.unawaited_s)} the speed.")
 
 
 def dispatch_line(run: BrowserRun) -> Line | None:
@@ -107,7 +108,7 @@ def verdict_rows(run: BrowserRun) -> list[dict[str, object]]:
 
 def point_rows(run: BrowserRun) -> list[dict[str, object]]:
     """One row per series and size: the server's statistics of the browser's samples."""
-    return [{"series": p.series, "n": p.n, "median_ms": (p.median_s or 0) * 1e3, "iqr_ms": (p.iqr_s or 0) * 1e3,
+    return [{"series": p.series, "n": p.n, "median ms": (p.median_s or 0) * 1e3, "IQR ms": (p.iqr_s or 0) * 1e3,
              "GFLOP/s": p.gflops, "samples": p.samples, "calls per sample": p.reps,
              "GPU timestamps ms": None if p.timestamp_median_s is None else p.timestamp_median_s * 1e3,
              "rel. error": p.rel_error}

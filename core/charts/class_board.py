@@ -81,7 +81,7 @@ def _guesses(spread: Spread, row: float) -> go.Scatter:
     return go.Scatter(x=spread.guessed, y=[row + j for j in _jitter(len(spread.guessed))],
                       mode="markers+text" if labelled else "markers", name=f"guesses ({len(spread.guessed)})",
                       text=names, textposition="top center", textfont=dict(color=GUESS_COLOR),
-                      hovertemplate="%{text}: %{x:,.3g}<extra></extra>" if names else None,
+                      hovertemplate="%{text}: %{x:,.3~r}<extra></extra>" if names else None,
                       marker=dict(size=12, color=GUESS_COLOR, opacity=0.7))
 
 

@@ -14,7 +14,7 @@ from core.classifier.preset_race import PresetRace
 from core.classifier.scaling_result import Scaling
 from core.results.train import TrainEpoch
 from core.plain_text import for_plotly
-from core.platform.units import number
+from core.platform.units import number, percent
 
 TRAIN_COLOR = "#1f77b4"
 TEST_COLOR = "#d62728"
@@ -80,8 +80,8 @@ def loss_curves(reports: Sequence[TrainEpoch], *, baseline_loss: float | None = 
     fig.add_scatter(x=x, y=[r.test_loss for r in reports], name=f"{prefix}test loss", mode="lines+markers",
                     line=dict(color=TEST_COLOR),
                     customdata=[[r.test_accuracy, r.seconds] for r in reports],
-                    hovertemplate="epoch %{x:.2f}<br>test loss %{y:.4f}<br>test accuracy %{customdata[0]:.3f}"
-                                  "<br>%{customdata[1]:.2f} s this epoch<extra></extra>")
+                    hovertemplate="epoch %{x:.2f}<br>test loss %{y:,.3~r}<br>test accuracy %{customdata[0]:.1%}"
+                                  "<br>%{customdata[1]:,.3~r} s this epoch<extra></extra>")
     lowest = lowest_test_loss(reports)
     if lowest is not None:
         fig.add_scatter(x=[lowest.progress], y=[lowest.test_loss], mode="markers",
@@ -90,7 +90,7 @@ def loss_curves(reports: Sequence[TrainEpoch], *, baseline_loss: float | None = 
     if kept_epoch is not None:
         _epoch_line(fig, kept_epoch, f"kept epoch ({kept_epoch})", KEPT_COLOR, "dot")
     if baseline_loss is not None:
-        _baseline(fig, baseline_loss, f"{baseline_name} test loss {baseline_loss:.3f}")
+        _baseline(fig, baseline_loss, f"{baseline_name} test loss {number(baseline_loss)}")
     style(fig, title=None, height=380)
     y_top = max(trace_values(fig, "y") + ([baseline_loss] if baseline_loss is not None else []),
                 key=lambda v: v or 0.0, default=None)
@@ -113,7 +113,7 @@ def accuracy_curve(reports: Sequence[TrainEpoch], *, baseline_accuracy: float | 
     if best_epoch is not None:
         _epoch_line(fig, best_epoch, f"kept epoch ({best_epoch})", KEPT_COLOR, "dot")
     if baseline_accuracy is not None:
-        _baseline(fig, baseline_accuracy, f"{baseline_name} {baseline_accuracy:.1%}")
+        _baseline(fig, baseline_accuracy, f"{baseline_name} {percent(baseline_accuracy)}")
     style(fig, title=None, height=300)
     shown = [v for v in trace_values(fig, "y") if v is not None] + ([baseline_accuracy] if baseline_accuracy else [])
     fig.update_layout(xaxis=dict(title=dict(text="epoch"), automargin=True),

@@ -13,6 +13,7 @@ from plotly.colors import qualitative
 
 from core.charts.axis_style import (axis_position, clipped_lower_arms, inside_anchor, label_points, log_axis, style,
                                     time_unit, trace_values)
+from core.platform.units import number, times
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N
 from core.results.crossover import Crossover, Verdict
 
@@ -91,8 +92,8 @@ def time_figure(frame: pd.DataFrame, *, lecture: bool = True, cache: str | None 
                          thickness=1.2),
             customdata=rows[["min_s", "max_s", "samples", "calls_per_block"]].to_numpy()
             * [unit.per_second, unit.per_second, 1, 1],
-            hovertemplate=(f"{series}<br>n=%{{x}}<br>median %{{y:.4g}} {unit.name}<br>min %{{customdata[0]:.4g}} "
-                           f"{unit.name}, max %{{customdata[1]:.4g}} {unit.name}<br>%{{customdata[2]}} samples of "
+            hovertemplate=(f"{series}<br>n=%{{x}}<br>median %{{y:,.3~r}} {unit.name}<br>min %{{customdata[0]:,.3~r}} "
+                           f"{unit.name}, max %{{customdata[1]:,.3~r}} {unit.name}<br>%{{customdata[2]}} samples of "
                            "%{customdata[3]} calls<extra></extra>"),
         )
         unsynced = rows.dropna(subset=["unsynced_s"])
@@ -125,11 +126,11 @@ def gflops_figure(frame: pd.DataFrame, *, lecture: bool = True, cache: str | Non
     for series, rows in _by_series(frame, colors):
         fig.add_scatter(x=rows["n"], y=rows["gflops"], mode="lines+markers", name=series,
                         line=dict(color=colors[series]),
-                        hovertemplate=f"{series}<br>n=%{{x}}<br>%{{y:.4g}} GFLOP/s<extra></extra>")
+                        hovertemplate=f"{series}<br>n=%{{x}}<br>%{{y:,.3~r}} GFLOP/s<extra></extra>")
     flop = 2 * LECTURE_N**3 / 1e9
-    labels = [_lecture_point(fig, flop / LECTURE_CPU_S, f"lecture CPU ≈ {flop / LECTURE_CPU_S:.0f} GFLOP/s", "square"),
-              _lecture_point(fig, flop / LECTURE_GPU_S, f"lecture Colab GPU ≈ {flop / LECTURE_GPU_S:.0f} GFLOP/s",
-                             "star")] if lecture else []
+    cpu, gpu = flop / LECTURE_CPU_S, flop / LECTURE_GPU_S
+    labels = [_lecture_point(fig, cpu, f"lecture CPU ≈ {number(cpu)} GFLOP/s", "square"),
+              _lecture_point(fig, gpu, f"lecture Colab GPU ≈ {number(gpu)} GFLOP/s", "star")] if lecture else []
     _layout(fig, title, "GFLOP/s")
     label_points(fig, labels)
     return fig
@@ -168,7 +169,7 @@ def speedup_figure(frame: pd.DataFrame, crossovers: Sequence[Crossover], *, lect
         color = colors.get(c.challenger, "black")
         fig.add_scatter(x=table["n"], y=table["speedup"], mode="lines+markers", name=name,
                         line=dict(color=color, dash="dot" if copies else "solid"),
-                        hovertemplate=f"{name}<br>n=%{{x}}<br>%{{y:.3g}}×<extra></extra>")
+                        hovertemplate=f"{name}<br>n=%{{x}}<br>%{{y:,.3~r}}×<extra></extra>")
         if c.n is not None:
             fig.add_vline(x=c.n, line=dict(color=color, dash="dot" if copies else "dash", width=1))
             fig.add_scatter(x=[c.n], y=[1.0], mode="markers", name=f"crossover n ≈ {c.n:,}",
@@ -215,7 +216,7 @@ def sync_bug_notes(frame: pd.DataFrame) -> list[str]:
         factor = top["median_s"] / top["unsynced_s"] if top["unsynced_s"] > 0 else float("inf")
         notes.append(f"{series}, n = {int(top['n']):,}: {top['median_s'] * 1e3:.3g} ms with synchronize, "
                      f"{top['unsynced_s'] * 1e3:.3g} ms without: forgetting it makes the GPU look "
-                     f"{factor:,.0f}× faster")
+                     f"{times(factor)} faster")
     return notes
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from core.charts.axis_style import linear_axis, style
+from core.platform.units import number
 from core.plain_text import for_plotly
 from core.results.cluster import NAMED, ClusterRun, RankRecord
 
@@ -45,7 +46,7 @@ def ranks_figure(run: ClusterRun, who: str = "") -> go.Figure:
         fig.add_bar(x=names, y=alone, name="each alone", marker=dict(color=ALONE))
     median = next((s.median for s in run.spread if s.n == n), None)
     if median is not None:
-        fig.add_hline(y=median, line=dict(color="black", dash="dash"), annotation_text=f"median {median:.1f}",
+        fig.add_hline(y=median, line=dict(color="black", dash="dash"), annotation_text=f"median {number(median)}",
                       annotation_position="top left")
     for s in run.stragglers if run.straggler_call == NAMED else ():
         fig.add_annotation(x=names[[r.rank for r in run.ranks].index(s.rank)], y=together[s.rank] or 0,
@@ -61,7 +62,8 @@ def verdict_line(run: ClusterRun) -> str:
     """The straggler call in a sentence, quoting only what was measured."""
     if run.straggler_call == NAMED:
         return "; ".join(f"Straggler: rank {s.rank} on {s.hostname} ({s.device}) is {s.below_median or 0:.0%} below "
-                         f"the median at n = {s.n:,} (its time {s.slowdown_low or 0:.2f}-{s.slowdown_high or 0:.2f}x "
+                         f"the median at n = {s.n:,} (its time {number(s.slowdown_low or 0)}-"
+                         f"{number(s.slowdown_high or 0)}x "
                          "the median rank's, 95 % interval)" for s in run.stragglers)
     if run.straggler_call == "none":
         return f"No straggler: {run.straggler_note}."

@@ -20,6 +20,7 @@ from core import glossary
 from core.lecture import LECTURE_CPU_S, LECTURE_GPU_S, LECTURE_N, LECTURE_SENTENCE
 from core.plain_text import plotly_safe_frame
 from core.results.cluster import ClusterRun
+from core.platform.units import number
 from core.store.frames import kind_frame
 from core.store.records import StoredRun
 
@@ -37,7 +38,7 @@ class ReferencePoint:
     def labelled(self, metric: str, unit: TimeUnit) -> tuple[float, str]:
         """Where the point sits on a chart of `metric`, and its label in that chart's unit."""
         if metric == "gflops":
-            return self.gflops, f"{self.label} ≈ {self.gflops:.0f} GFLOP/s"
+            return self.gflops, f"{self.label} ≈ {number(self.gflops)} GFLOP/s"
         return self.seconds * unit.per_second, f"{self.label} ≈ {unit.label(self.seconds)}"
 
 
@@ -81,7 +82,7 @@ def matmul_overlay(frame: pd.DataFrame, metric: str = "median_s", *, reference: 
             x=rows["n"], y=y, name=str(series), mode="lines+markers", error_y=error,
             line=dict(dash="solid" if _is_gpu(device) else "dash"),
             customdata=rows[["machine", "samples"]].to_numpy(),
-            hovertemplate="%{fullData.name}<br>n = %{x}<br>%{y:.3g}" + (f" {unit.name}" if scale != 1.0 else "")
+            hovertemplate="%{fullData.name}<br>n = %{x}<br>%{y:,.3~r}" + (f" {unit.name}" if scale != 1.0 else "")
                           + "<br>%{customdata[0]}, %{customdata[1]} samples<extra></extra>",
         )
     marks = [p.labelled(metric, unit) for p in LECTURE_POINTS] if reference else []
@@ -107,7 +108,7 @@ def train_overlay(frame: pd.DataFrame, metric: str = "test_accuracy", x: str = "
         device = str(rows["device"].iloc[0])
         fig.add_scatter(x=rows[x], y=rows[metric], name=str(series), mode="lines+markers",
                         line=dict(dash="solid" if _is_gpu(device) else "dash"),
-                        hovertemplate="%{fullData.name}<br>%{x:.3g}: %{y:.3g}<extra></extra>")
+                        hovertemplate="%{fullData.name}<br>%{x:,.3~r}: %{y:,.3~r}<extra></extra>")
     style(fig, title=None, height=440)
     fig.update_layout(xaxis=linear_axis(trace_values(fig, "x"), TRAIN_AXES[x], headroom=0.05),
                       yaxis=dict(title=dict(text=TRAIN_METRICS[metric]), automargin=True))

@@ -70,25 +70,26 @@ def _rooflines(runs: Sequence[tuple[str, RooflineRun]]) -> go.Figure:
             fig.add_scatter(x=[lo, ridge, hi], y=[roofs.bandwidth_gbs * lo, roofs.peak_gflops, roofs.peak_gflops],
                             mode="lines", name=f"{name} roofs{' (noisy)' if noisy else ''}", line=dict(color=color),
                             legendgroup=name,
-                            hovertemplate=f"{name}<br>%{{x:.3g}} flop/B: roof %{{y:.3g}} GFLOP/s{noisy}<extra></extra>")
+                            hovertemplate=(f"{name}<br>%{{x:,.3~r}} flop/B: roof %{{y:,.3~r}} GFLOP/s{noisy}"
+                                           "<extra></extra>"))
             fig.add_scatter(x=[ridge], y=[roofs.peak_gflops], mode="markers", name=f"{name} ridge", legendgroup=name,
                             marker=dict(symbol="diamond", size=11, color=color), showlegend=False,
-                            hovertemplate=(f"{name} ridge point<br>{ridge:.3g} flop/B: below it memory limits, "
-                                           f"above it arithmetic<br>{roofs.bandwidth_gbs:.3g} GB/s, "
-                                           f"{roofs.peak_gflops:.3g} GFLOP/s<extra></extra>"))
+                            hovertemplate=(f"{name} ridge point<br>{number(ridge)} flop/B: below it memory limits, "
+                                           f"above it arithmetic<br>{number(roofs.bandwidth_gbs)} GB/s, "
+                                           f"{number(roofs.peak_gflops)} GFLOP/s<extra></extra>"))
         if roofs.theoretical_gflops:
             below = " (" + THEORY_BELOW + ")" if theory_below(roofs) else ""
             fig.add_scatter(x=[lo, hi], y=[roofs.theoretical_gflops] * 2, mode="lines", legendgroup=name,
                             name=f"{name} theoretical peak{below}", line=dict(color=color, dash="dot", width=1),
-                            hovertemplate=f"{name} theoretical peak %{{y:.3g}} GFLOP/s<extra></extra>")
+                            hovertemplate=f"{name} theoretical peak %{{y:,.3~r}} GFLOP/s<extra></extra>")
         pts = [p for p in _points(run, roofs.series) if p.gflops and p.intensity]
         shares = [share_of_roof(p, roofs) for p in pts]
         fig.add_scatter(x=[p.intensity for p in pts], y=[p.gflops for p in pts], mode="markers", legendgroup=name,
                         name=f"{name} products", marker=dict(color=color, size=9, line=dict(width=1, color="white")),
                         customdata=[[p.n, (p.median_s or math.nan) * 1e3, math.nan if s is None else s * 100]
                                     for p, s in zip(pts, shares)],
-                        hovertemplate=(f"{name}<br>n = %{{customdata[0]:,}}<br>%{{customdata[1]:.3g}} ms, "
-                                       "%{y:.3g} GFLOP/s<br>%{x:.3g} flop/B<br>%{customdata[2]:.0f} % of the roof"
+                        hovertemplate=(f"{name}<br>n = %{{customdata[0]:,}}<br>%{{customdata[1]:,.3~r}} ms, "
+                                       "%{y:,.3~r} GFLOP/s<br>%{x:,.3~r} flop/B<br>%{customdata[2]:.0f} % of the roof"
                                        "<extra></extra>"))
     fig.update_layout(xaxis=log_axis(trace_values(fig, "x"), "arithmetic intensity (operations per byte)"),
                       yaxis=log_axis(trace_values(fig, "y"), "GFLOP/s"))
@@ -111,13 +112,13 @@ def model_figure(run: RooflineRun) -> go.Figure:
         fig.add_scatter(x=[p.n for p in pts], y=unit.scale(p.median_s for p in pts), mode="markers",
                         name=f"{name} measured",
                         marker=dict(color=color, size=9), legendgroup=name,
-                        hovertemplate=f"{name}<br>n = %{{x:,}}: %{{y:.3g}} {unit.name} measured<extra></extra>")
+                        hovertemplate=f"{name}<br>n = %{{x:,}}: %{{y:,.3~r}} {unit.name} measured<extra></extra>")
         model: RooflineModel | None = model_of(roofs)
         if model is None:
             continue
         fig.add_scatter(x=grid, y=unit.scale(model.time_s(n) for n in grid), mode="lines", name=f"{name} model",
                         line=dict(color=color), legendgroup=name,
-                        hovertemplate=f"{name} model<br>n = %{{x:.0f}}: %{{y:.3g}} {unit.name}<extra></extra>")
+                        hovertemplate=f"{name} model<br>n = %{{x:.0f}}: %{{y:,.3~r}} {unit.name}<extra></extra>")
         if roofs.h2d_gbs and roofs.d2h_gbs:
             fig.add_scatter(x=grid, y=unit.scale(model.end_to_end_s(n) for n in grid), mode="lines", legendgroup=name,
                             name=f"{name} model with copies", line=dict(color=color, dash="dash"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from core.platform.units import times
 from core.results.guess import EPOCH_S, SPEEDUP, Guess
 from core.results.train import TrainRun
 
@@ -34,7 +35,7 @@ def _how_far(guessed: float, measured: float, *, larger: str, smaller: str) -> s
     factor = max(guessed, measured) / min(guessed, measured)
     if factor <= CLOSE_FACTOR:
         return "close" if factor > 1.1 else "right"
-    return f"{larger if guessed > measured else smaller} by about {factor:.1f}×"
+    return f"{larger if guessed > measured else smaller} by about {times(factor)}"
 
 
 def _measured(run: TrainRun) -> tuple[float, str] | None:

@@ -23,6 +23,7 @@ from core.matmul.series import DTYPES
 from core.matmul.shared_race import CLASS_BUDGET_FACTOR, class_config
 from core.matmul.sweep import SweepEvent, run_sweep
 from core.platform.jobs import Progress
+from core.platform.units import number, seconds
 from core.matmul.guess import compare_guess
 from core.results.guess import MATMUL_EXAMPLE, parse_matmul_guess
 from core.results.matmul import MatmulSweep
@@ -137,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(result))
     if (sentence := compare_guess(result)) is not None:
-        print(sentence, file=sys.stderr if args.json else sys.stdout)
+        print(wrap(sentence), file=sys.stderr if args.json else sys.stdout)
     if args.save and (against := _against_reference(result)) is not None:  # the room's, in the store it saves to
         print(wrap([against]), file=sys.stderr if args.json else sys.stdout)
     if args.save and (earlier := _earlier(result)) is not None:  # the store it saves to says what it saw before
@@ -192,7 +193,7 @@ def render(result: MatmulSweep) -> str:
     lines += result.crossover_lines
     if not any(r.is_gpu for r in result.results):
         lines.append("the CPU runs synchronously: there is no 'forgot to synchronize' figure without a GPU")
-    lines.append(f"wall time {result.wall_s or 0:.1f} s, of which timed {result.timed_s or 0:.1f} s")
+    lines.append(f"wall time {seconds(result.wall_s or 0)}, of which timed {seconds(result.timed_s or 0)}")
     if clocks := clock_summary(result.results):
         lines.append(clocks)
     if result.cache is not None:
@@ -216,7 +217,7 @@ def _without_copies(result: MatmulSweep, headers: list[str], rows: list[list]) -
 
 
 def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if value is None else number(value)  # 0.125 or 38.3 (never '0.00' for a ratio below 0.005)
 
 
 def verdict_table(result: MatmulSweep) -> str:

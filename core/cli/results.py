@@ -214,8 +214,8 @@ def run_import(args: argparse.Namespace) -> int:
         print_json({"store": store.describe(), "imported": list(result.run_ids), "skipped": result.skipped})
     else:
         ids = ", ".join(f"#{i}" for i in result.run_ids) or "none"
-        print(f"imported {len(result.run_ids)} run(s) ({ids}); {result.skipped} already saved; "
-              f"into the {store.describe()}")
+        print(wrap(f"imported {len(result.run_ids)} run(s) ({ids}); {result.skipped} already saved; "
+                   f"into the {store.describe()}"))
     return 0
 
 

@@ -32,7 +32,7 @@ def default_out() -> Path:
 
 
 def _progress(outcome: Outcome) -> None:
-    print(f"{outcome.status:4}  {outcome.name} ({outcome.seconds:.1f} s)", file=sys.stderr, flush=True)
+    print(f"{outcome.status:4}  {outcome.name} ({seconds(outcome.seconds)})", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:

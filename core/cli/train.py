@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(result, baseline.accuracy, summary["predictions"]))
     if (sentence := compare_guess([run])) is not None:
-        print(sentence, file=out)
+        print(wrap(sentence), file=out)
     if result.epochs:
         save_if_requested(args, run)
     return 0
@@ -180,7 +180,7 @@ def run_workers(args: argparse.Namespace, config: ClassifierConfig, source: str,
     else:
         print(render_workers(run, source))
     if (sentence := compare_guess([run])) is not None:
-        print(sentence, file=out)
+        print(wrap(sentence), file=out)
     if run.epochs:
         save_if_requested(args, run)
     return 0

@@ -37,8 +37,9 @@ def _budget(value: str) -> float:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("why-parallel", help=HELP["why-parallel"])
-    p.add_argument("--section", choices=["all", *(s.name for s in registry.SECTIONS)], default="all",
-                   help="one section, or all in page order")
+    names = ["all", *(s.name for s in registry.SECTIONS)]  # listed in the help: as {a,b,...} the usage line ran to 107
+    p.add_argument("--section", choices=names, default="all", metavar="NAME",
+                   help=f"one section, or all in page order: {', '.join(names)}")
     p.add_argument("--budget", type=_budget, default=SECTION_BUDGET_S, metavar="S",
                    help=f"seconds per timed section (default {SECTION_BUDGET_S})")
     for knob in registry.knobs():  # every page setting but the budget, spelled --large-n, --processes, ...

@@ -26,7 +26,7 @@ from core.errors import DashboardError
 from core.platform.cache import flush_bytes
 from core.platform.devices import device_key
 from core.platform.memory import free_device_bytes
-from core.platform.units import GIB
+from core.platform.units import GIB, number
 from core.results.matmul import SkippedSize
 
 WORKSPACE_FRACTION = 0.5  # of the operands' bytes: library workspace, allocator rounding, upcast buffers
@@ -83,9 +83,10 @@ def options_need(device: torch.device, dtype: str, n: int, options: MatmulOption
 
 
 def _gib(n_bytes: int) -> str:
-    """'1.50 GiB'; past a million GiB (a mistyped size) '1.68e+32 GiB', not a 33-digit number."""
+    """'1.5 GiB', '123 GiB' (three figures); past a million GiB (a mistyped size) '1.68e+32 GiB', not a 33-digit
+    number."""
     value = n_bytes / GIB
-    return f"{value:.2f} GiB" if value < 1e6 else f"{value:.3g} GiB"
+    return f"{number(value)} GiB" if value < 1e6 else f"{value:.3g} GiB"
 
 
 def check_memory(need: MemoryNeed) -> None:

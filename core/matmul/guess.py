@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.platform.units import times
 from core.results.guess import CROSSOVER_N, NO_CROSSOVER, Guess
 from core.results.crossover import Crossover
 from core.results.matmul import MatmulSweep
@@ -34,7 +35,7 @@ def _n_against(n: float, c: Crossover) -> str:
     factor = n / c.n_high if n > c.n_high else (low / n if n > 0 else float("inf"))
     side = "too large" if n > c.n_high else "too small"
     closeness = "close, but " if factor <= CLOSE_FACTOR else ""
-    return f"{closeness}your guess is {side} by about {factor:.1f}×"
+    return f"{closeness}your guess is {side} by about {times(factor)}"
 
 
 def compare_guess(sweep: MatmulSweep, guess: Guess | None = None) -> str | None:
@@ -63,7 +64,7 @@ def compare_guess(sweep: MatmulSweep, guess: Guess | None = None) -> str | None:
         if g.what == NO_CROSSOVER:
             return f"{you}; {measured}, so there is one."
         factor = max(g.value or 1, c.n) / max(min(g.value or 1, c.n), 1)
-        return f"{you}; {measured} (a factor of {factor:.1f} apart)."
+        return f"{you}; {measured} ({times(factor)} apart)."
     measured = f"measured: {c.challenger} beats {c.baseline} from a size {_interval(c)}"
     if g.what == NO_CROSSOVER:
         return f"{you}; {measured}, so there is one."

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 from core.matmul.verdict import MIN_SAMPLES, SAME_MARGIN, ratio_interval
 from core.platform.machine_load import explained_slowdown
+from core.platform.units import number
 from core.results.cluster import (
     NAMED, NONE, UNCLEAR, Contention, RankPoint, RankRecord, SizeSpread, Straggler,
 )
@@ -165,10 +166,10 @@ def _noise(p: RankPoint, ref: RankPoint) -> tuple[str, float | None, float | Non
         return f"fewer than {MIN_SAMPLES} samples: raise the time budget", None, None
     _, low, high = ratio_interval(theirs, mine)  # median(mine) / median(theirs): above 1, this rank is slower
     if low <= 1 + SAME_MARGIN:
-        return f"its samples overlap the median rank's (slowdown {low:.2f}-{high:.2f}x)", low, high
+        return f"its samples overlap the median rank's (slowdown {number(low)}-{number(high)}x)", low, high
     reach = explained_slowdown(p.others_cores, spare=p.spare_cores or 0)
     if low <= reach:
-        could = "any slowdown" if reach == float("inf") else f"a slowdown up to {reach:.2f}x"
-        return (f"other programs used {p.others_cores or 0:.2f} cores while it was timed, enough for {could} "
-                f"(this one: {low:.2f}-{high:.2f}x): cannot tell on a machine this busy"), low, high
+        could = "any slowdown" if reach == float("inf") else f"a slowdown up to {number(reach)}x"
+        return (f"other programs used {number(p.others_cores or 0)} cores while it was timed, enough for {could} "
+                f"(this one: {number(low)}-{number(high)}x): cannot tell on a machine this busy"), low, high
     return "", low, high

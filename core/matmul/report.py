@@ -15,6 +15,7 @@ import pandas as pd
 from core.matmul.config import SweepConfig
 from core.matmul.crossover import comparisons, sweep_crossovers, sweep_verdicts
 from core.matmul.series import Series
+from core.platform.units import number
 from core.results import table
 from core.results.load import MachineLoad
 from core.results.machine import Machine
@@ -51,12 +52,12 @@ def _span(values: Sequence[float | None], unit: str) -> str | None:
     known = [v for v in values if v is not None]
     if not known:
         return None
-    lo, hi = min(known), max(known)
-    return f"{lo:.0f} {unit}" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} {unit}"
+    lo, hi = number(min(known)), number(max(known))  # '2,600 MHz', three figures like every other
+    return f"{lo} {unit}" if lo == hi else f"{lo}-{hi} {unit}"
 
 
 def clock_summary(results: Sequence[MatmulPoint]) -> str | None:
-    """'Clock during the run: CPU 2595-2600 MHz; cuda:0 SM 1410-1980 MHz, 45-70 °C, 120-300 W', or None
+    """'Clock during the run: CPU 2,600 MHz; cuda:0 SM 1,410-1,980 MHz, 45-70 °C, 120-300 W', or None
     where nothing was read (older files, an OS that does not say)."""
     parts = []
     if cpu := _span([p.clock.cpu_mhz for p in results if not p.is_gpu], "MHz"):

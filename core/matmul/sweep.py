@@ -36,6 +36,7 @@ from core.matmul.sizes import runaway, size_plan
 from core.platform.hardware import inspect_machine
 from core.platform.jobs import JobHooks, Progress, run_job
 from core.platform.machine_load import usable_cores
+from core.platform.units import quantity, seconds
 from core.results.matmul import MatmulPoint, MatmulSweep, SkippedSize
 
 
@@ -61,7 +62,7 @@ class SweepEvent:
         if self.kind == "timing":
             return f"timing {where} ({self.done} of {self.total} done)"
         if self.result is not None:
-            return f"{where}: {(self.result.median_s or 0) * 1e3:.3g} ms, {self.result.gflops or 0:.3g} GFLOP/s"
+            return f"{where}: {seconds(self.result.median_s or 0)}, {quantity(self.result.gflops or 0, 'GFLOP/s')}"
         assert self.skipped is not None, "a skipped event carries its SkippedSize"
         return f"skipped {where}: {self.skipped.message}"
 

@@ -54,6 +54,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 
 from core.platform.machine_load import busy_for, explained_slowdown, usable_cores
+from core.platform.units import number
 from core.results.crossover import THROTTLED_WHY, Verdict
 from core.results.matmul import POWER_CAP, MatmulPoint
 
@@ -116,10 +117,10 @@ def _called(n: int, a: str, b: str, interval: tuple[float, float, float], others
     reach = explained_slowdown(others_cores, spare=spare_cores)
     call = call_of(low / reach, high * reach)
     if call == UNCLEAR and call_of(low, high) != UNCLEAR:  # the samples alone would call it; the neighbour could not
-        why = (f"other programs used {others_cores or 0:.2f} cores while this size was timed"
+        why = (f"other programs used {number(others_cores or 0)} cores while this size was timed"
                + (f", beyond the {spare_cores} the compared series left idle" if spare_cores else "")
-               + f": enough to make a series up to {reach:.2f}x slower, and the ratio's interval ({low:.2f}-"
-               f"{high:.2f}) is not clear of that and the {SAME_MARGIN:.0%} margin")
+               + f": enough to make a series up to {number(reach)}x slower, and the ratio's interval ({number(low)}-"
+               f"{number(high)}) is not clear of that and the {SAME_MARGIN:.0%} margin")
         # busy (the page's "cannot tell on a machine this busy") only where the neighbour's reach is itself
         # beyond the margin; a few hundredths of a core only tipped an interval that was at the edge already
         return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR,
@@ -129,7 +130,8 @@ def _called(n: int, a: str, b: str, interval: tuple[float, float, float], others
     if call == FASTER:  # b is faster: name it first, the ratio and interval turned over with it
         return Verdict(n=n, a=b, b=a, ratio=1 / ratio, low=1 / high, high=1 / low, call=FASTER)
     return Verdict(n=n, a=a, b=b, ratio=ratio, low=low, high=high, call=UNCLEAR,
-                   why=f"the samples overlap: the ratio could be anywhere from {low:.2f} to {high:.2f}, not clear of "
+                   why=f"the samples overlap: the ratio could be anywhere from {number(low)} to {number(high)}, "
+                       "not clear of "
                        f"the {SAME_MARGIN:.0%} either side of 1 within which two series count as the same")
 
 

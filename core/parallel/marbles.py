@@ -32,7 +32,7 @@ from core.parallel.section import (
     random_tensor,
     section_job,
 )
-from core.parallel.wording import times
+from core.parallel.wording import as_fast_as
 from core.platform.jobs import JobHooks, Progress
 from core.results.load import MachineLoad
 from core.platform.timing import Measurement, measure, torch_threads
@@ -147,11 +147,11 @@ def summarize_marbles(result: MarblesResult) -> str:
         for p in result.cpu_points(size):
             speedup = result.speedup(p)
             if p.threads and p.threads > 1 and speedup is not None:
-                parts.append(f"{p.threads} threads ran {times(speedup)} as fast as 1 (ideal {p.threads}×)")
+                parts.append(f"{p.threads} threads ran {as_fast_as(speedup, '1')} (ideal {p.threads}×)")
         gpu = result.gpu_point(size)
         gpu_speedup = None if gpu is None else result.speedup(gpu)
         if gpu_speedup is not None:
-            parts.append(f"the GPU ran {times(gpu_speedup)} as fast as 1 CPU thread")
+            parts.append(f"the GPU ran {as_fast_as(gpu_speedup, '1 CPU thread')}")
         if parts:
             lines.append(f"n = {size}: " + "; ".join(parts) + ".")
     if result.load is not None and result.load.busy:
@@ -179,7 +179,7 @@ def marbles_figure(result: MarblesResult) -> go.Figure:
             x=[threads_label(p.threads or 1) for p in cpu], y=[result.speedup(p) for p in cpu],
             name=f"n = {size}", mode="lines+markers", line=dict(color=color), legendgroup=str(size),
             customdata=[p.measurement.median_s * 1e3 for p in cpu],
-            hovertemplate="%{x}: %{y:.2f}× (median %{customdata:.3g} ms)<extra>n = " + str(size) + "</extra>",
+            hovertemplate="%{x}: %{y:.2f}× (median %{customdata:,.3~r} ms)<extra>n = " + str(size) + "</extra>",
         )
         gpu = result.gpu_point(size)
         if gpu is not None and result.speedup(gpu) is not None:
@@ -187,7 +187,7 @@ def marbles_figure(result: MarblesResult) -> go.Figure:
                 x=[gpu_label(gpu.device)], y=[result.speedup(gpu)], name=f"n = {size} on the GPU",
                 mode="markers", marker=dict(color=color, size=14, symbol="star"), legendgroup=str(size),
                 customdata=[gpu.measurement.median_s * 1e3],
-                hovertemplate="%{x}: %{y:.3g}× (median %{customdata:.3g} ms)<extra>n = " + str(size) + "</extra>",
+                hovertemplate="%{x}: %{y:,.3~r}× (median %{customdata:,.3~r} ms)<extra>n = " + str(size) + "</extra>",
             )
     fig.update_xaxes(categoryorder="array", categoryarray=categories, title="workers")
     return finish(fig, "Speed-up over one worker (same a @ a)", "times as fast as 1 CPU thread",

@@ -34,7 +34,7 @@ from core.parallel.section import (
     check_budget,
     section_job,
 )
-from core.parallel.wording import format_duration, times
+from core.parallel.wording import as_fast_as, format_duration
 from core.platform.units import seconds
 from core.platform import torchrun
 from core.platform.jobs import JobHooks, Progress, RunningJob
@@ -211,7 +211,7 @@ def summarize_processes(result: ProcessesResult) -> str:
             continue
         match = "exactly" if step.max_error == 0 else f"to within {step.max_error:.1g}"
         lines.append(f"{step.workers} processes: {format_duration(step.round.median_s)} per product, "
-                     f"{times(speedup)} as fast as one (ideal {step.workers}×); gathering the blocks took "
+                     f"{as_fast_as(speedup, 'one')} (ideal {step.workers}×); gathering the blocks took "
                      f"{step.gather_share:.0%} of each round; the answer matched one process's {match}.")
     if result.startup_s is not None:
         timed_s = sum(s.round.timed_s + s.round.first_call_s for s in result.steps)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.platform.units import number
+from core.platform.units import times as units_times
 from core.platform.units import seconds as readable_seconds
 
 
@@ -13,9 +13,14 @@ def format_duration(seconds: float) -> str:
 
 
 def times(x: float) -> str:
-    """A ratio as '2.3×' or '150×': two digits say enough for a speed-up measured on a busy machine (three from
-    100 on: '1,230×')."""
-    return f"{x:.2g}×" if x < 10 else f"{number(float(round(x)))}×"
+    """A ratio as '2.3×' or '150×' (units.times, the one formatter)."""
+    return units_times(x)
+
+
+def as_fast_as(speedup: float, one: str) -> str:
+    """'1.6× as fast as one', or below a half '290× slower than one': a tiny ratio ('0.0034× as fast') is read as its
+    inverse."""
+    return f"{times(speedup)} as fast as {one}" if speedup >= 0.5 else f"{times(1 / speedup)} slower than {one}"
 
 
 RUNNING_PROCESS = "this running Python process"  # the dashboard's server, or the CLI's own process: true of both

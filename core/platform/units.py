@@ -19,8 +19,9 @@ GIB = 2**30
 
 
 def gib(n_bytes: int | None) -> str:
-    """'12.3 GiB', or 'unknown' where a query failed."""
-    return "unknown" if n_bytes is None else f"{n_bytes / GIB:.1f} GiB"
+    """'12.3 GiB', '126 GiB' (three figures, like every other: not '125.7 GiB'), or 'unknown' where a query
+    failed."""
+    return "unknown" if n_bytes is None else f"{number(n_bytes / GIB)} GiB"
 
 
 SIGNIFICANT = 3  # figures a timing on a shared machine can back: its noise is rarely below 1 %
@@ -72,8 +73,19 @@ def seconds(value: Any, digits: int = SIGNIFICANT) -> str:
 
 def percent(share: float | None) -> str:
     """An accuracy or other share as '78.2%' (EMPTY where there is none): the one format the classifier page,
-    Results and the tables use (one decimal: accuracies differ in the tenths)."""
-    return EMPTY if share is None or is_blank(share) else f"{share:.1%}"
+    Results and the tables use (one decimal: accuracies differ in the tenths; a whole share is '100%', three
+    figures like the rest, never '100.0%')."""
+    if share is None or is_blank(share):
+        return EMPTY
+    return f"{share:.1%}" if abs(share) < 0.9995 else f"{number(share * 100)}%"
+
+
+def times(ratio: float | None) -> str:
+    """A ratio as '3.9×' or '793×': two figures say enough for a ratio measured on a busy machine (whole from 10 on,
+    '1,230×', never '792.8×'); EMPTY where there is none."""
+    if ratio is None or is_blank(ratio):
+        return EMPTY
+    return f"{ratio:.2g}×" if abs(ratio) < 10 else f"{number(float(round(ratio)))}×"
 
 
 def points(difference: float | None) -> str:

@@ -17,6 +17,7 @@ from typing import ClassVar
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
+from core.platform.units import number
 from core.results import fields as f
 from core.results.load import MachineLoad
 from core.results.machine import Machine, unknown_machine
@@ -127,8 +128,8 @@ class ClusterRun(Kind):
     def headline(self) -> str:
         n = self.largest_common_n
         at = next((s for s in self.spread if s.n == n), None)
-        rate = "" if at is None else (f"; n={n}: {at.median or 0:.1f} GFLOP/s median "
-                                      f"({at.min or 0:.1f}-{at.max or 0:.1f})")
+        rate = "" if at is None else (f"; n={n}: {number(at.median or 0)} GFLOP/s median "
+                                      f"({number(at.min or 0)}-{number(at.max or 0)})")
         where = f"{len(self.ranks)} ranks" + (f" on {self.hosts} hosts" if self.hosts > 1 else "")
         if self.straggler_call == NAMED:
             slow = ", ".join(f"rank {s.rank} ({s.hostname} {s.device}) {s.below_median or 0:.0%} below"

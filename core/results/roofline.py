@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from pydantic import Field, computed_field, model_validator
 from pydantic.dataclasses import dataclass
 
+from core.platform.units import number
 from core.results import fields as f
 from core.results.load import MachineLoad
 from core.results.machine import Machine, unknown_machine
@@ -174,7 +175,7 @@ class RooflineRun(Kind):
 
     @property
     def headline(self) -> str:
-        peaks = ", ".join(f"{d.series} {d.peak_gflops or 0:.0f} GFLOP/s, {d.bandwidth_gbs or 0:.0f} GB/s"
+        peaks = ", ".join(f"{d.series} {number(d.peak_gflops or 0)} GFLOP/s, {number(d.bandwidth_gbs or 0)} GB/s"
                           for d in self.devices_roofs)
         unclear = self.measured_crossover is not None and self.measured_crossover.call == UNCLEAR
         measured = "cannot tell" if unclear else self.measured_crossover_n or "-"

@@ -18,6 +18,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, PlainValidator, SerializerFunctionWrapHandler, model_serializer
 from pydantic.dataclasses import dataclass
 
+from core.platform.units import percent, seconds
 from core.results import fields as f
 from core.results.guess import Guess
 from core.results.load import MachineLoad
@@ -113,8 +114,9 @@ class TrainRun(Kind):
 
     @property
     def headline(self) -> str:
-        accuracy = f"accuracy {self.test_accuracy:.1%}" if self.test_accuracy is not None else "no accuracy"
-        return f"{preset_title(self.preset)}: {accuracy} in {self.train_seconds or 0:.1f} s, {len(self.epochs)} epochs"
+        accuracy = f"accuracy {percent(self.test_accuracy)}" if self.test_accuracy is not None else "no accuracy"
+        took = seconds(self.train_seconds or 0)
+        return f"{preset_title(self.preset)}: {accuracy} in {took}, {len(self.epochs)} epochs"
 
 
 # ---- the kind's record (core/results/result_kind.py): what the store's tables, the import and the pages read

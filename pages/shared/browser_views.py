@@ -25,8 +25,10 @@ def settings() -> tuple[tuple[int, int], float, int, bool]:
     with st.sidebar:
         st.subheader("Race settings")
         sizes = st.select_slider("Matrix sizes n", SIZES, value=DEFAULT_SIZES, key="lap_sizes",
+                                 format_func="{:,}".format,
                                  help="the browser stops a series early once its next size would overrun the budget")
         budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=2.0, key="lap_budget",
+                                  format_func="{:g}".format,
                                   help="each series stops once its next size would take longer than this; a "
                                        "software adapter (SwiftShader) needs 30-60 s to reach n = 512")
         workers = st.selectbox("k workers (the CPU's second series)", WORKER_CHOICES, key="lap_workers",

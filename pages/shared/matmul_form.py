@@ -64,9 +64,10 @@ def sweep_form(gpu_here: bool) -> tuple[bool, bool, Callable[[], SweepConfig]]:
         options = size_choices(devices or ["cpu"], dtypes or ["float32"], end_to_end=end_to_end, cache=cache)
         sizes = st.select_slider("Matrix sizes n (log scale; larger sizes offered while memory allows)", options,
                                  value=(min(DEFAULT_SIZES[0], options[-1]), min(DEFAULT_SIZES[1], options[-1])),
-                                 key="mm_sizes")
+                                 key="mm_sizes", format_func="{:,}".format)  # 16,384, as sizes read elsewhere
         per_doubling = st.selectbox("Sizes per doubling", [1, 2, 4], key="mm_per_doubling")
         budget = st.select_slider("Time budget per size (s)", BUDGETS_S, value=1.0, key="mm_budget",
+                                  format_func="{:g}".format,
                                   help="Per size and series. A size whose series cannot yet be told apart samples "
                                        "on, up to twice this.")
         no_tf32 = tf32_unavailable(devices)

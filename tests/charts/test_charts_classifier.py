@@ -37,7 +37,7 @@ def test_the_lowest_test_loss_is_marked_where_test_loss_turns_up():
     star = next(t for t in fig.data if t.name.startswith("lowest test loss"))
     assert (star.x, star.y) == ((2.0,), (0.49,)) and star.name == "lowest test loss: epoch 2"
     assert "kept epoch (3)" in [t.name for t in fig.data]  # named in the legend, not as text by its line
-    assert [a.text for a in fig.layout.annotations] == ["LogisticRegression test loss 0.500"]
+    assert [a.text for a in fig.layout.annotations] == ["LogisticRegression test loss 0.5"]
     baseline = fig.layout.annotations[0]
     assert (baseline.xref, baseline.x, baseline.xanchor, baseline.yanchor) == ("paper", 0, "left", "bottom")
     assert_annotations_inside(fig)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from pages.shared.layout import SIDEBAR_PX
 from tests.e2e.conftest import ARTIFACTS, TOAST, TOAST_GONE_MS, assert_no_exception, upload, wait_for_idle
 from tests.review_fixtures import csv_bytes, toy_reviews
 
@@ -51,6 +52,8 @@ def _assert_chart_in_view(page, chart, name: str) -> None:
     chart.screenshot(path=str(ARTIFACTS / f"first_chart_{name}_whole.png"))  # the whole chart, scrolled to
     assert scrolled == 0
     assert box is not None and 0 <= box["y"] and box["y"] + SHOWN_PX <= HEIGHT, f"{name}: chart at {box}"
+    sidebar = page.locator('[data-testid="stSidebar"]').bounding_box()  # 240 px of 1,280, not Streamlit's 300
+    assert sidebar is not None and sidebar["width"] <= SIDEBAR_PX + 1, sidebar
 
 
 def _upload_tiny_reviews(page, tmp_path) -> None:

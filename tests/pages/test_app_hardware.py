@@ -39,7 +39,7 @@ def test_hardware_page_with_fake_gpu(app, fake_cuda):
     text = _text(app)
     assert "GPU 0: Fake GPU 80GB" in text and "No GPU found" not in text
     free_total = next(m.value for m in app.metric if m.label == "GPU RAM free / total")
-    assert free_total == "60.0 GiB / 80.0 GiB"
+    assert free_total == "60 GiB / 80 GiB"
 
 
 def test_refresh_button_reruns(app):

@@ -268,8 +268,8 @@ def test_throttled_sizes_are_noted_shown_in_the_table_and_saved():
     power, note = throttle_notes(points)
     assert power.startswith("cuda:0 float32 TF32 off: the GPU was at its power limit while n = 1,024 ran")
     assert "cuda:0 float32 TF32 off: the GPU throttled (sw_power_cap, sw_thermal) while n = 1,024 was timed" in note
-    assert clock_summary(points) == ("Clock during the run: CPU 2600-2650 MHz; "
-                                     "cuda:0 SM 1410-1980 MHz, 60-84 °C, 300-350 W")
+    assert clock_summary(points) == ("Clock during the run: CPU 2,600-2,650 MHz; "
+                                     "cuda:0 SM 1,410-1,980 MHz, 60-84 °C, 300-350 W")
     sweep = sweep_of(SweepConfig(sizes=(512, 1024), devices=("cpu", "cuda:0")), [gpu, cpu], points)
     assert note in sweep.notes and power in sweep.notes
     table = human_table(sweep.results)

@@ -87,7 +87,7 @@ def test_the_matmul_sentence_sets_the_guess_beside_the_interval(typed, crossover
 
 def test_a_sweep_older_than_the_verdicts_compares_with_its_interpolated_crossover():
     sweep = replace(_sweep(), guess=parse_matmul_guess("600"))  # crossover_n 300, no interval
-    assert "n ≈ 300" in compare_matmul(sweep) and "factor of 2.0" in compare_matmul(sweep)
+    assert "n ≈ 300" in compare_matmul(sweep) and "(2× apart)" in compare_matmul(sweep)
     assert compare_matmul(_sweep()) is None
 
 
@@ -101,7 +101,7 @@ def test_the_train_sentence_compares_seconds_per_epoch():
     assert "right" in compare_train([_run("cpu", 4.0)], parse_train_guess("4.2 s"))
     sentence = compare_train([_run("cpu", 4.0, busy=True)], parse_train_guess("0.5"))
     assert "500 ms per epoch" in sentence and "4 s per epoch on cpu on a busy machine" in sentence
-    assert "too low by about 8.0×" in sentence
+    assert "too low by about 8×" in sentence
 
 
 def test_the_train_sentence_compares_a_speedup_only_with_a_race():

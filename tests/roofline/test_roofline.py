@@ -398,7 +398,7 @@ def test_saved_and_imported_rooflines_reach_the_store(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'r.sqlite3'}")
     run_id = save_payload(store, "roofline", _synthetic_run().to_json(), {"budget_s": 0.2}, label="lab GPU")
     (saved,) = store.list_runs(kind="roofline")
-    assert saved.run_id == run_id and saved.kind == "roofline" and "40000 GFLOP/s" in saved.headline
+    assert saved.run_id == run_id and saved.kind == "roofline" and "40,000 GFLOP/s" in saved.headline
     records = read_import(dumps(_synthetic_run().to_json()).encode())  # a bare `roofline --json` file
     assert records[0].kind == "roofline" and records[0].result == _synthetic_run()
     assert math.isclose(records[0].result.devices_roofs[1].h2d_gbs or 0, 10.0)
