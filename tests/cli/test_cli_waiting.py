@@ -7,6 +7,19 @@ from core.platform.jobs import run_job
 from tests.lock_helpers import tickets, wait_until
 
 
+
+def _messages(out: io.StringIO) -> list[str]:
+    """The waiting lines as messages: each is wrapped at 100 columns, its continuation lines indented by two."""
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 100 for line in lines), lines
+    messages: list[str] = []
+    for line in lines:
+        if line.startswith("  ") and messages:
+            messages[-1] += " " + line.strip()
+        else:
+            messages.append(line)
+    return messages
+
 def test_prints_a_line_when_waiting_and_when_the_line_moves():
     out = io.StringIO()
     release = [threading.Event(), threading.Event()]
@@ -27,7 +40,7 @@ def test_prints_a_line_when_waiting_and_when_the_line_moves():
     def let_go_as_lines_appear():
         """Each job ahead lets go once the CLI has printed the line that names it."""
         for i in range(2):
-            wait_until(lambda: len(out.getvalue().splitlines()) > i)
+            wait_until(lambda: len(_messages(out)) > i)
             release[i].set()
 
     releaser = threading.Thread(target=let_go_as_lines_appear)
@@ -36,7 +49,7 @@ def test_prints_a_line_when_waiting_and_when_the_line_moves():
         pass
     for t in (first, second, releaser):
         t.join(10)
-    lines = out.getvalue().splitlines()
+    lines = _messages(out)
     assert lines[0].startswith("waiting for cpu: 2 ahead") and "now running: job 0" in lines[0]
     assert lines[1].startswith("waiting for cpu: 1 ahead") and "now running: job 1" in lines[1]
     assert len(lines) == 2, "one line per change, not one per poll"
@@ -52,6 +65,6 @@ def test_cli_hooks_print_the_line_for_a_core_job_and_pass_progress_on():
     with run_job(["cpu"], cli_hooks(on_progress=seen.append, stream=out), label="cli test") as job:
         job.report(Progress(1, 2, "half"))
     holder.join(10)
-    [line] = out.getvalue().splitlines()
+    [line] = _messages(out)
     assert line.startswith("waiting for cpu: 1 ahead") and "now running: a student's sweep" in line
     assert line.endswith("(Ctrl+C to leave the line)") and [p.message for p in seen] == ["half"]

@@ -158,7 +158,7 @@ def test_the_memory_cap_is_a_share_of_all_the_memory_whatever_is_free_now(monkey
         plans.append(decide([CPU1], (1024, 4096, 8192), MatmulOptions(), rates, total=lambda device: total))
     assert plans[0] == plans[1] and plans[0].sizes[CPU1] == (1024, 4096)
     skip = plans[0].refusal(CPU1, 8192)
-    assert skip.reason == "memory" and "more than half of the 2.0 GiB it has in all" in skip.message
+    assert skip.reason == "memory" and "more than half of the 2 GiB it has in all" in skip.message
 
 
 def test_runaway_stops_a_series_far_slower_than_its_card_and_only_then():
