@@ -12,7 +12,8 @@ Steps: rt-polarity from its folder (a path choice), packed into the cache (`data
 (the built-in choice, once per server), its md5, an upload of the archive, of the .pos + .neg pair and of a
 ~5 MB CSV; the largest results file an import reads in the server (under QUIET_IMPORT_BYTES and the
 import cap) checked (core.results.files.read_import) and imported.
-Writes bench/results/quiet_load.json.
+Then a Class board of BOARD_RUNS full sweeps: its first read, a refresh with nothing new, and the reread of the
+newest MAX_BOARD_RUNS after a delete (which every open board does). Writes bench/results/quiet_load.json.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-QUIET_CPU_S = 0.2  # the brief's line: a step over this much CPU is heavy enough to move
+QUIET_CPU_S = 0.2  # a step over this much CPU is heavy enough to move
+OLD_IMPORT_LINE_BYTES = 2_000_000  # imports went quiet from this size before this bench (core.store.board)
+BOARD_RUNS = 10_000  # the Class board's reread is measured on a store of this many full sweeps
 
 
 def _cpu() -> float:
@@ -59,6 +62,23 @@ def _csv(rt: Path, copies: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def _imdb_like(rt: Path, members: int) -> bytes:
+    """An archive in aclImdb's layout, one review of eight rt-polarity snippets per file."""
+    import io
+    import tarfile
+
+    lines = [line for name in ("rt-polarity.pos", "rt-polarity.neg")
+             for line in (rt / name).read_bytes().splitlines() if line.strip()]
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for i in range(members):
+            data = b" ".join(lines[(i * 7 + j) % len(lines)] for j in range(8))
+            info = tarfile.TarInfo(f"aclImdb/train/{'pos' if i % 2 else 'neg'}/{i}_7.txt")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
 def _results_file(target_bytes: int, most_runs: int) -> bytes:
     """The largest file of minimal runs an import reads in the server: under `target_bytes` and `most_runs`."""
     from bench.board_scale import _runs
@@ -71,10 +91,10 @@ def _results_file(target_bytes: int, most_runs: int) -> bytes:
 
 def measure(rt: Path, rounds: int) -> list[dict[str, Any]]:
     from core.classifier import local_copy
+    from core.classifier.browser_paths import read_cost_s
     from core.classifier.datasets import archive_path, md5_of
     from core.classifier.loaders import load_archive, load_folder, load_uploads
     from core.results import files
-    from core.store.board import QUIET_IMPORT_BYTES
     from core.store.database import max_import_runs, open_store
 
     rows = [_measure("rt-polarity: read its folder (a path choice)", lambda: load_folder(rt), rounds)]
@@ -94,11 +114,18 @@ def measure(rt: Path, rounds: int) -> list[dict[str, Any]]:
     pair = [(f, (rt / f).read_bytes()) for f in ("rt-polarity.pos", "rt-polarity.neg")]
     rows.append(_measure(f"upload: .pos + .neg ({sum(len(d) for _, d in pair) / 1e6:.2f} MB)",
                          lambda: load_uploads(pair), rounds))
-    for copies in (1, 4):
+    for copies in (1, 4, 16):
         table = _csv(rt, copies)
         rows.append(_measure(f"upload: a CSV of {copies * 10662:,} reviews ({len(table) / 1e6:.2f} MB)",
                              lambda table=table: load_uploads([("reviews.csv", table)]), rounds))
-    results = _results_file(QUIET_IMPORT_BYTES, max_import_runs())
+        rows[-1]["estimate_s"] = read_cost_s(True, "", [("reviews.csv", table)])
+    big = _imdb_like(rt, 20_000)
+    rows.append(_measure(f"upload: an aclImdb-like archive of 20,000 reviews ({len(big) / 1e6:.2f} MB)",
+                         lambda: load_uploads([("reviews.tar.gz", big)]), rounds))
+    rows[-1]["estimate_s"] = read_cost_s(True, "", [("reviews.tar.gz", big)])
+    results = _results_file(OLD_IMPORT_LINE_BYTES, max_import_runs())
+    from core.store.board import import_cost_s
+
     runs = len(json.loads(results)["runs"])
     rows.append(_measure(f"results file of {runs:,} runs ({len(results) / 1e6:.2f} MB): checked",
                          lambda: files.read_import(results, file="r.json", session="bench"), rounds))
@@ -108,7 +135,42 @@ def measure(rt: Path, rounds: int) -> list[dict[str, Any]]:
             open_store(f"sqlite:///{folder}/board.db").import_json(results, file="r.json")
 
     rows.append(_measure(f"results file of {runs:,} runs: checked and imported", imported, rounds))
-    return rows
+    rows[-1]["estimate_s"] = import_cost_s(results)
+    return rows + _board(rounds)
+
+
+def _board(rounds: int) -> list[dict[str, Any]]:
+    """The Class board's first read, its refresh when nothing changed, and its reread after a delete."""
+    from bench.export_memory import fill
+    from core.store import class_board
+    from core.store.database import open_store
+
+    with tempfile.TemporaryDirectory() as folder:
+        url = f"sqlite:///{folder}/board.db"
+        fill(url, BOARD_RUNS)
+        store = open_store(url)
+        quiet = lambda: False  # noqa: E731 - measured as if no timed job ran
+        rows = [_measure(f"Class board of {BOARD_RUNS:,} sweeps: first read",
+                         lambda: class_board.refresh(store, None, busy=quiet), rounds)]
+        board = class_board.refresh(store, None, busy=quiet)
+        rows.append(_measure("Class board: a refresh, nothing changed",
+                             lambda: class_board.refresh(store, board, busy=quiet), rounds))
+        boards = []
+
+        def delete() -> None:  # a board read, then the newest run goes (a student's delete of their latest run)
+            boards.append(class_board.refresh(store, None, busy=quiet))
+            top = int(store.read_summaries(limit=1).runs[0].run_id)
+            with store._transaction() as tx:
+                tx.run("DELETE FROM gvc_run_devices WHERE run_id = ?", (top,))
+                tx.run("DELETE FROM gvc_runs WHERE id = ?", (top,))
+
+        def reread() -> None:
+            class_board.refresh(store, boards.pop(), busy=quiet)
+
+        for _ in range(rounds):
+            delete()
+        rows.append(_measure("Class board: the reread after a delete (each open board)", reread, rounds))
+        return rows
 
 
 def main() -> int:
@@ -120,9 +182,11 @@ def main() -> int:
         os.environ["GPU_VS_CPU_CACHE_DIR"] = cache
         rows = measure(args.rt, args.rounds)
     load = os.getloadavg()[0]
-    print(f"{'step':<78} {'CPU':>8} {'wall':>8}  heavy (> {QUIET_CPU_S} s CPU)   load {load:.1f}")
+    print(f"{'step':<78} {'CPU':>7} {'wall':>7}  heavy (> {QUIET_CPU_S} s)  the server's estimate   load {load:.1f}")
     for row in rows:
-        print(f"{row['step']:<78} {row['cpu_s']:>7.3f}s {row['wall_s']:>7.3f}s  {'yes' if row['heavy'] else 'no'}")
+        guess = f"{row['estimate_s']:.3f}s" if "estimate_s" in row else ""
+        print(f"{row['step']:<78} {row['cpu_s']:>6.3f}s {row['wall_s']:>6.3f}s  {'yes' if row['heavy'] else 'no':<16} "
+              f"{guess}")
     out = ROOT / "bench" / "results" / "quiet_load.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"load_1min": load, "rounds": args.rounds, "steps": rows}, indent=1) + "\n")
