@@ -424,3 +424,20 @@ def test_a_first_read_does_not_wait():
     store = open_store()
     save_payload(store, "matmul", _matmul(), label="Ana")
     assert [r.label for r in refresh(store, None, busy=lambda: True).runs] == ["Ana"]
+
+
+def test_page_says_the_board_is_behind_a_delete_while_a_job_is_timed_and_catches_up_after(app):
+    from core.platform.jobs import JobHooks, run_job
+
+    store = open_store()
+    first = save_payload(store, "matmul", _matmul(), label="Ana")
+    save_payload(store, "matmul", _matmul(), label="Ben")
+    app.switch_page("pages/class_board.py").run()
+    store.delete(first)
+    with run_job(["cpu"], JobHooks(), label="a race"):  # a race of this server holds the CPU
+        app.run()
+        assert list(app.dataframe[0].value["who"]) == ["Ben · server", "Ana · server"]
+        assert any("board catches up when the race" in c.value for c in app.caption)
+    app.run()
+    assert list(app.dataframe[0].value["who"]) == ["Ben · server"]
+    assert not any("board catches up" in c.value for c in app.caption)
