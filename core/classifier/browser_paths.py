@@ -96,14 +96,15 @@ def read_cost_s(upload: bool, text: str, files: Sequence[tuple[str, bytes]]) -> 
     text = text.strip()
     if text in BUILTIN_DATASETS:
         ds = BUILTIN_DATASETS[text]
-        path = cache_dir() / "datasets" / ds.filename
-        size = path.stat().st_size if path.is_file() else int(ds.approx_mb * 1e6)  # a download is checked, then read
-        return _cost_s(ds.filename, size) * (1 if path.is_file() else 2)
-    try:
-        path = allowed_path(text) if text else None
-    except DashboardError:
+        cached = cache_dir() / "datasets" / ds.filename
+        if cached.is_file():
+            return _cost_s(ds.filename, cached.stat().st_size)
+        return 2 * _cost_s(ds.filename, int(ds.approx_mb * 1e6))  # a download is checked, then read
+    if not text:
         return 0.0
-    if path is None:
+    try:
+        path = allowed_path(text)
+    except DashboardError:
         return 0.0
     if path.is_file():
         return _cost_s(path.name, path.stat().st_size)
