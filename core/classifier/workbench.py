@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from core.classifier.baseline import BaselineResult
 from core.classifier.browser_paths import QUIET_LOAD_CPU_S, read_choice, read_cost_s
-from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback
+from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback, is_cached
 from core.classifier.features import Features
 from core.classifier.guess import compare_guess
 from core.classifier.loaders import Reviews
@@ -90,7 +90,9 @@ class DataChoice:
         (a large upload or archive, aclImdb; never rt-polarity, docs/classifier.md) runs as quiet work
         (core.platform.quiet_work: a process of its own at idle priority, stopped while a timed job holds or
         waits for a device). Its download progress reaches `progress`, which is also called again (the same
-        values) every PAUSE_TOUCH_S while the read is paused: a page redraws there, so a Stop click ends it."""
+        values) every PAUSE_TOUCH_S while the read is paused: a page redraws there, so a Stop click ends it. A download
+        is not stopped midway (its server would drop a connection that stalls for a race): it waits for a moment with
+        no timed job (QUIET_WAIT_S at most), then runs at idle priority to its end."""
         what = self._what()
         if read_cost_s(*what) <= QUIET_LOAD_CPU_S:
             return self.load(progress)
@@ -108,7 +110,8 @@ class DataChoice:
                 step(*last)
             return False
 
-        return run_quietly(read_choice, *what, what="reading the reviews",
+        downloads = not what[0] and what[1] in BUILTIN_DATASETS and not is_cached(what[1])
+        return run_quietly(read_choice, *what, what="reading the reviews", pause=not downloads,
                            listeners=Listeners(on_step=step, should_stop=still_going))
 
 

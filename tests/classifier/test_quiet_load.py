@@ -146,3 +146,14 @@ def test_rt_polarity_from_its_folder_reads_in_the_server(monkeypatch):
     monkeypatch.setenv(browser_paths.DATA_ROOTS_ENV, RT)
     monkeypatch.setattr(workbench, "run_quietly", lambda *a, **k: pytest.fail("rt-polarity went quiet"))
     assert Workbench(quiet=True).load(DataChoice(PATH, path=RT)).n == 10662
+
+
+def test_a_download_is_not_stopped_midway_but_an_upload_is(tmp_path, monkeypatch):
+    """A connection stalled for a race's length would be dropped: a quiet read that downloads waits for a quiet
+    moment and then runs to its end (pause=False); any other read is stopped while a job is timed."""
+    monkeypatch.setenv("GPU_VS_CPU_CACHE_DIR", str(tmp_path / "cache"))
+    pauses: list[bool] = []
+    monkeypatch.setattr(workbench, "run_quietly", lambda fn, *a, pause=True, **k: pauses.append(pause))
+    DataChoice("imdb").load_quietly()
+    _upload(b"x" * 20_000_000).load_quietly()
+    assert pauses == [False, True]
