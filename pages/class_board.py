@@ -36,6 +36,9 @@ try:
 except DashboardError as exc:
     st.error(str(exc))
     st.stop()
+if board.behind is not None:  # a delete's reread waits for the timed jobs (core.store.class_board.refresh)
+    st.caption("Runs were deleted: the board catches up when the race or run being timed now ends, so as not to "
+               "slow it.")
 
 
 @st.fragment(run_every=every)

@@ -10,12 +10,15 @@ missing, unreadable or forbidden. The CLI is a local user's own tool and reads a
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback, load_source
-from core.classifier.loaders import ARCHIVE_SUFFIXES, TABLE_SUFFIXES, Reviews
+from core.classifier.loaders import (
+    ARCHIVE_SUFFIXES, RT_NEG, RT_POS, TABLE_SUFFIXES, Reviews, find_imdb_root, find_rt_folder, load_uploads,
+)
 from core.errors import DashboardError
 from core.platform.paths import cache_dir
 
@@ -69,3 +72,49 @@ def load_for_browser(source: str, *, progress: ProgressCallback | None = None,
     if text in BUILTIN_DATASETS or not text:
         return load_source(text, progress=progress)
     return load_source(str(allowed_path(text, roots)), progress=progress)
+
+
+# ---------------------------------------------------------------- what reading a choice costs the server
+# Measured by bench/quiet_load.py on the 2-core VM (docs/classifier.md): an archive costs its members (an
+# aclImdb-like one of 20,000 reviews, 7.5 MB: 0.94 s of CPU), a table or a .pos/.neg pair its text (a CSV of
+# 20.9 MB: 0.52 s); rt-polarity's archive, folder or upload costs 0.01-0.03 s, its `data add` 0.11 s.
+ARCHIVE_CPU_S_PER_MB = 0.13
+TEXT_CPU_S_PER_MB = 0.025
+QUIET_LOAD_CPU_S = 0.2  # a read estimated at more than this runs as quiet work on a server (core.platform.quiet_work)
+
+
+def _cost_s(name: str, size: int) -> float:
+    rate = ARCHIVE_CPU_S_PER_MB if name.lower().endswith(ARCHIVE_SUFFIXES) else TEXT_CPU_S_PER_MB
+    return rate * size / 1e6
+
+
+def read_cost_s(upload: bool, text: str, files: Sequence[tuple[str, bytes]]) -> float:
+    """The server's CPU seconds `read_choice` would take, estimated from sizes alone (nothing is read). A path
+    the browser may not read costs 0: `read_choice` refuses it at once, in the server."""
+    if upload:
+        return sum(_cost_s(name, len(data)) for name, data in files)
+    text = text.strip()
+    if text in BUILTIN_DATASETS:
+        ds = BUILTIN_DATASETS[text]
+        cached = cache_dir() / "datasets" / ds.filename
+        if cached.is_file():
+            return _cost_s(ds.filename, cached.stat().st_size)
+        return 2 * _cost_s(ds.filename, int(ds.approx_mb * 1e6))  # a download is checked, then read
+    if not text:
+        return 0.0
+    try:
+        path = allowed_path(text)
+    except DashboardError:
+        return 0.0
+    if path.is_file():
+        return _cost_s(path.name, path.stat().st_size)
+    if (rt := find_rt_folder(path)) is not None:
+        return sum(_cost_s(name, (rt / name).stat().st_size) for name in (RT_POS, RT_NEG))
+    return math.inf if find_imdb_root(path) is not None else 0.0  # aclImdb: 50,000 files and more
+
+
+def read_choice(upload: bool, text: str, files: tuple[tuple[str, bytes], ...],
+                progress: ProgressCallback | None = None) -> Reviews:
+    """The reviews of a page's choice: its uploaded files, else a built-in data set or an allowed path. A
+    module-level function of a module that imports no torch: a server's quiet child runs it for a large read."""
+    return load_uploads(files) if upload else load_for_browser(text, progress=progress)

@@ -14,15 +14,16 @@ seed on the CPU and the first GPU (the CPU half alone without one), kept as `pre
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
 from core.classifier.baseline import BaselineResult
-from core.classifier.browser_paths import load_for_browser
-from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback
+from core.classifier.browser_paths import QUIET_LOAD_CPU_S, read_choice, read_cost_s
+from core.classifier.datasets import BUILTIN_DATASETS, ProgressCallback, is_cached
 from core.classifier.features import Features
 from core.classifier.guess import compare_guess
-from core.classifier.loaders import Reviews, load_uploads
+from core.classifier.loaders import Reviews
 from core.classifier.model import ClassifierConfig
 from core.classifier.preset_race import PresetRace, preset_race, race_configs
 from core.classifier.runs import RunRecord, interrupted
@@ -32,6 +33,7 @@ from core.classifier.training import prepare, prepare_quietly, train
 from core.errors import DashboardError
 from core.platform.devices import available_devices, has_gpu
 from core.platform.jobs import JobHooks, Progress
+from core.platform.quiet_work import Listeners, run_quietly
 from core.results.guess import Guess
 from core.results.train import TrainEpoch, TrainRun
 
@@ -45,6 +47,9 @@ class Upload:
     name: str
     data: bytes
     file_id: str
+
+
+PAUSE_TOUCH_S = 0.5  # a paused quiet read calls its progress this often: the page's chance to act on a Stop
 
 
 @dataclass(frozen=True)
@@ -71,11 +76,43 @@ class DataChoice:
         """
         return "a file to be uploaded" if self.source == UPLOAD and not self.uploads else ""
 
+    def _what(self) -> tuple[bool, str, tuple[tuple[str, bytes], ...]]:
+        """read_choice's arguments: plain values, which travel to a quiet child process."""
+        return (self.source == UPLOAD, self.source if self.source in BUILTIN_DATASETS else self.path,
+                tuple((u.name, u.data) for u in self.uploads))
+
     def load(self, progress: ProgressCallback | None = None) -> Reviews:
-        if self.source == UPLOAD:
-            return load_uploads([(u.name, u.data) for u in self.uploads])
         # a browser user is a stranger: a typed path is read only under the configured data roots
-        return load_for_browser(self.source if self.source in BUILTIN_DATASETS else self.path, progress=progress)
+        return read_choice(*self._what(), progress=progress)
+
+    def load_quietly(self, progress: ProgressCallback | None = None) -> Reviews:
+        """`load` as a server does it for its sessions: a read estimated at more than QUIET_LOAD_CPU_S of CPU
+        (a large upload or archive, aclImdb; never rt-polarity, docs/classifier.md) runs as quiet work
+        (core.platform.quiet_work: a process of its own at idle priority, stopped while a timed job holds or
+        waits for a device). Its download progress reaches `progress`, which is also called again (the same
+        values) every PAUSE_TOUCH_S while the read is paused: a page redraws there, so a Stop click ends it. A download
+        is not stopped midway (its server would drop a connection that stalls for a race): it waits for a moment with
+        no timed job (QUIET_WAIT_S at most), then runs at idle priority to its end."""
+        what = self._what()
+        if read_cost_s(*what) <= QUIET_LOAD_CPU_S:
+            return self.load(progress)
+        last: tuple[int, int | None] = (0, None)
+        touched = time.monotonic()
+
+        def step(done: int, total: int | None) -> None:
+            nonlocal last, touched
+            last, touched = (done, total), time.monotonic()
+            if progress is not None:
+                progress(done, total)
+
+        def still_going() -> bool:
+            if progress is not None and time.monotonic() - touched > PAUSE_TOUCH_S:
+                step(*last)
+            return False
+
+        downloads = not what[0] and what[1] in BUILTIN_DATASETS and not is_cached(what[1])
+        return run_quietly(read_choice, *what, what="reading the reviews", pause=not downloads,
+                           listeners=Listeners(on_step=step, should_stop=still_going))
 
 
 def features_key(config: ClassifierConfig) -> tuple[object, ...]:
@@ -144,9 +181,10 @@ class Workbench:
 
     def _read(self, choice: DataChoice, progress: ProgressCallback | None) -> Reviews:
         """Read the reviews; a built-in data set is read (and downloaded) once for every session of the server."""
+        read = choice.load_quietly if self.quiet else choice.load
         if self.shared_reviews is None or choice.source not in BUILTIN_DATASETS:
-            return choice.load(progress)
-        return self.shared_reviews.get_or_build(choice.key, lambda: choice.load(progress))
+            return read(progress)
+        return self.shared_reviews.get_or_build(choice.key, lambda: read(progress))
 
     def needs_prepare(self, config: ClassifierConfig) -> bool:
         return self.prep is None or self.prep_key != (self.reviews_key, features_key(config))

@@ -34,7 +34,18 @@ ExportFormat = Literal["json", "csv"]  # re-importable, or one row per point
 # From these sizes on, an export or import runs as quiet work (core.platform.quiet_work): a child process at idle
 # priority that yields to timed jobs. Below them the work takes well under a second and a process would cost more.
 QUIET_EXPORT_RUNS = 200
-QUIET_IMPORT_BYTES = 2_000_000
+# An import's check and insert cost the server its runs and its bytes (bench/quiet_load.py on the 2-core VM: 1,000
+# one-point runs in 0.42 MB, 0.32 s of CPU; 100 full sweeps in 1.9 MB, 0.29 s): a file estimated at more than
+# QUIET_IMPORT_CPU_S is imported as quiet work.
+IMPORT_CPU_S_PER_RUN = 0.25e-3
+IMPORT_CPU_S_PER_MB = 0.13
+QUIET_IMPORT_CPU_S = 0.2
+
+
+def import_cost_s(data: bytes) -> float:
+    """The server's CPU seconds an import of `data` would take, estimated without parsing it: its runs counted
+    by their "uid" keys (one pass in C; a key elsewhere only makes the estimate larger), and its size."""
+    return data.count(b'"uid"') * IMPORT_CPU_S_PER_RUN + len(data) / 1e6 * IMPORT_CPU_S_PER_MB
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,7 @@ def import_upload(url: str | None, upload: Upload | None, label: str = "", *, ac
     args = (url, data, label, name, session, access.owner_token if access else None)
     try:  # a large file is parsed and checked in a process of its own, at a quiet moment (core.platform.quiet_work)
         result = (run_quietly(import_data, *args, what=f"the import of {name}", pause=False)
-                  if len(data) >= QUIET_IMPORT_BYTES else import_data(*args))
+                  if import_cost_s(data) > QUIET_IMPORT_CPU_S else import_data(*args))
     except DashboardError as exc:
         # the file's name and values are the uploader's: escaped; the message's own `code` still shows as code
         return Notice("error", message_markdown(f"{name}: {exc}"))

@@ -4,7 +4,10 @@ A board refreshes itself every few seconds in every open browser. So that 60 ope
 server little, a refresh first asks the store for its version (`Store.version()`: row count and
 highest id, one cheap query) and reads nothing more when it has not changed; when runs were only
 added, it reads just the new ids; only a delete (the count falls behind the ids) rereads the newest
-MAX_BOARD_RUNS. Rows are read from the store's listing summaries (no payload decoded); payloads only for
+MAX_BOARD_RUNS. That reread is untimed heavy work (on a board of 10,000 full sweeps, 0.20-0.33 s of the server's CPU,
+in every open board: bench/quiet_load.py), so while a timed job holds or waits for a device it waits (issue 31):
+the board keeps the rows it has, says it is behind, and catches up at its first refresh after. Rows are read
+from the store's listing summaries (no payload decoded); payloads only for
 the sweeps and training runs the board charts, and for one run of a machine that has neither. The board is
 ordered by arrival (run id), newest first: a projector shows what just landed, whatever date an imported file
 claims, and its "arrived" column is the store's own clock at the insert (`RunSummary.stored_at`), never that date.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from core.results.guess import CROSSOVER_N, EPOCH_S, NO_CROSSOVER, SPEEDUP, Guess
@@ -27,6 +31,7 @@ from core.results import kinds
 from core.results.browser import BrowserRun
 from core.results.matmul import MatmulSweep
 from core.results.train import TrainRun, preset_title
+from core.platform.quiet_work import timed_job_now
 from core.store.access import session_mark
 from core.store.database import Store
 from core.store.records import RunSummary, StoredRun
@@ -55,10 +60,14 @@ class ClassBoard:
     runs: tuple[RunSummary, ...] = ()
     reads: int = 0  # rows read from the store over this board's life (the cost a refresh adds)
     full: tuple[StoredRun, ...] = ()  # newest first: the runs read in full, for the charts, guesses and hardware
+    behind: tuple[int, int] | None = None  # a store version whose reread waits for the timed jobs (a delete)
 
 
-def refresh(store: Store, board: ClassBoard | None = None) -> ClassBoard:
-    """The board as the store has it now, reading only what changed since `board`."""
+def refresh(store: Store, board: ClassBoard | None = None, *,
+            busy: Callable[[], bool] = timed_job_now) -> ClassBoard:
+    """The board as the store has it now, reading only what changed since `board`; a reread of the whole board
+    (after a delete) waits while `busy()` (a timed job holds or waits for a device): `board` comes back with
+    `behind` set. A first read does not wait: a board with nothing to show would be worse."""
     version = store.version()
     if board is not None and version == board.version:
         return board
@@ -69,6 +78,8 @@ def refresh(store: Store, board: ClassBoard | None = None) -> ClassBoard:
         if board.version[0] + added == version[0]:  # nothing was deleted meanwhile: merge the new rows
             rows = _newest_first([*listing.runs, *board.runs])
             return _read_full(store, ClassBoard(version, rows, board.reads + added, board.full))
+    if board is not None and busy():
+        return replace(board, behind=version)
     listing = store.read_summaries(limit=MAX_BOARD_RUNS)
     read = len(listing.runs) + len(listing.unreadable)
     return _read_full(store, ClassBoard(version, _newest_first(listing.runs), (board.reads if board else 0) + read))
@@ -321,6 +332,9 @@ def room_hardware(board: ClassBoard) -> list[Hardware]:
             for (kind, name), n in sorted(counts.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))]
 
 
-def changed(store: Store, board: ClassBoard) -> bool:
-    """Has anything been saved, imported or deleted since `board` was read? One cheap query."""
-    return store.version() != board.version
+def changed(store: Store, board: ClassBoard, *, busy: Callable[[], bool] = timed_job_now) -> bool:
+    """Has anything been saved, imported or deleted since `board` was read? One cheap query. A board behind a
+    delete has changed once the timed jobs are over (or the store changed again), not at every refresh before."""
+    if board.behind is None:
+        return store.version() != board.version
+    return store.version() != board.behind or not busy()

@@ -140,7 +140,7 @@ def test_a_large_export_and_import_of_the_board_run_as_quiet_work(monkeypatch, t
 
     monkeypatch.setattr(board, "run_quietly", counted)
     monkeypatch.setattr(board, "QUIET_EXPORT_RUNS", 2)
-    monkeypatch.setattr(board, "QUIET_IMPORT_BYTES", 10)
+    monkeypatch.setattr(board, "QUIET_IMPORT_CPU_S", 0.0)
     exported = board.exports(url, ids)[0].data()
     assert exported == store.export_json(ids), "the same file, built in the child"
 
@@ -156,3 +156,23 @@ def test_a_large_export_and_import_of_the_board_run_as_quiet_work(monkeypatch, t
     assert len(open_store(other).list_runs()) == 3
     assert quiet == ["the JSON export", "the import of class.json"]
     assert board.exports(url, ids[:1])[1].data() == store.export_csv(ids[:1]) and len(quiet) == 2, "small: in-process"
+
+
+def test_an_import_of_many_small_runs_is_heavy_though_small_in_bytes():
+    """1,000 one-point runs fill 0.42 MB and cost the server 0.32 s of CPU to check and insert (bench/quiet_load.py):
+    the estimate counts runs, not only bytes; a file of a few runs stays in the server."""
+    import json
+
+    from core.store.board import QUIET_IMPORT_CPU_S, import_cost_s
+
+    def runs(count: int) -> bytes:  # bench/board_scale.py's minimal runs: one point each
+        point = {"device": "cpu", "n": 64, "dtype": "float32", "median_s": 0.001, "iqr_s": 0.0, "samples": 3}
+        return json.dumps({"format": "gpu-vs-cpu-export", "runs": [
+            {"uid": f"bench-{i}", "kind": "matmul", "created_at": "2025-01-31T14:05:00Z", "label": f"student {i}",
+             "machine": {"cpu": {"name": "CPU"}, "gpus": []}, "settings": {}, "versions": {},
+             "payload": {"kind": "matmul", "schema_version": 2, "results": [point]}} for i in range(count)]}).encode()
+
+    many, few = runs(1000), runs(5)
+    assert len(many) < 500_000 and import_cost_s(many) > QUIET_IMPORT_CPU_S
+    assert import_cost_s(few) < QUIET_IMPORT_CPU_S
+    assert import_cost_s(b" " * 2_000_000) > QUIET_IMPORT_CPU_S, "a large file, whatever it holds"

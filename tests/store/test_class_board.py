@@ -388,3 +388,56 @@ def test_runs_that_could_not_tell_are_counted_busy_or_noisy_on_the_measured_row(
     assert spread.measured == [300.0] and spread.cannot_tell == 4
     assert not [a for a in spread_figure(spread, title="t", x_title="n").layout.annotations
                 if "could not tell" in a.text], "the row has its point: the legend says the rest"
+
+
+def test_a_delete_during_a_timed_job_waits_and_the_board_catches_up_after():
+    """The reread after a delete is heavy (bench/quiet_load.py): while a job holds or waits for a device the board
+    keeps its rows and says it is behind, asks for no redraw at every refresh, and rereads once the job is over."""
+    store = open_store()
+    first = save_payload(store, "matmul", _matmul(), label="Ana")
+    save_payload(store, "matmul", _matmul(), label="Ben")
+    counting = CountingStore(store)
+    board = refresh(counting, busy=lambda: False)
+    store.delete(first)
+    held = refresh(counting, board, busy=lambda: True)
+    assert [r.label for r in held.runs] == ["Ben", "Ana"] and held.behind == store.version()
+    assert counting.reads == 1, "nothing reread while the job runs"
+    assert not changed(store, held, busy=lambda: True), "no redraw at every refresh while it waits"
+    assert changed(store, held, busy=lambda: False)
+    after = refresh(counting, held, busy=lambda: False)
+    assert [r.label for r in after.runs] == ["Ben"] and after.behind is None and after.version == store.version()
+
+
+def test_the_board_waits_for_a_job_of_this_server_by_default():
+    from core.platform.jobs import JobHooks, run_job
+
+    store = open_store()
+    first = save_payload(store, "matmul", _matmul(), label="Ana")
+    board = refresh(store)
+    store.delete(first)
+    with run_job(["cpu"], JobHooks(), label="a race"):
+        assert refresh(store, board).behind is not None
+    assert refresh(store, board).runs == ()
+
+
+def test_a_first_read_does_not_wait():
+    store = open_store()
+    save_payload(store, "matmul", _matmul(), label="Ana")
+    assert [r.label for r in refresh(store, None, busy=lambda: True).runs] == ["Ana"]
+
+
+def test_page_says_the_board_is_behind_a_delete_while_a_job_is_timed_and_catches_up_after(app):
+    from core.platform.jobs import JobHooks, run_job
+
+    store = open_store()
+    first = save_payload(store, "matmul", _matmul(), label="Ana")
+    save_payload(store, "matmul", _matmul(), label="Ben")
+    app.switch_page("pages/class_board.py").run()
+    store.delete(first)
+    with run_job(["cpu"], JobHooks(), label="a race"):  # a race of this server holds the CPU
+        app.run()
+        assert list(app.dataframe[0].value["who"]) == ["Ben · server", "Ana · server"]
+        assert any("board catches up when the race" in c.value for c in app.caption)
+    app.run()
+    assert list(app.dataframe[0].value["who"]) == ["Ben · server"]
+    assert not any("board catches up" in c.value for c in app.caption)
