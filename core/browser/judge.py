@@ -86,8 +86,10 @@ def machine_of(raw: Mapping[str, Any], adapter: Adapter | None) -> Machine:
 
 
 def judged(value: Any, *, guess: Guess | None = None, settings: Mapping[str, Any] | None = None) -> BrowserRun:
-    """The browser's object, checked (one-line DashboardError if not) and judged into a run."""
-    checked = check_payload(value)
+    """The browser's object, checked (one-line DashboardError if not) and judged into a run; `settings`' sizes,
+    where given, are the only sizes it may have measured."""
+    asked = (settings or {}).get("sizes")
+    checked = check_payload(value, sizes=None if asked is None else {int(n) for n in asked})
     try:
         return _judged(checked, guess, settings)
     except (DashboardError, ValueError) as exc:  # a field the declared types refuse (pydantic's errors are ValueErrors)
