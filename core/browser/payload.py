@@ -14,7 +14,7 @@ program, so nothing in it is taken on trust:
   it was not a product;
 - "webgpu f16" only from an adapter that lists `shader-f16`, its ceiling twice float32's (packed halves);
   "webgpu split dispatches" only with its `dispatches`, 2 to one per 16-wide slice of n, at one size;
-- at most `MAX_SIZES` sizes, and only the sizes the page asked for where it says (`sizes`): the server's
+- at most `MAX_SIZES` sizes, and only sizes the page offers where the caller says (`sizes`): the server's
   bootstrap judges every size of every pair, about 14 ms each, so 296 points of 200 samples at made-up sizes
   cost 4.2 s of the server's CPU per payload; the page's six sizes at most 0.32 s (measured on this 2-core VM);
 - every number a plain finite one: an integer of 400 digits (JSON allows it) is refused, not an OverflowError.
@@ -74,7 +74,7 @@ class Checked:
 
 def check_payload(value: Any, sizes: Collection[int] | None = None) -> Checked:
     """The browser's object, checked whole; a DashboardError (one line) on the first thing wrong. `sizes`: the
-    sizes the page asked the browser for (a point at any other size was not asked for)."""
+    sizes the page offers (a point at any other size was not asked for)."""
     try:
         chars = len(json.dumps(value, allow_nan=True))
     except (TypeError, ValueError):
@@ -114,7 +114,7 @@ def check_payload(value: Any, sizes: Collection[int] | None = None) -> Checked:
         if key in seen:
             raise refuse(f"points[{i}]: {key[0]} at n = {key[1]} twice")
         if sizes is not None and key[1] not in sizes:
-            raise refuse(f"points[{i}]: n = {key[1]} is not one of the sizes this page asked for")
+            raise refuse(f"points[{i}]: n = {key[1]} is not one of the sizes the page offers")
         if key[0] == SPLIT_SERIES and any(s == SPLIT_SERIES for s, _ in seen):
             raise refuse(f"points[{i}]: a second {SPLIT_SERIES} point (the page splits one size)")
         seen.add(key)

@@ -105,6 +105,8 @@ def run_quietly(fn: Callable[..., T], *args: Any, what: str, timeout_s: float = 
     module-level function); what it returns comes back the same way. DashboardError when it fails.
     `idle=False` leaves the child at normal priority: a test sees the pause alone on a loaded machine."""
     listeners = listeners or Listeners()
+    if not pause:  # before its slot: a writer waiting for a quiet moment holds none
+        _wait_for_quiet(QUIET_WAIT_S)
     _take_slot(what, listeners)
     try:
         return _run_quietly(fn, args, what, timeout_s, pause, idle, listeners)
@@ -121,8 +123,6 @@ def _take_slot(what: str, listeners: Listeners) -> None:
 
 def _run_quietly(fn: Callable[..., T], args: tuple[Any, ...], what: str, timeout_s: float, pause: bool, idle: bool,
                  listeners: Listeners) -> T:
-    if not pause:
-        _wait_for_quiet(QUIET_WAIT_S)
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     work_in, work_out = context.Pipe(duplex=False)
