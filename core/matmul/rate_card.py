@@ -22,9 +22,9 @@ one wrote.
 A card too slow is taken down by the races themselves (`correct`): a race that timed a calibrated size at least
 CORRECTION_FACTOR times faster than the card says (its median: stalls and other work only add time, so no race
 is faster than the machine) writes that median into the card for the races after it. Without it, a calibration
-made while the server was busy with work this process does not count as other programs' (a student's session
-in the same server, measured: n = 256 at 43 ms instead of 0.24 ms, with the entry not marked busy on a quiet
-machine) left out the large sizes of every later race until someone ran `--recalibrate`. A card within noise of
+made while a student's session kept the server process itself busy (measured: n = 256 at 43 ms instead of
+0.24 ms; core.platform.machine_load counts other processes only, so on an otherwise quiet machine the entry is
+not marked busy either) left out the large sizes of every later race until someone ran `--recalibrate`. A card within noise of
 the races (less than CORRECTION_FACTOR) is kept as it is, so they plan the same sizes.
 """
 

@@ -224,7 +224,7 @@ def test_the_cli_recalibrates_before_its_race(monkeypatch):
 
 def test_a_card_a_race_proves_too_slow_is_taken_down_and_one_within_noise_is_kept(tmp_path):
     """Hostile pass: a first calibration while a student's session kept this server process busy (not counted as
-    other programs', so not marked busy) measured n = 256 at 43 ms instead of 0.24 ms, and every later race left
+    other programs') measured n = 256 at 43 ms instead of 0.24 ms, and every later race left
     out its large sizes. A race that times a calibrated size 2x or more faster than the card corrects it."""
     path = tmp_path / "card.json"
     poisoned = Rates(((128, 0.0099), (256, 0.0434)), "2026-12-02T11:00:00Z")
