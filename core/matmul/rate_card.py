@@ -24,8 +24,8 @@ CORRECTION_FACTOR times faster than the card says (its median: stalls and other 
 is faster than the machine) writes that median into the card for the races after it. Without it, a calibration
 made while a student's session kept the server process itself busy (measured: n = 256 at 43 ms instead of
 0.24 ms; core.platform.machine_load counts other processes only, so on an otherwise quiet machine the entry is
-not marked busy either) left out the large sizes of every later race until someone ran `--recalibrate`. A card within noise of
-the races (less than CORRECTION_FACTOR) is kept as it is, so they plan the same sizes.
+not marked busy either) left out the large sizes of every later race until someone ran `--recalibrate`. A card
+within noise of the races (less than CORRECTION_FACTOR) is kept as it is, so they plan the same sizes.
 """
 
 from __future__ import annotations
