@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.browser.assets import SIZES
 from core.browser.payload import Checked, check_payload, refuse
 from core.errors import DashboardError
 from core.matmul import verdict
@@ -86,8 +87,9 @@ def machine_of(raw: Mapping[str, Any], adapter: Adapter | None) -> Machine:
 
 
 def judged(value: Any, *, guess: Guess | None = None, settings: Mapping[str, Any] | None = None) -> BrowserRun:
-    """The browser's object, checked (one-line DashboardError if not) and judged into a run."""
-    checked = check_payload(value)
+    """The browser's object, checked (one-line DashboardError if not) and judged into a run; its sizes only among
+    those the page offers (the settings' own may have changed while the browser ran the race)."""
+    checked = check_payload(value, sizes=SIZES)
     try:
         return _judged(checked, guess, settings)
     except (DashboardError, ValueError) as exc:  # a field the declared types refuse (pydantic's errors are ValueErrors)

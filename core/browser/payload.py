@@ -13,7 +13,11 @@ program, so nothing in it is taken on trust:
 - a GPU point whose result disagreed with the CPU's (`MAX_REL_ERROR`; f16: `MAX_REL_ERROR_F16`) is refused:
   it was not a product;
 - "webgpu f16" only from an adapter that lists `shader-f16`, its ceiling twice float32's (packed halves);
-  "webgpu split dispatches" only with its `dispatches`, 2 to one per 16-wide slice of n.
+  "webgpu split dispatches" only with its `dispatches`, 2 to one per 16-wide slice of n, at one size;
+- at most `MAX_SIZES` sizes, and only sizes the page offers where the caller says (`sizes`): the server's
+  bootstrap judges every size of every pair, about 14 ms each, so 296 points of 200 samples at made-up sizes
+  cost 4.2 s of the server's CPU per payload; the page's six sizes at most 0.32 s (measured on this 2-core VM);
+- every number a plain finite one: an integer of 400 digits (JSON allows it) is refused, not an OverflowError.
 
 Every refusal is one DashboardError line naming the field; nothing is saved.
 """
@@ -23,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +38,7 @@ from core.results.browser import (F16_SERIES, GPU_SERIES, GPU_STATES, SPLIT_SERI
 
 MAX_PAYLOAD_CHARS = 256_000  # a run of 20 sizes x 3 series x 50 samples is about 40 kB of JSON
 MAX_N = 8192  # a browser tab cannot hold more: three 8192² float32 matrices are 800 MB
+MAX_SIZES = 8  # distinct sizes in one run: the page offers six (core.browser.assets.SIZES)
 MIN_SAMPLES, MAX_SAMPLES = 3, 200
 MAX_REPS = 1_000_000
 MAX_WORKERS = 256
@@ -67,8 +72,9 @@ class Checked:
     workers: int
 
 
-def check_payload(value: Any) -> Checked:
-    """The browser's object, checked whole; a DashboardError (one line) on the first thing wrong."""
+def check_payload(value: Any, sizes: Collection[int] | None = None) -> Checked:
+    """The browser's object, checked whole; a DashboardError (one line) on the first thing wrong. `sizes`: the
+    sizes the page offers (a point at any other size was not asked for)."""
     try:
         chars = len(json.dumps(value, allow_nan=True))
     except (TypeError, ValueError):
@@ -92,7 +98,10 @@ def check_payload(value: Any) -> Checked:
         _keys(adapter, ADAPTER_KEYS, "adapter")
         software = is_software(str(adapter.get("vendor") or ""), str(adapter.get("architecture") or ""),
                                adapter.get("fallback") is True)
-        features = set(adapter.get("features") or ()) if isinstance(adapter.get("features"), list) else set()
+        listed = adapter.get("features")
+        if listed is not None and (not isinstance(listed, list) or not all(isinstance(f, str) for f in listed)):
+            raise refuse("adapter.features must be a list of feature names")
+        features = set(listed or ())
     points = value.get("points")
     if not isinstance(points, list) or not points:
         raise refuse("points must be a non-empty list")
@@ -104,7 +113,13 @@ def check_payload(value: Any) -> Checked:
         key = _point(point, f"points[{i}]", allowed, software, workers, adapter is not None)
         if key in seen:
             raise refuse(f"points[{i}]: {key[0]} at n = {key[1]} twice")
+        if sizes is not None and key[1] not in sizes:
+            raise refuse(f"points[{i}]: n = {key[1]} is not one of the sizes the page offers")
+        if key[0] == SPLIT_SERIES and any(s == SPLIT_SERIES for s, _ in seen):
+            raise refuse(f"points[{i}]: a second {SPLIT_SERIES} point (the page splits one size)")
         seen.add(key)
+        if len({n for _, n in seen}) > MAX_SIZES:
+            raise refuse(f"points[{i}]: more than {MAX_SIZES} sizes in one run")
     return Checked(value, software, workers)
 
 
@@ -122,12 +137,24 @@ def _whole(value: Any, path: str, low: int, high: int) -> int:
     return value
 
 
+def _finite(value: Any) -> float | None:
+    """A number as a finite float, or None: not a number, a bool, NaN, infinite, or an integer too large for a
+    float (math.isfinite raises OverflowError on one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _seconds(value: Any, path: str, *, zero: bool = False) -> float:
     """A positive finite time (`zero`: 0 allowed too, a time under the clock's resolution)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0 or (value == 0 and not zero):
+    number = _finite(value)
+    if number is None or number < 0 or (number == 0 and not zero):
         raise refuse(f"{path} is {str(value)[:40]}: a time must be a positive, finite number of seconds")
-    return float(value)
+    return number
 
 
 def ceiling_gflops(series: str, software: bool, workers: int) -> float:
@@ -164,8 +191,8 @@ def _point(point: Any, path: str, allowed: set[str], software: bool, workers: in
                      f"{'(software adapter) ' if software and gpu else ''}can reach")
     shown = point.get("gflops")
     expected = 2 * n**3 / statistics.median(seconds) / 1e9
-    if shown is not None and (not isinstance(shown, (int, float)) or isinstance(shown, bool)
-                              or not math.isfinite(shown) or abs(shown - expected) > GFLOPS_TOLERANCE * expected):
+    if shown is not None and ((number := _finite(shown)) is None
+                              or abs(number - expected) > GFLOPS_TOLERANCE * expected):
         raise refuse(f"{path}.gflops is {str(shown)[:40]}, but 2n³ / median time is {expected:.4g}")
     stamps = point.get("timestamp_s")
     if stamps is not None:
@@ -178,8 +205,7 @@ def _point(point: Any, path: str, allowed: set[str], software: bool, workers: in
     if point.get("unawaited_s") is not None:
         _seconds(point["unawaited_s"], f"{path}.unawaited_s", zero=True)  # submit() alone: may be under a clock step
     error = point.get("rel_error")
-    if error is not None and (isinstance(error, bool) or not isinstance(error, (int, float)) or not math.isfinite(error)
-                              or error < 0):
+    if error is not None and ((number := _finite(error)) is None or number < 0):
         raise refuse(f"{path}.rel_error must be a number >= 0")
     tolerance = MAX_REL_ERROR_F16 if series == F16_SERIES else MAX_REL_ERROR
     if gpu and (error is None or error > tolerance):

@@ -10,7 +10,8 @@ this machine saw of their processes (polled by pid while the run goes on):
 - a rank whose own error came back: that error (it names its rank and host);
 - a rank that never said it was joining: it never joined;
 - a rank stopped by a signal (SIGSTOP, a debugger): it hung;
-- a rank whose process ended first: it died;
+- a rank whose process ended first: it died (a rank that said `ended`, ended by torchrun's SIGTERM once another
+  died, is never the one);
 - otherwise the ranks that timed out waiting name the one that did not answer: it hung.
 """
 
@@ -116,6 +117,7 @@ class _Seen:
     process: psutil.Process | None
     ended_at: float | None = None  # this follower's clock when the process was first seen gone
     stopped: bool = False  # seen stopped by a signal
+    ended_by_launcher: bool = False  # it said `ended`: torchrun's SIGTERM ended it, it did not fail
 
 
 @dataclass
@@ -136,6 +138,8 @@ class _Follower:
             self.job.report(Progress(int(event["done"]), int(event["total"]), str(event["message"])))
         elif kind == "result":
             self.result = ClusterRun.from_json(event["run"], "result")
+        elif kind == "ended":
+            self._ended_by_launcher(event.get("rank"))
         elif kind == "error":
             self.errors[int(event.get("rank") or 0)] = str(event.get("message"))
             self.poll()  # the processes as they are now, before the group is ended
@@ -148,6 +152,11 @@ class _Follower:
             process = None
         with self.lock:
             self.seen[rank] = _Seen(rank, host, pid, process, ended_at=self.clock if process is None else None)
+
+    def _ended_by_launcher(self, rank: Any) -> None:
+        with self.lock:
+            if (s := self.seen.get(int(rank) if str(rank).isdecimal() else -1)) is not None:
+                s.ended_by_launcher = True
 
     def poll(self) -> None:
         """One look at every rank's process: the first seen gone, the ones stopped."""
@@ -183,7 +192,9 @@ class _Follower:
         if stopped:
             first = stopped[0]
             return f"rank {first.rank} on {first.hostname} hung: its process was stopped (pid {first.pid})"
-        ended = sorted((s for s in seen.values() if s.ended_at is not None), key=lambda s: (s.ended_at, s.rank))
+        gone = [s for s in seen.values() if s.ended_at is not None]
+        failed = [s for s in gone if not s.ended_by_launcher] or gone  # all said `ended`: a kill not by torchrun
+        ended = sorted(failed, key=lambda s: (s.ended_at, s.rank))
         if ended and (len(ended) == 1 or ended[0].ended_at != ended[1].ended_at):
             return f"rank {ended[0].rank} on {ended[0].hostname} died (pid {ended[0].pid}) before the run finished"
         if peer_named:

@@ -9,9 +9,10 @@ of the cores (usable cores // ranks on this machine). The ranks talk over gloo, 
 (a barrier before every size, so "together" means at the same time) and to gather the records at the
 end; rank 0 builds the run (core.matmul.ranks) and reports it.
 
-Every rank prints two events of its own, whichever its rank: `joining` (rank, host, pid) just before it
-joins the process group, and `error` when it fails; rank 0 also prints progress and the result. The
-launcher on one machine names a rank that died, hung or never joined from them (core.matmul.rank_launch).
+Every rank prints three events of its own, whichever its rank: `joining` (rank, host, pid) just before it
+joins the process group, `error` when it fails, and `ended` when a SIGTERM ends it (torchrun ends the other
+ranks so once one has died); rank 0 also prints progress and the result. The launcher on one machine names a
+rank that died, hung or never joined from them (core.matmul.rank_launch).
 Once joined, every rank ticks a heartbeat in the job's rendezvous store, so under the user's torchrun, where
 no launcher of ours watches the processes, a rank whose collective failed names the peer that went silent.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import threading
 import sys
@@ -452,6 +454,30 @@ def _collective_failure(exc: BaseException, timeout_s: float) -> str:
     return f"a collective failed ({_first_line(exc)})"
 
 
+def _ended_by_sigterm(rank: str | None) -> None:
+    """Say `ended` (this rank did not fail: the launcher ended it) and leave at once, as SIGTERM's default would.
+
+    torchrun ends every other rank with SIGTERM about 0.1 s after one dies (its monitor's interval); the launcher
+    told the dead rank from the ended ones only by seeing the processes go in that order (core.matmul.rank_launch
+    polls them every 20 ms), and on a loaded machine its poller slept through the gap: both gone at one look, no
+    rank named. Python runs a signal's handler only between bytecodes, which a rank blocked in a collective does
+    not reach, so the C-level handler's wakeup byte wakes a thread that says it at once."""
+    def say() -> None:
+        emit_event({"event": "ended", "rank": rank, "signal": "SIGTERM"})
+        exit_now(128 + signal.SIGTERM)
+
+    def watch(fd: int) -> None:
+        while os.read(fd, 1) != bytes([signal.SIGTERM]):
+            pass
+        say()
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    signal.signal(signal.SIGTERM, lambda signum, frame: say())
+    signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    threading.Thread(target=watch, args=(read_fd,), daemon=True, name="sigterm-ended").start()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m core.matmul.rank_worker",
                                 description="one rank of the matmul race on every device (start it with torchrun)")
@@ -460,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = json.loads(args.config)
     config = RanksConfig(**{**raw, "sizes": tuple(raw["sizes"])})
     die_with_parent()  # a launcher killed outright leaves no rank computing on
+    _ended_by_sigterm(os.environ.get("RANK"))
     try:
         run = measure_ranks(config, say=emit_event)
     except DashboardError as exc:

@@ -18,6 +18,14 @@ speed), and stops at a size that would not fit in memory. An entry says whether 
 calibrated, and the race's report says so: such a card may leave out sizes a quiet machine would time. The card
 is read and written while the race holds its devices, so a second race waiting in line reads the card the first
 one wrote.
+
+A card too slow is taken down by the races themselves (`correct`): a race that timed a calibrated size at least
+CORRECTION_FACTOR times faster than the card says (its median: stalls and other work only add time, so no race
+is faster than the machine) writes that median into the card for the races after it. Without it, a calibration
+made while a student's session kept the server process itself busy (measured: n = 256 at 43 ms instead of
+0.24 ms; core.platform.machine_load counts other processes only, so on an otherwise quiet machine the entry is
+not marked busy either) left out the large sizes of every later race until someone ran `--recalibrate`. A card
+within noise of the races (less than CORRECTION_FACTOR) is kept as it is, so they plan the same sizes.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ CUBIC_RATIO = (4.0, 16.0)  # ... and took 4 to 16 times the size below: t ~ n^3 
 CALIBRATION_LIMIT_S = 1.0  # or, whatever the ratio, until one product takes this long
 CALIBRATION_MAX_N = 32768  # and never past this size
 PROBE_REPEATS = 3  # timed products per calibration size; the fastest is kept
+CORRECTION_FACTOR = 2.0  # a race this many times faster than the card at a calibrated size takes the card down
 
 # seconds per warm product of size n, the fastest of a few (engine.probe_seconds); None: it ran out of memory
 Probe = Callable[[Series, int], "float | None"]
@@ -214,3 +223,26 @@ def rates_for(series: Sequence[Series], probe: Probe, fits: Fits, path: Path | N
     if new:
         write_entries(new, path)
     return Card(rates, tuple(s for s in series if series_key(s) in new))
+
+
+def corrected(rates: Rates, timed: Mapping[int, float]) -> Rates | None:
+    """`rates` with every calibrated size that a race timed (`timed`: n -> its median seconds per product)
+    CORRECTION_FACTOR or more times faster taken down to that median; None when no size was."""
+    ladder = tuple((n, timed[n]) if 0 < timed.get(n, 0.0) and timed[n] * CORRECTION_FACTOR <= t else (n, t)
+                   for n, t in rates.ladder)
+    if ladder == rates.ladder:
+        return None
+    return Rates(ladder, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), rates.busy)
+
+
+def correct(rates: Mapping[Series, Rates], timed: Mapping[Series, Mapping[int, float]],
+            path: Path | None = None) -> tuple[Series, ...]:
+    """Write into the card every entry a race proved too slow (`corrected`); the series corrected."""
+    fixed = {s: c for s, r in rates.items() if (c := corrected(r, timed.get(s, {}))) is not None}
+    if not fixed:
+        return ()
+    try:
+        write_entries({series_key(s): c for s, c in fixed.items()}, path)
+    except (OSError, filelock.Timeout):  # the race's figures stand without it; a later race corrects it
+        return ()
+    return tuple(fixed)

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from core.matmul import verdict
+from core.matmul import rate_card, verdict
 from core.matmul.config import SweepConfig
 from core.matmul.engine import probe_seconds
 from core.matmul.guards import refusal, skipped_size
@@ -95,6 +95,7 @@ def run_sweep(what: SweepConfig | Plan, hooks: JobHooks | None = None) -> Matmul
         sizes = size_plan(plan, lambda s, n: probe_seconds(s, n, seed=options.seed, repeats=PROBE_REPEATS),
                           busy=bool(job.load and job.load.busy), say=lambda line: job.report(Progress(0, total, line)))
         ended: dict[Series, str] = {}  # series the safety stop ended, with why
+        timed: dict[Series, dict[int, float]] = {}  # each series' median per size: a card too slow is corrected
 
         def emit(kind: str, s: Series, n: int, **kw: Any) -> None:
             job.report(SweepEvent(kind, len(results) + len(skipped), total, s, n, **kw).as_progress())
@@ -130,11 +131,14 @@ def run_sweep(what: SweepConfig | Plan, hooks: JobHooks | None = None) -> Matmul
                     emit("skipped", s, n, skipped=skipped[-1])
                 continue
             for s, point in zip(ready, points):
+                if point.median_s:
+                    timed.setdefault(s, {})[n] = point.median_s
                 results.append(point)
                 emit("result", s, n, result=point)
                 if (why := runaway(point, sizes.next_size(s, n), options.budget_s, sizes.rates.get(s))) is not None:
                     ended[s] = why
         wall = time.perf_counter() - start
+        rate_card.correct(sizes.rates, timed)  # still holding the devices, as the card is read and written
     return sweep_of(config, plan.series, results, skipped, notes=(*plan.notes, *sizes.notes), stopped=bool(stop_reason),
                     wall_s=wall, machine=machine, finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     stop_reason=stop_reason, load=job.load)

@@ -18,6 +18,11 @@ classifier's feature builds) therefore runs through `run_quietly`:
   lock for the length of a race) is not paused midway: it waits for a quiet moment (no job holding or
   waiting for a device, at most QUIET_WAIT_S), then runs at idle priority to its end.
 
+At most MAX_CHILDREN quiet children run at once in a process; more work waits for a slot (a Stop still ends
+the wait). Before, sixty sessions' feature builds of sixty different settings (or one student's tabs) each started
+a process of its own at once, where the device line had built them one at a time: memory, not CPU, was then the
+limit (a build of 570,000 characters of reviews peaked at 392 MiB) (hostile pass, docs/security.md).
+
 The timeout counts only the time the child was let run; a child that fails, crashes or runs past it is
 a DashboardError naming `what`. Work that reports steps (a feature build's "weighting the test reviews")
 hands them to the caller's thread as they come (`Listeners`), with the pauses, and asks there whether
@@ -46,6 +51,8 @@ POLL_S = 0.05  # how often a supervisor looks for timed jobs of other processes
 DEFAULT_TIMEOUT_S = 600.0  # running time (pauses not counted) before the work is given up
 QUIET_WAIT_S = 120.0  # the longest a writing job waits for a quiet moment before running at idle priority anyway
 LONGEST_WALL_S = 3 * 3600.0  # pauses included: a class that never stops racing still gets its export
+MAX_CHILDREN = 2  # quiet children of this process at once: at idle priority more add memory, not speed
+_slots = threading.BoundedSemaphore(MAX_CHILDREN)
 
 _here = 0  # timed jobs of this process waiting or running (core.platform.jobs.run_job counts them)
 _children: set[int] = set()  # pids of this process's pausable quiet children
@@ -98,8 +105,24 @@ def run_quietly(fn: Callable[..., T], *args: Any, what: str, timeout_s: float = 
     module-level function); what it returns comes back the same way. DashboardError when it fails.
     `idle=False` leaves the child at normal priority: a test sees the pause alone on a loaded machine."""
     listeners = listeners or Listeners()
-    if not pause:
+    if not pause:  # before its slot: a writer waiting for a quiet moment holds none
         _wait_for_quiet(QUIET_WAIT_S)
+    _take_slot(what, listeners)
+    try:
+        return _run_quietly(fn, args, what, timeout_s, pause, idle, listeners)
+    finally:
+        _slots.release()
+
+
+def _take_slot(what: str, listeners: Listeners) -> None:
+    """Wait for one of the MAX_CHILDREN slots; a Stop meanwhile is JobCancelled, nothing started."""
+    while not _slots.acquire(timeout=POLL_S):
+        if listeners.should_stop is not None and listeners.should_stop():
+            raise JobCancelled(f"stopped before {what} began (it waited for other quiet work)")
+
+
+def _run_quietly(fn: Callable[..., T], args: tuple[Any, ...], what: str, timeout_s: float, pause: bool, idle: bool,
+                 listeners: Listeners) -> T:
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     work_in, work_out = context.Pipe(duplex=False)

@@ -254,3 +254,37 @@ def test_a_lost_device_keeps_the_finished_sizes_and_says_so():
     line = gpu_line(run)
     assert run.gpu == "lost" and line is not None and line.box == "warning" and "Device was destroyed" in line.text
     assert {q.n for q in run.points if q.is_gpu} == {64} and {q.n for q in run.points if not q.is_gpu} == {64, 128}
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda p: p.__setitem__("adapter", {**p["adapter"], "features": [{"shader-f16": True}]}), "list of feature names"),
+    (lambda p: p.__setitem__("adapter", {**p["adapter"], "features": [["shader-f16"]]}), "list of feature names"),
+    (lambda p: p.__setitem__("adapter", {**p["adapter"], "features": "shader-f16"}), "list of feature names"),
+    (lambda p: p["points"][0]["times_s"].__setitem__(0, 10**400), "positive, finite"),  # JSON allows the digits
+    (lambda p: p["points"][0]["timestamp_s"].__setitem__(0, 10**400), "positive, finite"),
+    (lambda p: p["points"][0].__setitem__("unawaited_s", 10**400), "positive, finite"),
+    (lambda p: p["points"][0].__setitem__("gflops", 10**400), "2n³ / median"),
+    (lambda p: p["points"][0].__setitem__("rel_error", 10**400), "a number >= 0"),
+    (lambda p: p["points"].append({**p["points"][7], "n": 128, "dispatches": 8}), "a second webgpu split"),
+    (lambda p: p["points"].append({"series": "wasm 1 worker", "n": 100, "times_s": [1.0] * 3}),
+     "n = 100 is not one of the sizes the page offers"),
+])
+def test_a_hostile_payload_is_a_one_line_refusal_not_a_crash(change, words):
+    """Found in the hostile pass: an unhashable feature was a TypeError and a 400-digit number an OverflowError
+    (the page's traceback, not a line); a split point per size and any number of sizes were taken."""
+    with pytest.raises(DashboardError) as caught:
+        judged(_forged(change))
+    assert words in str(caught.value) and str(caught.value).startswith("refused the browser's run")
+
+
+def test_a_payload_of_many_sizes_is_refused_before_it_is_judged():
+    """The judge bootstraps every size of every pair (~14 ms each): 296 points at made-up sizes took 4.2 s of
+    the server's CPU per payload. The page's sizes only, and at most MAX_SIZES for any caller."""
+    many = _forged(lambda p: p["points"].extend({"series": "wasm 1 worker", "n": n, "times_s": [1.0] * 3}
+                                                for n in range(1, 10)))
+    with pytest.raises(DashboardError, match="more than 8 sizes in one run"):
+        check_payload(many)
+    with pytest.raises(DashboardError, match="is not one of the sizes the page offers"):
+        judged(many)
+    settings = {"sizes": [64, 128], "budget_s": 2.0, "workers": 4, "gpu": True}  # changed while the browser ran
+    assert judged(payload(), settings=settings).settings["sizes"] == [64, 128]

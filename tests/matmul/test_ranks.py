@@ -299,6 +299,15 @@ def test_a_failed_launch_names_the_rank_that_never_joined_died_or_hung():
     assert heard.culprit(3).startswith("rank 2 on node-a hung: its heartbeat stopped")
     progress = follower({"event": "progress", "message": "n=64", "done": 1, "total": 6})
     assert progress.job.reports[0].done == 1
+    # one look saw rank 2 gone and torchrun's SIGTERM already through ranks 0 and 1 (a poller that slept through
+    # the ~0.1 s between them, on a loaded machine): the ranks that said `ended` did not fail
+    at_once = follower(*joined, *({"event": "ended", "rank": str(r), "signal": "SIGTERM"} for r in (0, 1)))
+    for s in at_once.seen.values():
+        s.ended_at = 5.0
+    assert at_once.culprit(3).startswith("rank 2 on node-a died (pid ")
+    killed = follower(*joined, *({"event": "ended", "rank": str(r), "signal": "SIGTERM"} for r in range(3)))
+    killed.seen[1].ended_at, killed.seen[0].ended_at, killed.seen[2].ended_at = 1.0, 2.0, 2.0
+    assert killed.culprit(3).startswith("rank 1 on node-a died")  # all SIGTERMed: someone's kill; the order says
 
 
 def _args(**kw) -> argparse.Namespace:

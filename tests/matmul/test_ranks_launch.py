@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from core.errors import DashboardError
-from core.matmul import rank_worker
+from core.matmul import rank_launch, rank_worker
 from core.matmul.rank_launch import run_ranks
 from core.matmul.rank_worker import RanksConfig
 from core.platform.device_lock import current_holder
@@ -107,6 +107,18 @@ def _kill_rank_one(sig: signal.Signals, seen: dict[int, psutil.Process]):
 
 
 def test_a_killed_rank_is_one_line_naming_it_and_leaves_no_process():
+    seen: dict[int, psutil.Process] = {}
+    config = RanksConfig(sizes=(32, 64, 128, 256), budget_s=2.0, threads=1)
+    with pytest.raises(DashboardError, match=r"^rank 1 on \S+ died \(pid \d+\).*devices are free$"):
+        run_ranks(config, 2, JobHooks(on_progress=_kill_rank_one(signal.SIGKILL, seen)))
+    assert len(seen) == 2 and _gone(list(seen.values())) and current_holder("cpu") is None
+
+
+def test_a_killed_rank_is_named_even_when_the_poller_sleeps_through_the_deaths(monkeypatch):
+    """On a loaded machine the launcher's 20 ms poller could sleep through the ~0.1 s between rank 1's death and
+    torchrun's SIGTERM to rank 0 (seen once in the fast tier): both gone at one look, and the message named no
+    rank. A poller that never looks during the run is that, every time: the ranks' `ended` tells them apart."""
+    monkeypatch.setattr(rank_launch, "POLL_S", 600.0)
     seen: dict[int, psutil.Process] = {}
     config = RanksConfig(sizes=(32, 64, 128, 256), budget_s=2.0, threads=1)
     with pytest.raises(DashboardError, match=r"^rank 1 on \S+ died \(pid \d+\).*devices are free$"):

@@ -220,3 +220,34 @@ def test_the_cli_recalibrates_before_its_race(monkeypatch):
     assert main(["matmul", "--sizes", "32,64", "--threads", "1", "--budget", "0.05", "--quiet",
                        "--recalibrate"]) == 0
     assert forgotten == [None]
+
+
+def test_a_card_a_race_proves_too_slow_is_taken_down_and_one_within_noise_is_kept(tmp_path):
+    """Hostile pass: a first calibration while a student's session kept this server process busy (not counted as
+    other programs') measured n = 256 at 43 ms instead of 0.24 ms, and every later race left
+    out its large sizes. A race that times a calibrated size 2x or more faster than the card corrects it."""
+    path = tmp_path / "card.json"
+    poisoned = Rates(((128, 0.0099), (256, 0.0434)), "2026-12-02T11:00:00Z")
+    honest = Rates(((128, 4e-5), (256, 2.4e-4)), "2026-12-02T11:00:00Z")
+    assert rate_card.corrected(honest, {256: 1.8e-4, 128: 3e-5}) is None  # within noise: the same sizes again
+    fixed = rate_card.corrected(poisoned, {256: 2.5e-4, 64: 1e-6})
+    assert fixed is not None and fixed.ladder == ((128, 0.0099), (256, 2.5e-4))
+    assert fixed.seconds(2048)[0] < 0.2  # n = 2048 planned again: 0.13 s, not 22 s
+    assert rate_card.correct({CPU2: poisoned, CPU1: honest}, {CPU2: {256: 2.5e-4}, CPU1: {256: 2e-4}}, path) == (CPU2,)
+    assert read_card(path)[rate_card.series_key(CPU2)].ladder == fixed.ladder and CPU1 not in read_card(path)
+
+
+def test_a_busy_first_calibration_leaves_out_sizes_once_then_the_quiet_races_time_them(monkeypatch):
+    """The page's default race calibrated while the machine is 30 times slower: n = 1024 and 2048 are left out of
+    that race; the next (quiet) race still plans from the card, then corrects it, and the one after times them."""
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    machine = Machine(monkeypatch)
+    config = SweepConfig(threads=default_race_threads(False))
+    machine.slowdown = 30.0
+    busy = run_sweep(config)
+    assert {s.n for s in busy.skipped} >= {2048}
+    machine.slowdown = 1.0
+    second = run_sweep(config)
+    assert {s.n for s in second.skipped} == {s.n for s in busy.skipped}  # planned from the same card
+    third = run_sweep(config)
+    assert third.skipped == () and timed_sizes(third)["cpu float32 2 threads"] == list(config.sizes)

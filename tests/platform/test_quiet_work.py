@@ -176,3 +176,31 @@ def test_an_import_of_many_small_runs_is_heavy_though_small_in_bytes():
     assert len(many) < 500_000 and import_cost_s(many) > QUIET_IMPORT_CPU_S
     assert import_cost_s(few) < QUIET_IMPORT_CPU_S
     assert import_cost_s(b" " * 2_000_000) > QUIET_IMPORT_CPU_S, "a large file, whatever it holds"
+
+
+def sleeps(seconds: float) -> tuple[float, float]:
+    """The child's (start, end) on the machine's monotonic clock, which every process shares on Linux."""
+    start = time.monotonic()
+    time.sleep(seconds)
+    return start, time.monotonic()
+
+
+def test_at_most_max_children_run_at_once_and_a_stop_ends_a_wait(monkeypatch):
+    """Hostile pass: every session's large feature build (sixty settings, or one student's tabs) started a process
+    of its own at once, where the device line had built them one at a time. Four at once now run two by two."""
+    from core.platform import quiet_work
+    from core.platform.device_lock import JobCancelled
+
+    spans: list[tuple[float, float]] = []
+    threads = [threading.Thread(target=lambda: spans.append(run_quietly(sleeps, 1.5, what="a nap", idle=False)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: not quiet_work._slots.acquire(blocking=False) or quiet_work._slots.release() or False, 30)
+    with pytest.raises(JobCancelled, match="waited for other quiet work"):  # both slots taken: a Stop ends the wait
+        run_quietly(sleeps, 0.1, what="a fifth", listeners=quiet_work.Listeners(should_stop=lambda: True))
+    for t in threads:
+        t.join(120)
+    assert len(spans) == 4
+    most = max(sum(a <= moment < b for a, b in spans) for moment, _ in spans)
+    assert most == quiet_work.MAX_CHILDREN == 2
