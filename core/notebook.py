@@ -36,7 +36,7 @@ from core.matmul.sweep import run_sweep
 from core.results.matmul import MatmulSweep
 from core.platform.device_lock import WaitStatus
 from core.platform.jobs import JobHooks, Progress
-from core.platform.units import gib, percent, readable, seconds
+from core.platform.units import byte_size, percent, readable, seconds
 from core.results import jsonio
 from core.results.kinds import read_result
 from core.results.machine import Cpu, Gpu, Machine, read_machine
@@ -100,11 +100,11 @@ def device_table(info: Machine) -> pd.DataFrame:
     """One row per device: the CPU, then each GPU with its memory (the 'GPU RAM' Colab shows)."""
     cpu = info.cpu or Cpu()
     rows = [{"device": "cpu", "name": cpu.name,
-             "memory": f"{gib(cpu.ram_available_bytes)} free of {gib(cpu.ram_total_bytes)}",
+             "memory": f"{byte_size(cpu.ram_available_bytes)} free of {byte_size(cpu.ram_total_bytes)}",
              "details": f"{cpu.logical_cores} cores, torch uses {cpu.torch_threads} threads"}]
     for gpu in info.gpus:
         rows.append({"device": f"cuda:{gpu.index}", "name": gpu.name,
-                     "memory": f"{gib(gpu.free_memory_bytes)} free of {gib(gpu.total_memory_bytes)}",
+                     "memory": f"{byte_size(gpu.free_memory_bytes)} free of {byte_size(gpu.total_memory_bytes)}",
                      "details": f"compute capability {gpu.compute_capability}"})
     return readable(rows)  # a field the check could not read is blank, never None
 

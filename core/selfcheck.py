@@ -41,7 +41,7 @@ from core.results.load import MachineLoad
 from core.results.matmul import MatmulSweep
 from core.classifier.features import synthetic_features
 from core.classifier.training import LOSS_TOLERANCE, compare_devices_same_seed
-from core.platform.units import gib, number, seconds
+from core.platform.units import byte_size, number, seconds
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 GPU_SIZES = log_sizes(256, 8192)  # the sweep "to 8192"
@@ -196,7 +196,7 @@ class Report:
 def check_devices(ctx: Context) -> CheckResult:
     info = inspect_machine(free_memory=True)
     cpu = f"CPU {info.cpu.name}, {info.cpu.logical_cores} logical cores, torch uses {info.cpu.torch_threads} threads"
-    gpus = [f"GPU {g.index} {g.name}, {gib(g.free_memory_bytes)} free of {gib(g.total_memory_bytes)}"
+    gpus = [f"GPU {g.index} {g.name}, {byte_size(g.free_memory_bytes)} free of {byte_size(g.total_memory_bytes)}"
             for g in info.gpus]
     where = "; ".join(gpus) if gpus else "no CUDA GPU visible: the GPU checks will be skipped"
     return CheckResult(True, f"{cpu}; {where}", {"devices": available_devices(), "notes": info.notes})

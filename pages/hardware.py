@@ -6,7 +6,7 @@ from core import glossary
 from core.charts.hardware import gpu_memory_bar
 from core.platform.devices import GET_A_GPU
 from core.platform.hardware import inspect_machine
-from core.platform.units import gib
+from core.platform.units import byte_size
 from pages.shared.colab_buttons import colab_buttons
 from pages.shared.entry import through_app
 
@@ -26,13 +26,14 @@ with st.container(border=True):
     c2.metric("Logical cores", info.cpu.logical_cores or "unknown")
     c3.metric("Threads torch uses", info.cpu.torch_threads)
     c4.metric("SIMD level", info.cpu.capability or "unknown", help=glossary.SIMD)
-    st.metric("RAM available / total", f"{gib(info.cpu.ram_available_bytes)} / {gib(info.cpu.ram_total_bytes)}")
+    ram = info.cpu
+    st.metric("RAM available / total", f"{byte_size(ram.ram_available_bytes)} / {byte_size(ram.ram_total_bytes)}")
 
 for gpu in info.gpus:
     with st.container(border=True):
         st.subheader(f"GPU {gpu.index}: {gpu.name or 'name unknown'}")
         c1, c2, c3 = st.columns(3)
-        c1.metric("GPU RAM free / total", f"{gib(gpu.free_memory_bytes)} / {gib(gpu.total_memory_bytes)}")
+        c1.metric("GPU RAM free / total", f"{byte_size(gpu.free_memory_bytes)} / {byte_size(gpu.total_memory_bytes)}")
         c2.metric("Compute capability", gpu.compute_capability or "unknown")
         c3.metric("Multiprocessors", gpu.multiprocessors or "unknown")
         if gpu.total_memory_bytes and gpu.free_memory_bytes is not None:

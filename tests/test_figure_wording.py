@@ -15,7 +15,7 @@ from core.parallel.marbles import MarblesPoint, MarblesResult, summarize_marbles
 from core.parallel.processes import ProcessesResult, ProcessStep, summarize_processes
 from core.parallel.timing_bug import SyncPoint, TimingBugResult, summarize_timing_bug
 from core.platform.timing import Measurement
-from core.platform.units import number, seconds
+from core.platform.units import byte_size, number, seconds, size_unit
 from core.results.matmul import MatmulPoint
 from core.results.roofline import DeviceRoofs, RooflinePoint, RooflineRun, Spread
 from core.roofline import spread
@@ -55,6 +55,22 @@ def test_the_formatter_keeps_three_figures_in_a_chosen_unit(value):
     assert not too_precise(seconds(value)) and "e" not in seconds(value)
     if value >= 1e-4:  # a bare number below that (a relative error) is rightly 1.2e-07
         assert not too_precise(number(value)) and "e" not in number(value)
+
+
+@pytest.mark.parametrize(("n_bytes", "shown"), [
+    (0.0654 * 2**30, "67 MiB"),  # not '0.0654 GiB'
+    (512, "512 B"), (1536, "1.5 KiB"), (2**20, "1 MiB"), (125.7 * 2**30, "126 GiB"), (1023.9 * 2**20, "1 GiB"),
+    (1000 * 2**20, "1,000 MiB"), (4.5 * 2**40, "4.5 TiB"), (2**100, "1.15e+18 TiB"), (None, "unknown"),
+])
+def test_a_memory_figure_reads_in_the_binary_unit_a_person_would_choose(n_bytes, shown):
+    assert byte_size(n_bytes) == shown
+    assert not too_precise(shown.replace("e+18", ""))
+
+
+def test_a_size_can_keep_a_unit_chosen_for_a_sentence_or_a_column():
+    assert byte_size(9.54 * 2**20, "MiB") == "9.54 MiB" and byte_size(2**30, "MiB") == "1,020 MiB"
+    assert size_unit(80 * 2**30) == ("GiB", 2**30) and size_unit(0.5 * 2**30) == ("MiB", 2**20)
+    assert size_unit(0) == ("B", 1)
 
 
 def m(median: float, first: float | None = None) -> Measurement:

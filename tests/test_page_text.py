@@ -1,5 +1,6 @@
 """Issue 34, "Done when": every page, opened and after its main button, shows no number with more than three
-significant figures outside tables, and no result field's name (rules and the detector: tests/text_audit.py).
+significant figures (in its sentences, its charts, and the cells of its tables as the grid draws them, each read
+with its column's unit), and no result field's name (rules and the detector: tests/text_audit.py).
 
 Each page runs in AppTest on the CPU with small inputs: the Matmul race at n = 16 and 32, the Roofline quick,
 every Why parallel section tiny, the Review classifier on the real rt-polarity data where it is present (else the
@@ -21,7 +22,7 @@ from streamlit.testing.v1 import AppTest
 from tests.conftest import RT_POLARITY
 from tests.result_samples import LAB, LAPTOP, matmul_payload, save_payload, train_payload
 from tests.review_fixtures import csv_bytes, toy_reviews
-from tests.text_audit import figure_text, leaked_fields, offenders, page_text, too_precise
+from tests.text_audit import figure_text, header_unit, leaked_fields, offenders, page_text, shown_cells, too_precise
 
 Scenario = Callable[[AppTest, pytest.MonkeyPatch, Path], Iterator[AppTest]]  # the page after each step
 
@@ -185,6 +186,20 @@ def _class_board(app, monkeypatch, tmp_path) -> Iterator[AppTest]:
     yield _open(app, "class_board")
 
 
+def _class_board_with_a_reference(app, monkeypatch, tmp_path) -> Iterator[AppTest]:
+    """The room's reference pinned, its noise table and each guess judged against it (their tables' cells)."""
+    from core.store.access import INSTRUCTOR
+    from core.store.database import open_store
+    from tests.store.test_class_reference import _guessed
+    from tests.store.test_import_forgeries import honest
+
+    store = open_store()
+    for name, text in (("Ana", "100"), ("Ben", "1000"), ("Cy", "50"), ("Dee", "no crossover")):
+        save_payload(store, "matmul", _guessed(text), label=name)
+    store.pin_reference(save_payload(store, "matmul", honest(), label="room"), INSTRUCTOR)
+    yield _open(app, "class_board")
+
+
 SCENARIOS: dict[str, Scenario] = {
     "every page opened": _pages_opened,
     "Hardware check with a GPU": _hardware_with_a_gpu,
@@ -198,6 +213,7 @@ SCENARIOS: dict[str, Scenario] = {
     "Why parallel, every section": _why_parallel,
     "Results, seeded": _results,
     "Class board, seeded": _class_board,
+    "Class board, a reference pinned": _class_board_with_a_reference,
 }
 
 
@@ -223,6 +239,27 @@ def test_a_hover_is_read_as_plotly_draws_small_and_large_values():
                                 {"hovertemplate": "%{y:,.3~r} GFLOP/s, %{customdata:.4f} loss"}], "layout": {}})
     hovers = [text for kind, text in figure_text(spec) if kind == "plotly_chart hover"]
     assert [too_precise(text) for text in hovers] == [["1.23e+04"], ["1.2346"]]  # d3's '.3g' of 12,345.678
+
+
+def test_a_table_cell_is_read_as_the_grid_draws_it_with_its_columns_unit():
+    """What st.dataframe draws: a float without a format to four decimals (full precision for a person), a
+    column_config format as printf applies it, a whole number in a column headed with a unit as a figure;
+    st.table every float to four decimals. Text as it is (0.00262 reads 0.0026: four decimals, not figures)."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"median ms": [1.23456789, 0.00262], "calls per sample": [4322, 12], "run": [7, 8],
+                          "peak GFLOP/s": ["83.31", "83.3"], "wake µs": [2019, 205], "ratio": [0.5, 1.0]})
+    config = {"run": {"type_config": {"type": "number", "format": "#%d"}},
+              "ratio": {"type_config": {"type": "number", "format": "%.4f"}}}
+    cells = list(shown_cells(frame, config))
+    assert cells == ["1.2346 ms", "0.0026 ms", "4322", "12", "#7", "#8", "83.31 GFLOP/s", "83.3 GFLOP/s",
+                     "2019 µs", "205 µs", "0.5000", "1.0000"]
+    bad = offenders(("dataframe cell", c) for c in cells)
+    assert [b.split(" in ")[0] for b in bad] == ["digits ['1.2346']", "digits ['83.31']", "digits ['2019']",
+                                                "digits ['0.5000']", "digits ['1.0000']"]
+    assert list(shown_cells(pd.DataFrame({"value": [1.5]}), {}, static=True)) == ["1.5000"]  # st.table: 5 figures
+    assert header_unit("dense matrix MiB") == "MiB" and header_unit("s / epoch") == "s / epoch"
+    assert header_unit("samples") == header_unit("n") == header_unit("95 % low") == ""
 
 
 def test_the_detector_names_result_fields_from_the_result_types():

@@ -121,7 +121,7 @@ def leaked_fields(text: str) -> list[str]:
 # ---------------------------------------------------------------------------- the text of a page (AppTest)
 
 TEXT_KEYS = {"body", "label", "help", "text", "placeholder", "caption", "options", "delta", "title"}
-SKIPPED = {"table", "code", "json", "exception", "html", "iframe", "imgs"}
+SKIPPED = {"code", "json", "exception", "html", "iframe", "imgs"}
 
 
 def _strings(value: Any, keys: frozenset[str] | set[str] = TEXT_KEYS) -> Iterator[str]:
@@ -200,11 +200,69 @@ def _hover_sample(template: str) -> str:
     return re.sub(r"%\{[^}]*\}", " ", HOVER_FORMAT.sub(sample, template.replace("<extra></extra>", "")))
 
 
+BARE_NUMBER = re.compile(r"^[-+−]?\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?$")
+
+
+def header_unit(header: str) -> str:
+    """The unit a column's header ends in ('median ms' -> 'ms', 'peak GFLOP/s' -> 'GFLOP/s', 'dense matrix MB'
+    -> 'MB', 's / epoch' whole), or '' for a header of a count or a name ('samples', 'calls per sample')."""
+    last = header.split()[-1] if header.split() else ""
+    match = MEASURED_UNIT.match(" " + last)
+    if match and match.end() == len(last) + 1:
+        return last
+    return header if re.match(r"^\S+ / ", header) and MEASURED_UNIT.match(header) else ""  # 's / epoch'
+
+
+def _printf(fmt: str, value: float) -> str:
+    """A column_config format as the grid applies it: printf-style ('%.4f', '#%d'); the named ones Streamlit
+    offers as they draw ('plain': every digit; 'localized': up to three decimals with separators)."""
+    if fmt == "plain":
+        return repr(value)
+    if fmt == "localized":
+        return f"{value:,.3f}".rstrip("0").rstrip(".")
+    if "%" in fmt:
+        return fmt.replace("%,", "%") % (int(value) if re.search(r"%[^a-z]*[diu]", fmt) else value)
+    return _grid_number(value)
+
+
+def _grid_number(value: float) -> str:
+    """A number in st.dataframe without a format: whole numbers as they are, others to four decimals (1/3 reads
+    '0.3333'), trailing zeros dropped."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def shown_cells(frame: Any, config: dict[str, Any], *, static: bool = False) -> Iterator[str]:
+    """Each non-empty cell of a data frame as the person sees it: text as it is; a number through its column's
+    format where column_config gives one, else as the grid draws numbers (st.dataframe: up to four decimals;
+    st.table, `static`: always four, '1.5000', a claim of five figures). A bare number in a column headed with a
+    unit ('median ms', 'GFLOP/s') is read with it, as a person reads it: '4322 ms' is a figure, '4322' a count."""
+    import pandas as pd
+
+    for name in frame.columns:
+        fmt = (config.get(str(name), {}).get("type_config") or {}).get("format")
+        unit = header_unit(str(config.get(str(name), {}).get("label") or name))
+        for value in frame[name].tolist():
+            if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                text = str(value)
+            elif fmt:
+                text = _printf(fmt, value)
+            elif static and isinstance(value, float):
+                text = f"{value:.4f}"
+            else:
+                text = _grid_number(value)
+            if text.strip():
+                yield f"{text} {unit}" if unit and BARE_NUMBER.match(text) else text
+
+
 def page_text(app: Any) -> list[tuple[str, str]]:
     """(element type, text) for every text a person reads on the page now: headings, Markdown, captions, alerts,
     metrics, every widget's label, help and options, tabs and expanders, progress lines, page links, each chart's
-    words and each data frame's headers. Left out: the cells of data frames and tables (they go through `readable`,
-    and some hold raw samples), code blocks (code and program output, verbatim) and exceptions (a test fails on
+    words, each data frame's headers and the cells of every data frame and static table as the grid draws them
+    (`shown_cells`). Left out: code blocks (code and program output, verbatim) and exceptions (a test fails on
     those anyway)."""
     from google.protobuf.json_format import MessageToDict
 
@@ -221,6 +279,11 @@ def page_text(app: Any) -> list[tuple[str, str]]:
             config = json.loads(proto.columns or "{}")
             found += [("dataframe header", str(config.get(str(name), {}).get("label") or name))
                       for name in node.value.columns]
+            found += [("dataframe cell", text) for text in shown_cells(node.value, config)]
+            continue
+        if kind == "table":
+            found += [("table header", str(name)) for name in node.value.columns]
+            found += [("table cell", text) for text in shown_cells(node.value, {}, static=True)]
             continue
         try:
             fields = MessageToDict(proto, preserving_proto_field_name=True)
@@ -232,10 +295,10 @@ def page_text(app: Any) -> list[tuple[str, str]]:
 
 def offenders(texts: Iterable[tuple[str, str]]) -> list[str]:
     """One line per text that breaks a rule: what broke, the element and the text. An element whose kind ends in
-    'table' or 'tick' is a table's row or an axis's labels (see `too_precise`)."""
+    'table', 'cell' or 'tick' is a table's row or cell or an axis's labels (see `too_precise`)."""
     bad = []
     for kind, text in texts:
-        if digits := too_precise(text, in_table=kind.endswith(("table", "tick"))):
+        if digits := too_precise(text, in_table=kind.endswith(("table", "tick", "cell"))):
             bad.append(f"digits {digits} in {kind}: {text[:300]!r}")
         if fields := leaked_fields(text):
             bad.append(f"field names {fields} in {kind}: {text[:300]!r}")

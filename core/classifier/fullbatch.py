@@ -32,6 +32,7 @@ from core.errors import DashboardError
 from core.platform.devices import device_key
 from core.platform.jobs import Progress
 from core.platform.memory import free_device_bytes
+from core.platform.units import byte_size
 
 MB = 1_000_000
 HEADROOM = 0.8  # use at most this share of the free memory: activations, the allocator's slack, the OS
@@ -78,7 +79,7 @@ def check_dense_fits(size: DenseSize, device: torch.device) -> None:
                   else "use the minibatch preset, which never densifies the matrix")
         raise DashboardError(
             f"the lecture preset's dense matrix ({size.rows:,} reviews x {size.terms:,} terms) needs "
-            f"{size.total_bytes / MB:,.0f} MB on {device_key(device)} but only {free / MB:,.0f} MB is free "
+            f"{byte_size(size.total_bytes)} on {device_key(device)} but only {byte_size(free)} is free "
             f"(at most {HEADROOM:.0%} of it is used); {advice}"
         )
 
@@ -148,7 +149,8 @@ def full_batch_plan(features: Features, config: ClassifierConfig, device: torch.
     """Move the dense matrices to `device` (the caller holds it), saying so first: on a big vocabulary it
     takes a while."""
     size = dense_size(features, config.hidden)
-    job.report(Progress(0, config.epochs, f"moving the dense matrix to {device_key(device)}: {size.matrix_mb:,.0f} MB"))
+    job.report(Progress(0, config.epochs,
+                        f"moving the dense matrix to {device_key(device)}: {byte_size(size.matrix_bytes)}"))
     return FullBatch(move_dense(features, device), device)
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from core.classifier.tar_scan import count_entries
 from core.errors import DashboardError
+from core.platform.units import byte_size
 
 MAX_FILE_BYTES = 200 * 2**20  # 200 MiB: the IMDB archive is 84 MB; a bigger text file is almost surely a mistake
 MAX_UNPACKED_BYTES = 600 * 2**20  # 600 MiB: the IMDB archive unpacks to ~490 MB with its unlabelled part
@@ -163,7 +164,7 @@ def _check_size(size: int, what: str) -> None:
         raise DashboardError(f"{what} is empty; expected {ACCEPTED}")
     if size > MAX_FILE_BYTES:
         raise DashboardError(
-            f"{what} is {size / 2**20:.0f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB this dashboard reads; "
+            f"{what} is {byte_size(size, 'MiB')}, more than the {byte_size(MAX_FILE_BYTES)} this dashboard reads; "
             "use a smaller sample of it"
         )
 
@@ -336,8 +337,8 @@ def _read_archive(tar: tarfile.TarFile, name: str, deadline: float) -> Reviews:
             if base not in (RT_POS, RT_NEG) and match is None:
                 continue
             if member.size > MAX_FILE_BYTES:
-                raise DashboardError(f"{name}: a member is {member.size / 2**20:.0f} MiB, more than the "
-                                     f"{MAX_FILE_BYTES // 2**20} MiB this dashboard reads; use a smaller sample")
+                raise DashboardError(f"{name}: a member is {byte_size(member.size, 'MiB')}, more than the "
+                                     f"{byte_size(MAX_FILE_BYTES)} this dashboard reads; use a smaller sample")
             if len(imdb_texts) >= MAX_REVIEWS:
                 _check_count(len(imdb_texts) + 1, name)
             handle = tar.extractfile(member)

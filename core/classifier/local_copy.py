@@ -23,6 +23,7 @@ from pathlib import Path
 from core.classifier.datasets import structure_check, archive_path, builtin, md5_of
 from core.classifier.loaders import MAX_FILE_BYTES, RT_NEG, RT_POS, find_imdb_root, find_rt_folder
 from core.errors import DashboardError
+from core.platform.units import byte_size
 
 RT_ARCHIVE_FOLDER = "rt-polaritydata"  # the folder inside the original rt-polarity archive
 IMDB_ARCHIVE_FOLDER = "aclImdb"
@@ -77,7 +78,7 @@ def _checked_source(name: str, path: Path) -> Path | None:
         raise DashboardError(f"{path} is not a regular file (a device, a pipe or a socket); give the {ds.filename} "
                              "archive or the folder it unpacks to")
     if (size := path.stat().st_size) > MAX_FILE_BYTES:
-        raise DashboardError(f"{path} is {size / 2**20:.0f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB any "
+        raise DashboardError(f"{path} is {byte_size(size, 'MiB')}, more than the {byte_size(MAX_FILE_BYTES)} any "
                              f"original {ds.filename} is; give that archive or the folder it unpacks to")
     return None
 

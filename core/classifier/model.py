@@ -23,7 +23,7 @@ from torch import nn
 from core.errors import DashboardError
 from core.platform.devices import device_key
 from core.platform.memory import free_device_bytes
-from core.platform.units import gib
+from core.platform.units import byte_size
 from core.classifier.features import NB_WEIGHTINGS, WEIGHTINGS
 
 INPUT_MODES = {  # short labels for a selectbox
@@ -243,8 +243,8 @@ def check_model_fits(vocab_size: int, hidden: int, device: torch.device) -> None
     free = free_device_bytes(device)
     if need > free:
         raise DashboardError(
-            f"{hidden:,} hidden units over {vocab_size:,} terms need about {gib(need)} on {device_key(device)}, "
-            f"but only {gib(free)} is free; choose fewer hidden units or a vocabulary cap"
+            f"{hidden:,} hidden units over {vocab_size:,} terms need about {byte_size(need)} on {device_key(device)}, "
+            f"but only {byte_size(free)} is free; choose fewer hidden units or a vocabulary cap"
         )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from core.classifier.model import ClassifierConfig, preset_config
 from core.classifier.reports import TrainResult
 from core.parallel.chain import TITLE as CHAIN_TITLE
-from core.platform.units import percent
+from core.platform.units import percent, size_unit
 from core.results.train import preset_title
 
 PRESET_ORDER = ("lecture", "minibatch")
@@ -82,11 +82,13 @@ class PresetRace:
     def rows(self) -> list[dict[str, object]]:
         """One row per run for a table: preset, device, seconds per step, the speed-up on the GPU rows."""
         rows: list[dict[str, object]] = []
-        for t in self.timings:
+        unit, scale = size_unit(max((t.dense_mb or 0) * 1e6 for t in self.timings) if self.timings else 0)
+        for t in self.timings:  # the dense matrix in one binary unit for the column, chosen for its largest
             speedup = self.speedup(t.preset) if t.device != "cpu" else None
             rows.append({  # one unit for both presets: the lecture's update is its whole epoch
                 "preset": preset_title(t.preset), "device": t.device, "s / epoch": t.seconds_per_step,
-                "epochs": t.steps, "test accuracy": percent(t.test_accuracy), "dense matrix MB": t.dense_mb,
+                "epochs": t.steps, "test accuracy": percent(t.test_accuracy),
+                f"dense matrix {unit}": None if t.dense_mb is None else t.dense_mb * 1e6 / scale,
                 "GPU speed-up ×": speedup,
             })
         return rows

@@ -10,6 +10,7 @@ from core.cli.output import format_table, print_json, wrap
 from core.classifier.datasets import BUILTIN_DATASETS, DOWNLOAD_TIMEOUT_S, archive_path, fetch, is_cached
 from core.classifier.loaders import load_archive
 from core.classifier.local_copy import add_local_copy
+from core.platform.units import byte_size
 
 PROGRESS_STEP_BYTES = 2**20  # print a progress line every MiB
 
@@ -45,9 +46,9 @@ class _Progress:
         if done < self.next_report and done != total:
             return
         self.next_report = done + PROGRESS_STEP_BYTES
-        of = f" of {total / 2**20:.1f}" if total else ""
+        of = f" of {byte_size(total)}" if total else ""
         end = "\r" if sys.stderr.isatty() else "\n"
-        print(f"downloaded {done / 2**20:.1f}{of} MiB", end=end, file=sys.stderr, flush=True)
+        print(f"downloaded {byte_size(done)}{of}", end=end, file=sys.stderr, flush=True)
 
 
 def run_fetch(args: argparse.Namespace) -> int:

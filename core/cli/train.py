@@ -23,7 +23,7 @@ from core.classifier.runs import overfitting_note
 from core.classifier.training import predict, prepare, train
 from core.classifier.workers import check_workers, train_with_workers
 from core.platform.jobs import Progress
-from core.platform.units import number, percent, seconds
+from core.platform.units import byte_size, number, percent, seconds
 from core.results.jsonio import to_jsonable
 from core.classifier.guess import compare_guess
 from core.results.guess import TRAIN_EXAMPLE, Guess, parse_train_guess
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
     def downloading(done: int, total: int | None) -> None:
         if total and done == total:
-            print(f"downloaded {done / 2**20:.1f} MiB", file=sys.stderr, flush=True)
+            print(f"downloaded {byte_size(done)}", file=sys.stderr, flush=True)
 
     if args.data.strip() in BUILTIN_DATASETS:  # IMDB takes a while to unpack; a bad path fails in one line
         print(f"reading {args.data}", file=sys.stderr, flush=True)
@@ -202,7 +202,7 @@ def render_workers(run: TrainRun, source: str) -> str:
 
 
 def render(result: TrainResult, baseline_accuracy: float, predictions: list[dict]) -> str:
-    dense = f", dense matrix {result.dense_mb:,.0f} MB on the device" if result.dense_mb is not None else ""
+    dense = f", dense matrix {byte_size(result.dense_mb * 1e6)} on the device" if result.dense_mb is not None else ""
     lines = ["", f"device {result.device} ({result.config.preset} preset, {result.input_mode} input), "
                  f"{result.vocab_size:,} terms{dense}"]
     if not result.epochs:  # stopped (by the user or the per-job time limit) before the first epoch ended

@@ -26,7 +26,7 @@ from core.errors import DashboardError
 from core.platform.cache import flush_bytes
 from core.platform.devices import device_key
 from core.platform.memory import free_device_bytes
-from core.platform.units import GIB, number
+from core.platform.units import byte_size
 from core.results.matmul import SkippedSize
 
 WORKSPACE_FRACTION = 0.5  # of the operands' bytes: library workspace, allocator rounding, upcast buffers
@@ -82,13 +82,6 @@ def options_need(device: torch.device, dtype: str, n: int, options: MatmulOption
                        cache=options.cache)
 
 
-def _gib(n_bytes: int) -> str:
-    """'1.5 GiB', '123 GiB' (three figures); past a million GiB (a mistyped size) '1.68e+32 GiB', not a 33-digit
-    number."""
-    value = n_bytes / GIB
-    return f"{number(value)} GiB" if value < 1e6 else f"{value:.3g} GiB"
-
-
 def check_memory(need: MemoryNeed) -> None:
     """Refuse a size that does not fit, naming what it needs and what is free.
 
@@ -99,19 +92,20 @@ def check_memory(need: MemoryNeed) -> None:
     free = free_device_bytes(device)
     if need.device_bytes > free:
         raise DoesNotFit(
-            f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.device_bytes)} (inputs "
-            f"{_gib(need.inputs_bytes)}, output {_gib(need.output_bytes)}, workspace {_gib(need.workspace_bytes)}"
-            + (f", cold-cache flush buffer {_gib(need.flush_bytes)}" if need.flush_bytes else "")
-            + (f", reference and host copies {_gib(need.host_bytes)}"
+            f"n={need.n} {need.dtype} on {need.device} needs {byte_size(need.device_bytes)} (inputs "
+            f"{byte_size(need.inputs_bytes)}, output {byte_size(need.output_bytes)}, "
+            f"workspace {byte_size(need.workspace_bytes)}"
+            + (f", cold-cache flush buffer {byte_size(need.flush_bytes)}" if need.flush_bytes else "")
+            + (f", reference and host copies {byte_size(need.host_bytes)}"
                if need.device == "cpu" and need.host_bytes else "")
-            + f") but only {_gib(free)} is free; choose a smaller size"
+            + f") but only {byte_size(free)} is free; choose a smaller size"
         )
     if need.device != "cpu" and need.host_bytes:
         ram = free_device_bytes(torch.device("cpu"))
         if need.host_bytes > ram:
             raise DoesNotFit(
-                f"n={need.n} {need.dtype} on {need.device} needs {_gib(need.host_bytes)} of RAM for the "
-                f"float64 check and host copies but only {_gib(ram)} is available; choose a smaller size "
+                f"n={need.n} {need.dtype} on {need.device} needs {byte_size(need.host_bytes)} of RAM for the "
+                f"float64 check and host copies but only {byte_size(ram)} is available; choose a smaller size "
                 "or turn off end to end"
             )
 

@@ -32,7 +32,7 @@ from core.platform.device_lock import JobCancelled
 from core.platform.devices import cuda_count
 from core.platform.jobs import JobHooks, Progress, RunningJob, run_job
 from core.platform.machine_load import usable_cores
-from core.platform.units import number
+from core.platform.units import byte_size
 from core.results.cluster import ClusterRun
 
 WORKER_MODULE = "core.matmul.rank_worker"
@@ -84,9 +84,8 @@ def check_fits(config: RanksConfig, ranks: int, devices: list[str]) -> None:
         return
     free = guards.free_device_bytes(torch.device("cpu"))
     if need.device_bytes * ranks > free:
-        needed = number(need.device_bytes * ranks / 2**30)
-        raise DashboardError(f"n={n} on {ranks} CPU ranks needs {needed} GiB at once, "
-                             f"but only {number(free / 2**30)} GiB is free; choose smaller sizes or fewer ranks")
+        raise DashboardError(f"n={n} on {ranks} CPU ranks needs {byte_size(need.device_bytes * ranks)} at once, "
+                             f"but only {byte_size(free)} is free; choose smaller sizes or fewer ranks")
 
 
 def most_ranks(gpus: int) -> int:

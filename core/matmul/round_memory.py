@@ -24,7 +24,7 @@ from core.matmul import guards
 from core.matmul.config import MatmulOptions
 from core.matmul.guards import MemoryNeed
 from core.matmul.series import Series
-from core.platform.units import gib
+from core.platform.units import byte_size
 
 
 def operands_key(s: Series) -> tuple[str, str, bool | None]:
@@ -58,8 +58,9 @@ def round_refusals(series: Sequence[Series], n: int, options: MatmulOptions) -> 
             free[s.device] = guards.free_device_bytes(device)
         if held and together > free[s.device]:
             refused[s] = (f"n={n} on {s.device}: {s.label} beside the size's other series there "
-                          f"({len(held)} set{'s' if len(held) > 1 else ''} of operands) needs {gib(together)} at once "
-                          f"but only {gib(free[s.device])} is free; each fits alone: race fewer series at this size")
+                          f"({len(held)} set{'s' if len(held) > 1 else ''} of operands) needs {byte_size(together)} "
+                          f"at once but only {byte_size(free[s.device])} is free; each fits alone: race fewer "
+                          "series at this size")
             continue
         held[key] = need
     return refused

@@ -28,7 +28,7 @@ from core.matmul.plan import Plan
 from core.matmul.rate_card import Card, Rates, rates_for
 from core.matmul.series import Series
 from core.platform.memory import total_device_bytes
-from core.platform.units import gib
+from core.platform.units import byte_size
 from core.results.matmul import MatmulPoint, SkippedSize
 
 MEMORY_SHARE = 0.5  # of a device's whole memory: the most one size may plan to use
@@ -44,11 +44,13 @@ def memory_refusal(series: Series, n: int, options: MatmulOptions, total: Callab
     need = options_need(device, series.dtype, n, options)
     cap = int(MEMORY_SHARE * total(device))
     if need.device_bytes > cap:
-        return (f"n={n:,} {series.dtype} on {series.device} needs {gib(need.device_bytes)}, more than half of the "
-                f"{gib(total(device))} it has in all: the plan leaves such sizes out so that what other programs "
+        return (f"n={n:,} {series.dtype} on {series.device} needs "
+                f"{byte_size(need.device_bytes)}, more than half of the "
+                f"{byte_size(total(device))} it has in all: the plan leaves such sizes out so that what other programs "
                 "hold at the moment cannot decide a race's sizes; choose a smaller size")
     if series.device != "cpu" and need.host_bytes > int(MEMORY_SHARE * total(torch.device("cpu"))):
-        return (f"n={n:,} {series.dtype} on {series.device} needs {gib(need.host_bytes)} of RAM for the float64 check "
+        return (f"n={n:,} {series.dtype} on {series.device} needs "
+                f"{byte_size(need.host_bytes)} of RAM for the float64 check "
                 "and host copies, more than half of this machine's RAM; choose a smaller size or turn off end to end")
     return None
 

@@ -13,7 +13,7 @@ from core.errors import DashboardError
 from core.platform.devices import available_devices, device_key
 from core.platform.machine_load import load_average, usable_cores  # noqa: F401 - the sections' one source
 from core.platform.memory import free_device_bytes
-from core.platform.units import gib
+from core.platform.units import byte_size
 
 CPU = "cpu"
 FLOAT32_BYTES = 4
@@ -52,5 +52,6 @@ def require_memory(values: int, device: torch.device, what: str) -> None:
     need = values * FLOAT32_BYTES
     free = free_device_bytes(device)
     if need > free:
-        raise DashboardError(f"{what} needs about {gib(need)} on {device_key(device)} but only {gib(free)} is free; "
+        raise DashboardError(f"{what} needs about {byte_size(need)} on {device_key(device)} "
+                             f"but only {byte_size(free)} is free; "
                              "choose a smaller size")

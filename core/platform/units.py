@@ -16,12 +16,30 @@ if TYPE_CHECKING:
     import pandas as pd
 
 GIB = 2**30
+BINARY_UNITS = (("B", 1), ("KiB", 2**10), ("MiB", 2**20), ("GiB", 2**30), ("TiB", 2**40))  # what `free -h` shows
 
 
-def gib(n_bytes: int | None) -> str:
-    """'12.3 GiB', '126 GiB' (three figures, like every other: not '125.7 GiB'), or 'unknown' where a query
-    failed."""
-    return "unknown" if n_bytes is None else f"{number(n_bytes / GIB)} GiB"
+def size_unit(n_bytes: float) -> tuple[str, int]:
+    """The binary unit a person would write `n_bytes` in, and its bytes: the largest whose figure, at three
+    significant figures, is 1 or more ('MiB' for 67 MiB, 'GiB' for 1,023.9 MiB, which reads '1 GiB'). A table
+    column picks it once, for its largest value, so the column reads in one unit."""
+    chosen = BINARY_UNITS[0]
+    for unit in BINARY_UNITS:
+        if abs(float(f"{n_bytes / unit[1]:.{SIGNIFICANT}g}")) >= 1:
+            chosen = unit
+    return chosen
+
+
+def byte_size(n_bytes: float | None, unit: str | None = None) -> str:
+    """An amount of memory or a file's size as a person writes it: '67 MiB' (not '0.0654 GiB'), '12.3 GiB',
+    '126 GiB', '512 B' (three figures, binary units, the unit from `size_unit`; `unit` forces one, for a sentence
+    that compares two sizes in the same unit); past a million TiB (a mistyped size) '1.68e+20 TiB', not a 21-digit
+    number; 'unknown' where a query failed."""
+    if n_bytes is None or is_blank(n_bytes):
+        return "unknown"
+    name, scale = next(u for u in BINARY_UNITS if u[0] == unit) if unit else size_unit(n_bytes)
+    value = n_bytes / scale
+    return f"{number(value)} {name}" if abs(value) < 1e6 else f"{value:.{SIGNIFICANT}g} {name}"
 
 
 SIGNIFICANT = 3  # figures a timing on a shared machine can back: its noise is rarely below 1 %

@@ -22,6 +22,7 @@ from core.results import jsonio
 from core.results.kinds import detect_keys, detect_kind, read_result
 from core.results.machine import read_machine, unknown_machine
 from core.results.runs import MAX_LABEL_CHARS, RunRecord, content_uid
+from core.platform.units import byte_size
 
 MAX_IMPORT_BYTES = 20 * 2**20  # 20 MiB a file; a whole class's export of hundreds of runs is a few MB
 MAX_RUN_CHARS = 8 * 2**20  # 8 MiB of JSON a run; a sweep's raw samples are tens of kB
@@ -133,8 +134,8 @@ def decode_json_bytes(data: bytes) -> Any:
 def too_big(size: int | None) -> DashboardError:
     """The message for a file over MAX_IMPORT_BYTES: its real size when known (a CLI reader stops one byte past
     the limit, and once said "the file is 20.0 MiB" of a 158 MiB file), else that it is over."""
-    shown = f"{size / 2**20:.1f} MiB, over" if size is not None else "over"
-    return DashboardError(f"the file is {shown} the {MAX_IMPORT_BYTES // 2**20} MiB limit for imports; export "
+    shown = f"{byte_size(size, 'MiB')}, over" if size is not None else "over"
+    return DashboardError(f"the file is {shown} the {byte_size(MAX_IMPORT_BYTES)} limit for imports; export "
                           "fewer runs at a time (`python -m core results export` with --kind, --machine, --device "
                           "or run ids)")
 

@@ -18,6 +18,7 @@ from pathlib import PurePath
 from typing import Any
 
 from core.errors import DashboardError
+from core.platform.units import byte_size
 
 MAX_DEPTH = 24  # an export nests about 8 levels deep (bundle, runs, run, payload, results, row, list)
 
@@ -99,5 +100,5 @@ def check_size(value: Any, path: str, max_chars: int) -> None:
     """Refuse a value whose JSON text is longer than `max_chars` (call `check_tree` first)."""
     size = len(json.dumps(value, allow_nan=True))
     if size > max_chars:
-        raise DashboardError(f"{path}: {size / 2**20:.1f} MiB of JSON, over the {max_chars / 2**20:.0f} MiB limit "
+        raise DashboardError(f"{path}: {byte_size(size, 'MiB')} of JSON, over the {byte_size(max_chars, 'MiB')} limit "
                              "for one run; a real run is far smaller")

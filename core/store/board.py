@@ -24,7 +24,8 @@ from core.results.matmul import MatmulSweep
 from core.results.runs import MEASURED, SOURCES, Provenance, RunRecord
 from core.store.access import Access
 from core.store.database import ImportResult, Store, open_store
-from core.store.export import ExportTooBig, mib, write_export
+from core.store.export import ExportTooBig, write_export
+from core.platform.units import byte_size
 from core.store.frames import tidy_frame
 from core.store.records import RunFilter, RunListing, RunSummary, StoredRun, SummaryListing, UnreadableRun
 
@@ -214,7 +215,7 @@ def import_data(url: str | None, data: bytes, label: str, file: str, session: st
 
 def too_big_text(runs: int, fmt: ExportFormat) -> str:
     """What a download past PAGE_EXPORT_BYTES holds instead of the export: why, and the command that writes it."""
-    return (f"The export of the {runs:,} runs shown is over {mib(PAGE_EXPORT_BYTES)}, more than this page builds "
+    return (f"The export of the {runs:,} runs shown is over {byte_size(PAGE_EXPORT_BYTES)}, more than this page builds "
             f"(and more than one import reads). Show fewer runs (the filters, or fewer 'show more'), or export "
             f"them on the server: python -m core results export --format {fmt} --output FILE\n")
 

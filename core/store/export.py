@@ -26,6 +26,7 @@ from typing import BinaryIO, Protocol
 from core.errors import DashboardError
 from core.results import files, jsonio
 from core.store.records import RunFilter, StoredRun
+from core.platform.units import byte_size
 
 EXPORT_BATCH = 200  # runs read and written at a time: a sweep with its samples is ~20 kB, a batch a few MB
 
@@ -62,12 +63,8 @@ class _Counted:
         data = text.encode()
         self.bytes += len(data)
         if self.limit is not None and self.bytes > self.limit:
-            raise ExportTooBig(f"the export is over {mib(self.limit)}")
+            raise ExportTooBig(f"the export is over {byte_size(self.limit)}")
         self.out.write(data)
-
-
-def mib(size: int) -> str:
-    return f"{size / 2**20:.1f} MiB"
 
 
 def write_export(source: RunSource, out: BinaryIO, fmt: str, run_ids: Sequence[int] | None = None,
@@ -130,7 +127,7 @@ def reimport_note(written: Written, most_runs: int) -> str | None:
         return None
     over = []
     if written.bytes > files.MAX_IMPORT_BYTES:
-        over.append(f"{mib(written.bytes)}, over the {files.MAX_IMPORT_BYTES // 2**20} MiB an import reads")
+        over.append(f"{byte_size(written.bytes, 'MiB')}, over the {byte_size(files.MAX_IMPORT_BYTES)} an import reads")
     if written.runs > most_runs:
         over.append(f"{written.runs:,} runs, over the {most_runs:,} an import adds")
     if not over:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from core.plain_text import for_markdown
 from core.store import key_guard
 from core.store.board import PAGE_EXPORT_BYTES, PAGE_RUNS, Export
-from core.store.export import mib
+from core.platform.units import byte_size
 from core.store.records import UnreadableRun
 
 UPLOAD_LABEL = "A file from `python -m core matmul --json`, `python -m core train --json`, or an export from this page"
@@ -25,7 +25,7 @@ EMPTY_TEXT = (
     "that shares this store. A JSON file from another machine can be imported above."
 )
 EXPORT_WHAT = {"json": "JSON, re-importable", "csv": "CSV, one row per point"}
-EXPORT_HELP = (f"built in the server up to {mib(PAGE_EXPORT_BYTES)}; a larger export is written on the server by "
+EXPORT_HELP = (f"built in the server up to {byte_size(PAGE_EXPORT_BYTES)}; a larger export is written on the server by "
                "`python -m core results export --output FILE`")
 
 

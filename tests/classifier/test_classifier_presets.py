@@ -16,6 +16,7 @@ from core.classifier.workbench import PATH, DataChoice, Workbench
 from core.cli import main
 from core.errors import DashboardError
 from core.platform.jobs import JobHooks
+from core.platform.units import byte_size
 from core.results.train import TrainRun
 from tests.review_fixtures import csv_bytes, keep_cuda_on_cpu, toy_reviews
 
@@ -47,7 +48,7 @@ def test_lecture_preset_takes_ten_full_batch_updates_on_the_cpu_and_its_loss_fal
     rows = lecture_features.n_train + lecture_features.n_val + lecture_features.n_test
     assert result.dense_mb == pytest.approx(rows * lecture_features.vocab_size * 4 / 1e6)
     assert seen[0].message.startswith("training on cpu with ")  # its thread count first
-    assert seen[1].item is None and f"{result.dense_mb:,.0f} MB" in seen[1].message  # size told before it is built
+    assert seen[1].item is None and byte_size(result.dense_mb * 1e6) in seen[1].message  # size told before it is built
     assert predict(result, ["great w1", "awful w2"]).tolist()[0] > 0.5
     out = result.run.to_json()
     assert out["preset"] == "lecture" and out["dense_matrix_mb"] == result.dense_mb
@@ -122,7 +123,7 @@ def test_cli_lecture_preset_json(toy_csv, capsys):
     out = json.loads(captured.out)
     assert out["preset"] == "lecture" and len(out["epochs"]) == 10 and out["dense_matrix_mb"] > 0
     assert out["settings"]["max_features"] == 10_000 and out["settings"]["lr"] == 3.0
-    assert "MB" in captured.err and "update  10" in captured.err
+    assert byte_size(out["dense_matrix_mb"] * 1e6) in captured.err and "update  10" in captured.err
 
 
 def test_cli_flags_override_the_preset(toy_csv, capsys):

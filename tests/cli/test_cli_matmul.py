@@ -185,7 +185,7 @@ def test_even_more_bad_input_gets_one_clear_line(args, message, capsys, monkeypa
 def test_a_size_far_beyond_memory_names_its_need_readably(capsys):
     assert main(["matmul", "--sizes", "99999999999999999999"]) == 2
     err = capsys.readouterr().err
-    assert "needs 1.68e+32 GiB" in err and "choose a smaller size" in err, err
+    assert "needs 1.64e+29 TiB" in err and "choose a smaller size" in err, err
 
 
 # ---------------------------------------------------------------- verdicts (issue 20)

@@ -232,7 +232,7 @@ def test_memory_refusal_skips_the_size_and_the_sweep_goes_on(monkeypatch):
     result = run_sweep(SweepConfig(sizes=(32, 8192, 64), threads=(1,), options=MatmulOptions(budget_s=0.05)))
     assert [r.n for r in result.results] == [32, 64]
     (skip,) = result.skipped
-    assert skip.n == 8192 and skip.reason == "memory" and "needs" in skip.message and "0.5 GiB is free" in skip.message
+    assert skip.n == 8192 and skip.reason == "memory" and "needs" in skip.message and "512 MiB is free" in skip.message
 
 
 def test_the_memory_check_counts_every_series_a_size_holds_at_once(monkeypatch, gpu_model):

@@ -300,7 +300,8 @@ def test_on_a_real_gpu():
     lambda: run_first_call(FirstCallConfig((8, 200_000)), devices=["cpu"]),
 ])
 def test_a_size_too_big_for_memory_is_refused_before_allocating(run):
-    with pytest.raises(DashboardError, match=r"needs about .* GiB on cpu but only .* is free; choose a smaller size"):
+    with pytest.raises(DashboardError,
+                       match=r"needs about .* [GT]iB on cpu but only .* is free; choose a smaller size"):
         run()
 
 

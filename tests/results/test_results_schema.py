@@ -188,10 +188,10 @@ def test_nul_characters_are_refused_anywhere(store):
 def test_a_run_padded_with_10_mb_is_refused(store):
     payload = matmul_payload(LAB)
     payload["padding"] = "x" * 10_000_000
-    message = _refused(store, payload, r"matmul: 9.5 MiB of JSON, over the 8 MiB limit for one run")
+    message = _refused(store, payload, r"matmul: 9.54 MiB of JSON, over the 8 MiB limit for one run")
     bundle = _export(store, ("train", train_payload()))
     bundle["runs"][0]["settings"]["padding"] = "x" * 10_000_000
-    _refused(store, bundle, r"runs\[0\]: 9.5 MiB of JSON, over the 8 MiB limit")
+    _refused(store, bundle, r"runs\[0\]: 9.54 MiB of JSON, over the 8 MiB limit")
     assert message
 
 

@@ -109,7 +109,7 @@ def test_an_export_too_big_to_import_again_says_so(mixed, tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert "wrote 6 run(s)" in err and "note: this export is 6 runs, over the 4 an import adds" in err
     assert export.reimport_note(export.Written("json", 1, MAX_IMPORT_BYTES + 2**20), 10) == (
-        "this export is 21.0 MiB, over the 20 MiB an import reads: to move it to another board, export it in "
+        "this export is 21 MiB, over the 20 MiB an import reads: to move it to another board, export it in "
         "parts (--kind, --machine, --device or run ids) and import each part")
     assert export.reimport_note(export.Written("csv", 99, 2**30), 10) is None
     assert not list(tmp_path.glob(".*.part")), "the file was written beside, then moved into place"
@@ -128,7 +128,7 @@ def test_an_oversized_import_names_its_real_size(tmp_path, capsys, monkeypatch):
     with path.open("wb") as f:
         f.truncate(MAX_IMPORT_BYTES * 3)
     assert main(["results", "import", str(path)]) == 2
-    assert "the file is 60.0 MiB, over the 20 MiB limit" in capsys.readouterr().err
+    assert "the file is 60 MiB, over the 20 MiB limit" in capsys.readouterr().err
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b" " * (MAX_IMPORT_BYTES * 2))))
     assert main(["results", "import", "-"]) == 2
     err = capsys.readouterr().err
