@@ -22,7 +22,7 @@ def test_a_run_saved_by_the_cli_appears_on_an_open_board(browser, streamlit_url,
     try:
         page.goto(streamlit_url)
         wait_for_idle(page)
-        page.get_by_role("link", name="Class board").click()
+        page.get_by_role("link", name="Class board", exact=True).click()
         page.get_by_role("heading", name="Class board").wait_for()
         wait_for_idle(page)
         assert_no_exception(page)
@@ -72,7 +72,7 @@ def test_the_rooms_reference_is_pinned_and_unpinned_on_an_open_board(browser, st
     try:
         page.goto(streamlit_url)
         wait_for_idle(page)
-        page.get_by_role("link", name="Class board").click()
+        page.get_by_role("link", name="Class board", exact=True).click()
         page.get_by_role("heading", name="Class board").wait_for()
         wait_for_idle(page)
         _cli(e2e_home, "matmul", "--sizes", "16,32", "--budget", "0.05", "--threads", "1", "--quiet", "--for-class",

@@ -27,7 +27,7 @@ def _open_matmul_race(context, url: str, name: str):
     page.set_default_timeout(60_000)
     page.goto(url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Matmul race").click()
+    page.get_by_role("link", name="Matmul race", exact=True).click()
     page.get_by_role("heading", name="Matmul race").wait_for()
     wait_for_idle(page)
     sizes = _slider(page, "Matrix sizes")
@@ -93,7 +93,7 @@ def test_two_students_press_run_together_one_waits_both_finish(browser, streamli
             assert page.get_by_text("page can overlay it with other machines").count() == 1
 
         results = pages[0]
-        results.get_by_role("link", name="Results").click()
+        results.get_by_role("link", name="Results", exact=True).click()
         results.get_by_role("heading", name="Results").wait_for()
         wait_for_idle(results)
         assert_no_exception(results)

@@ -15,7 +15,7 @@ def test_home_then_hardware(page, streamlit_url):
     assert_no_exception(page)
     screenshot(page, "home")
 
-    page.get_by_role("link", name="Hardware check").click()
+    page.get_by_role("link", name="Hardware check", exact=True).click()
     page.get_by_text(f"CPU: {cpu_name()}").wait_for()
     wait_for_idle(page)
     assert_no_exception(page)

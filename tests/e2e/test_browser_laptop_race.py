@@ -41,7 +41,7 @@ def _open(browser, url: str):
     page.set_default_timeout(60_000)
     page.goto(url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Race on your laptop").click()
+    page.get_by_role("link", name="Race on your laptop", exact=True).click()
     page.get_by_role("heading", name="Race on your laptop").wait_for()
     wait_for_idle(page)
     assert_no_exception(page)
@@ -109,11 +109,11 @@ def test_a_click_races_webgpu_and_webassembly_into_the_store_results_and_the_boa
         assert not run.machine.gpus  # SwiftShader is no GPU in the room
         assert not [t for t in long_tasks if t > LONG_TASK_MS], f"the main thread froze: {long_tasks}"
 
-        page.get_by_role("link", name="Results").click()
+        page.get_by_role("link", name="Results", exact=True).click()
         page.get_by_role("heading", name="Races in the browser").wait_for()
         wait_for_idle(page)
         assert_no_exception(page)
-        page.get_by_role("link", name="Class board").click()
+        page.get_by_role("link", name="Class board", exact=True).click()
         page.get_by_text(label).first.wait_for()
         assert_no_exception(page)
     finally:
@@ -150,11 +150,11 @@ def test_sizes_64_to_512_land_with_every_series(webgpu_browser, streamlit_url, e
         assert run.headline_crossover is not None and run.headline_crossover.baseline == k
         assert not _saved(e2e_home, label).machine.gpus
 
-        page.get_by_role("link", name="Results").click()
+        page.get_by_role("link", name="Results", exact=True).click()
         page.get_by_role("heading", name="Races in the browser").wait_for()
         wait_for_idle(page)
         assert_no_exception(page)
-        page.get_by_role("link", name="Class board").click()
+        page.get_by_role("link", name="Class board", exact=True).click()
         page.get_by_text(label).first.wait_for()
         assert_no_exception(page)
     finally:

@@ -21,7 +21,7 @@ def _press(page, thumb, key: str, times: int) -> None:
 def test_a_tiny_sweep_draws_the_race(page, streamlit_url):
     page.goto(streamlit_url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Matmul race").click()
+    page.get_by_role("link", name="Matmul race", exact=True).click()
     page.get_by_role("heading", name="Matmul race").wait_for()
     wait_for_idle(page)
     assert_no_exception(page)

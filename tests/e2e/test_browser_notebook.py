@@ -25,7 +25,7 @@ def test_the_notebooks_export_imports_and_overlays_with_a_local_cpu_sweep(page, 
 
     page.goto(streamlit_url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Results").wait_for()
+    page.get_by_role("link", name="Results", exact=True).wait_for()
     page.goto(f"{streamlit_url}/results")
     wait_for_idle(page)
     page.get_by_text("Import a result file").click()

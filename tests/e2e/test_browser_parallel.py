@@ -11,7 +11,7 @@ pytestmark = pytest.mark.browser
 def test_run_the_marbles_section(page, streamlit_url):
     page.goto(streamlit_url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Why parallel").click()
+    page.get_by_role("link", name="Why parallel", exact=True).click()
     page.get_by_text("1. Marbles: one worker or many").wait_for()
     wait_for_idle(page)  # the whole page drawn, not only its first section
     assert_no_exception(page)
@@ -39,7 +39,7 @@ def test_every_section_draws_its_chart(page, streamlit_url):
     """Each section run once with its defaults, each chart screenshotted: the page as a class sees it."""
     page.goto(streamlit_url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Why parallel").click()
+    page.get_by_role("link", name="Why parallel", exact=True).click()
     page.get_by_text("1. Marbles: one worker or many").wait_for()
     wait_for_idle(page)
     for section in SECTIONS:

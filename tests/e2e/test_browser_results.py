@@ -38,11 +38,12 @@ def test_results_page_draws_saved_runs_and_imports_a_file(page, streamlit_url, s
     # in its old pages/-folder mode (no app.py, a sidebar listing files). Then the page by its URL.
     page.goto(streamlit_url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Results").wait_for()
+    page.get_by_role("link", name="Results", exact=True).wait_for()
     page.goto(f"{streamlit_url}/results")
     wait_for_idle(page)
     page.get_by_role("heading", name="Results").wait_for()
-    assert page.get_by_role("link", name="Hardware check").count() == 1, "the app's navigation, not the files'"
+    hardware = page.get_by_role("link", name="Hardware check", exact=True)
+    assert hardware.count() == 1, "the app's navigation, not the files'"
     assert_no_exception(page)
 
     charts = page.locator('[data-testid="stPlotlyChart"]')
@@ -96,7 +97,7 @@ def test_an_imported_html_label_is_shown_as_text_not_markup(page, streamlit_url,
     store, _ = seeded
     page.goto(streamlit_url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Results").wait_for()
+    page.get_by_role("link", name="Results", exact=True).wait_for()
     page.goto(f"{streamlit_url}/results")
     wait_for_idle(page)
     page.get_by_text("Import a result file").click()
@@ -154,7 +155,7 @@ def test_a_reload_keeps_the_sessions_owner_token(page, streamlit_url, seeded, tm
     store, _ = seeded
     page.goto(streamlit_url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Results").wait_for()
+    page.get_by_role("link", name="Results", exact=True).wait_for()
     for name in ("before-reload.json", "after-reload.json"):
         if name == "after-reload.json":
             page.reload()

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.browser
 def test_one_click_draws_the_roofline(page, streamlit_url):
     page.goto(streamlit_url)
     wait_for_idle(page)
-    page.get_by_role("link", name="Roofline").click()
+    page.get_by_role("link", name="Roofline", exact=True).click()
     page.get_by_role("heading", name="Roofline").wait_for()
     wait_for_idle(page)
     assert_no_exception(page)
