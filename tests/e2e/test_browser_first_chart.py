@@ -29,7 +29,7 @@ def projector(browser):
 def _open(page, url: str, name: str) -> None:
     page.goto(url)
     wait_for_idle(page)
-    page.get_by_role("link", name=name).click()
+    page.get_by_role("link", name=name, exact=True).click()
     page.get_by_role("heading", name=name).first.wait_for()
     wait_for_idle(page)
     assert_no_exception(page)
