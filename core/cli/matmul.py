@@ -22,6 +22,7 @@ from core.matmul.report import clock_summary
 from core.matmul.series import DTYPES
 from core.matmul.shared_race import CLASS_BUDGET_FACTOR, class_config
 from core.matmul.sweep import SweepEvent, run_sweep
+from core.matmul.verdict import Verdict
 from core.platform.jobs import Progress
 from core.platform.units import number, seconds
 from core.matmul.guess import compare_guess
@@ -221,8 +222,21 @@ def _ratio(value: float | None) -> str:
 
 
 def verdict_table(result: MatmulSweep) -> str:
-    """One line per size and comparison: who is faster, by how much, and how sure ("unclear": why)."""
+    """One line per size and comparison: who is faster, by how much, and how sure. Why a call is unclear is a
+    sentence, too long for a column in 100: the column names a note ("1"), the notes follow the table, wrapped,
+    each sentence once however many rows share it."""
+    notes: list[str] = []
+
+    def note(verdict: Verdict) -> str:
+        why = "the machine was busy" if verdict.busy and not verdict.why else (verdict.why or "")
+        if not why:
+            return ""
+        if why not in notes:
+            notes.append(why)
+        return f"note {notes.index(why) + 1}"
+
     rows = [[v.n, v.a if v.call == "faster" else f"{v.a} vs {v.b}", v.call, _ratio(v.ratio),
-             f"{_ratio(v.low)}–{_ratio(v.high)}", "busy" if v.busy else (v.why or "")]
+             f"{_ratio(v.low)}–{_ratio(v.high)}", note(v)]
             for v in result.verdicts or ()]
-    return split_tables(["n", "faster / compared", "call", "ratio", "95% interval", "why unclear"], rows, keep=2)
+    table = split_tables(["n", "faster / compared", "call", "ratio", "95% interval", "why unclear"], rows, keep=2)
+    return "\n".join([table, *(wrap(f"note {i}: {why}") for i, why in enumerate(notes, 1))])

@@ -2,7 +2,7 @@
 
 Each command runs in-process with settings that make it quick, in a deliberately deep folder (the paths it
 prints are long), and every line it writes, to stdout and to stderr, is measured. `matmul`'s own table is
-not here yet: its rows run to 104 columns and its comparison line to 200 (left to the Matmul race's work).
+held to the same: its comparison table gives each "why unclear" sentence as a wrapped note.
 """
 
 from __future__ import annotations
@@ -125,3 +125,26 @@ def test_the_waiting_line_is_wrapped_too():
     status = SimpleNamespace(device="cpu", ahead=2, message=f"waiting for cpu: held by {holder}, 2 ahead")
     waiting_printer(stream)(status)  # the printer reads only these three
     assert "Ctrl+C to leave the line" in stream.getvalue() and not _too_wide(stream.getvalue().splitlines())
+
+
+def test_matmul_unclear_calls_keep_to_100_columns():
+    """A noisy run's 'why unclear' sentences (200 columns as a table cell) come as wrapped notes under the table,
+    each sentence once; the cell names its note. Built from verdicts, not timed, so it cannot pass by luck."""
+    from dataclasses import replace
+
+    from core.cli.matmul import render
+    from core.matmul.verdict import Verdict
+    from core.results.matmul import MatmulSweep
+
+    why = ("the samples overlap: the ratio could be anywhere from 0.81 to 1.1, not clear of the 5% either side "
+           "of 1 within which two series count as the same")
+    verdicts = [Verdict(n=n, a="cpu float32 2 threads", b="cpu float32 1 thread", ratio=0.95, low=0.81,
+                        high=1.1, call="unclear", why=why) for n in (256, 1024)]
+    verdicts.append(Verdict(n=4096, a="cpu float32 2 threads", b="cpu float32 1 thread", ratio=1.9, low=1.7,
+                            high=2.1, call="faster"))
+    sweep = replace(MatmulSweep.from_json(matmul_payload(), "sample"), verdicts=verdicts)
+    lines = render(sweep).splitlines()
+    assert not _too_wide(lines)
+    assert sum("note 1" in line for line in lines) == 3  # two cells and the note itself
+    assert "note 2" not in "\n".join(lines)
+    assert "within which two series count as the same" in " ".join(line.strip() for line in lines)
