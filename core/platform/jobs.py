@@ -23,7 +23,7 @@ import torch
 from core.platform.device_lock import Job, JobCancelled, WaitStatus, hold_devices
 from core.platform.devices import has_cuda_context, synchronize
 from core.platform.machine_load import probe_load
-from core.platform.memory import release_device_memory, release_pending_cache
+from core.platform.memory import give_back_heap, release_device_memory, release_pending_cache
 from core.platform.precision import job_precision
 from core.platform.quiet_work import timed_job
 from core.results.load import MachineLoad
@@ -115,19 +115,23 @@ class RunningJob:
             self.hooks.on_progress(progress)
 
 
-def release_gpu_caches(devices: Iterable[str]) -> None:
-    """Hand the blocks torch's allocator cached for a job on a GPU back, while the job still holds it.
+def release_job_memory(devices: Iterable[str]) -> None:
+    """Hand the blocks torch's allocator cached for a job on a GPU back, while the job still holds it, and
+    the heap pages a job on the CPU freed (core.platform.memory.give_back_heap).
 
     After the lock is released another job may already be timing that GPU, and emptying the cache
     (cudaFree, which waits for the device) would land inside its measurement. torch's cache is one for
     every GPU of the process, so the release itself waits while another job of this process times a GPU
     (core.platform.memory); a job without a GPU hands back a release put off that way.
     """
+    devices = list(devices)
     gpus = [name for name in dict.fromkeys(devices) if name != "cpu"]
     for name in [g for g in gpus if not g.startswith("cuda")] + [g for g in gpus if g.startswith("cuda")][:1]:
         release_device_memory(_torch_device(name))
     if not any(g.startswith("cuda") for g in gpus):
         release_pending_cache()
+    if "cpu" in devices:
+        give_back_heap()  # the pages of a CPU job's freed matrices (core.platform.memory)
 
 
 def _torch_device(name: str) -> torch.device:
@@ -153,7 +157,7 @@ def _settle(devices: list[str]) -> Callable[..., bool]:
     def settle(exc_type: type[BaseException] | None, *_: object) -> bool:
         try:
             synchronize_gpus(devices)
-            release_gpu_caches(devices)
+            release_job_memory(devices)
         except Exception:  # re-raised below unless the job's own error is on its way
             if exc_type is None:
                 raise
@@ -185,7 +189,7 @@ def run_job(devices: Iterable[str], hooks: JobHooks | None = None, *, label: str
             raise WaitCancelled(str(exc)) from None
         if any(name.startswith("cuda") for name in devices):
             stack.enter_context(job_precision())  # after the devices: a job waiting for one holds nothing
-        stack.push(_settle(devices))  # runs before the lock is let go: see release_gpu_caches
+        stack.push(_settle(devices))  # runs before the lock is let go: see release_job_memory
         if hooks.on_start is not None:
             hooks.on_start(lock)
         yield RunningJob(lock, hooks, probe_load(needed=needed_cores) if measure_load else None)

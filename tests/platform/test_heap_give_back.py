@@ -1,0 +1,78 @@
+"""A CPU job's freed matrices go back to the operating system at its end, never under another thread's timing.
+
+glibc keeps the pages of freed heap blocks; malloc_trim hands them back (core.platform.memory.give_back_heap,
+called as a job lets its devices go). It walks every arena under its lock, so while another thread of this
+process holds a device (a race timing the CPU) it is left for later.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+
+from core.platform import device_lock, jobs, memory
+
+WAIT_S = 10.0
+
+
+@pytest.fixture
+def trims(monkeypatch) -> list[int]:
+    """malloc_trim as a recorder: the calls it got, whatever the C library is."""
+    calls: list[int] = []
+    monkeypatch.setattr(memory, "_glibc_trim", lambda: lambda pad: calls.append(pad) or 1)
+    return calls
+
+
+def _holding(devices: list[str]) -> tuple[threading.Thread, threading.Event]:
+    """Another thread of this process holding `devices` until the returned event is set."""
+    inside, may_leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with device_lock.hold_devices(devices, label="another session's race"):
+            inside.set()
+            may_leave.wait(WAIT_S)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert inside.wait(WAIT_S)
+    return thread, may_leave
+
+
+def test_a_cpu_job_gives_its_heap_back_at_its_end(trims):
+    with jobs.run_job(["cpu"], label="a race on the CPU"):
+        assert trims == []  # not while it runs
+    assert trims == [0]
+
+
+def test_a_job_without_the_cpu_leaves_the_heap_alone(trims, gpu_model):
+    gpu_model("A100-80GB", count=1)
+    with jobs.run_job(["cuda:0"], label="a race on the GPU"):
+        pass
+    assert trims == []
+
+
+def test_no_give_back_while_another_thread_holds_a_device(trims):
+    thread, may_leave = _holding(["cuda:0"])
+    try:
+        assert memory.give_back_heap() is False
+        with jobs.run_job(["cpu"], label="a CPU job beside a GPU race"):
+            pass
+        assert trims == [], "malloc_trim ran while another thread was timing"
+    finally:
+        may_leave.set()
+        thread.join(WAIT_S)
+    assert memory.give_back_heap() is True and trims == [0]
+
+
+def test_no_c_library_trim_is_no_give_back(monkeypatch):
+    monkeypatch.setattr(memory, "_glibc_trim", lambda: None)
+    assert memory.give_back_heap() is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's")
+def test_the_real_trim_is_found_and_runs():
+    memory._glibc_trim.cache_clear()
+    assert memory._glibc_trim() is not None
+    assert memory.give_back_heap() is True
