@@ -11,13 +11,17 @@ cores. Threads of this process drive the clients; the server is measured from ou
 For N = 1, 10, 30, 60 students and each page, N sessions open the page at once (a barrier), and
 the bench reports: the server's CPU seconds per page view (its CPU time over the round / N), the
 median and worst time to the complete render, the server's RSS at the end of the round and after
-the sessions are closed (30 s later by default). Then "everyone presses Run": K students on the
-Matmul race press Run with n = 16 to 64 and 0.25 s per size, through the device lock. Last, N students
+the sessions are closed (30 s later by default). Then "everyone presses Run" (issue 31's target): in each
+of `--rounds` rounds, one student presses Run alone, then K students press Run together on the same race
+(the default race, as a student who touches no setting runs it; `--race tiny`: n = 16 to 64 and 0.25 s per
+size), and the bench reports the last of the K's waits over the lone student's wait of the same round, and
+the server's RSS `--settle` seconds after the K tabs closed over its RSS after the lone race. Last, N students
 keep the Class board open with nothing new arriving, each tab asking for the board's fragment rerun
 every `run_every` seconds as a browser's timer does: the server's CPU per refresh and in total.
 
-    python bench/classroom_server.py [--students 1,10,30,60] [--pages home,hardware,results] [--run-students 5]
-                                     [--settle 30] [--board-students 60] [--board-seconds 60]
+    python bench/classroom_server.py [--students 1,10,30,60] [--pages home,hardware,results] [--run-students 60]
+                                     [--race default|tiny] [--rounds 1] [--settle 30] [--board-students 60]
+                                     [--board-seconds 60]
 """
 
 from __future__ import annotations
@@ -50,8 +54,8 @@ from core.cli.output import format_table  # noqa: E402
 
 PAGES = {"home": "", "hardware": "hardware", "matmul": "matmul_race", "classifier": "review_classifier",
          "parallel": "why_parallel", "results": "results", "board": "class_board"}
-RUN_SIZES = ("16", "64")  # the Matmul race's size slider, as the browser sends it (formatted options)
-RUN_BUDGET = ("0.25",)  # its budget slider: 0.25 s per size
+TINY_RACE = {"mm_sizes": ("16", "64"), "mm_budget": ("0.25",)}  # the size and budget sliders, as a browser sends them
+RACES: dict[str, dict[str, tuple[str, ...]]] = {"default": {}, "tiny": TINY_RACE}  # default: no setting touched
 TIMEOUT_S = 600.0
 EXTRA_FLAGS = [a for a in os.environ.get("CLASSROOM_SERVER_FLAGS", "").split() if a]  # e.g. a config to compare
 
@@ -95,10 +99,10 @@ class Student:
             self.refresh()
             time.sleep(max(0.0, interval - (time.monotonic() - start)))
 
-    def press_run(self) -> float:
+    def press_run(self, race: dict[str, tuple[str, ...]]) -> float:
         msg = BackMsg()
         msg.rerun_script.page_name = PAGES["matmul"]
-        for key, setting in (("mm_sizes", RUN_SIZES), ("mm_budget", RUN_BUDGET)):
+        for key, setting in race.items():
             state = msg.rerun_script.widget_states.widgets.add()
             state.id = self.widgets[key]
             state.string_array_value.data.extend(setting)
@@ -216,8 +220,46 @@ def idle_boards(url: str, server: psutil.Process, students: int, seconds: float)
     return row
 
 
+def press_run(url: str, server: psutil.Process, students: int, race: dict[str, tuple[str, ...]],
+              settle_s: float) -> dict[str, Any]:
+    """One round of issue 31's target: a student alone presses Run, then `students` together on the same race.
+    Their last wait over the lone wait (target: at most 2), and the server's RSS after the class's tabs closed
+    over its RSS after the lone race (target: at most 1.1)."""
+    alone = Student(url)
+    alone.open(PAGES["matmul"])
+    one_s = alone.press_run(race)
+    alone.close()
+    time.sleep(settle_s)
+    rss_one = server.memory_info().rss / 2**20
+    tabs = [Student(url) for _ in range(students)]
+    _round(students, lambda i: tabs[i].open(PAGES["matmul"]))
+    cpu0 = _cpu_s(server)
+    waits = _round(students, lambda i: tabs[i].press_run(race))
+    cpu = _cpu_s(server) - cpu0
+    rss_during = server.memory_info().rss / 2**20
+    for tab in tabs:
+        tab.close()
+    time.sleep(settle_s)
+    row = {"students": students, "alone_s": one_s, "median_s": statistics.median(waits), "last_s": max(waits),
+           "last_over_alone": max(waits) / one_s, "server_cpu_s_per_student": cpu / students,
+           "rss_after_one_race_mib": rss_one, "rss_during_mib": rss_during,
+           "rss_after_mib": server.memory_info().rss / 2**20}
+    row["rss_after_over_one_race"] = row["rss_after_mib"] / rss_one
+    print(_run_table([row]), flush=True)
+    return row
+
+
+def _run_table(rows: list[dict[str, Any]]) -> str:
+    headers = ["students", "alone s", "median s", "last s", "last / alone", "server CPU s / student",
+               "RSS after one race MiB", "RSS after MiB", "RSS after / one race"]
+    return format_table(headers, [[r["students"], r["alone_s"], r["median_s"], r["last_s"], r["last_over_alone"],
+                                   r["server_cpu_s_per_student"], r["rss_after_one_race_mib"], r["rss_after_mib"],
+                                   r["rss_after_over_one_race"]] for r in rows])
+
+
 def measure(url: str, server: psutil.Process, students: list[int], pages: list[str], run_students: int,
-            settle_s: float, board_students: int = 0, board_s: float = 60.0) -> dict[str, Any]:
+            settle_s: float, board_students: int = 0, board_s: float = 60.0, race: str = "default",
+            rounds: int = 1) -> dict[str, Any]:
     first = Student(url)
     first.open(PAGES["home"])  # the first session pays for imports: the class meets a warm server
     first.close()
@@ -239,23 +281,9 @@ def measure(url: str, server: psutil.Process, students: list[int], pages: list[s
                          "rss_during_mib": rss_during, "rss_after_mib": server.memory_info().rss / 2**20})
             print(_table(rows[-1:]), flush=True)
     board = idle_boards(url, server, board_students, board_s) if board_students else None
-    if run_students:
-        tabs = [Student(url) for _ in range(run_students)]
-        for tab in tabs:
-            tab.open(PAGES["matmul"])
-        cpu0 = _cpu_s(server)
-        waits = _round(run_students, lambda i: tabs[i].press_run())
-        cpu = _cpu_s(server) - cpu0
-        rss_during = server.memory_info().rss / 2**20
-        for tab in tabs:
-            tab.close()
-        time.sleep(settle_s)
-        rows.append({"students": run_students, "page": "matmul: everyone presses Run",
-                     "cpu_s_per_view": cpu / run_students,
-                     "render_median_s": statistics.median(waits), "render_max_s": max(waits),
-                     "rss_during_mib": rss_during, "rss_after_mib": server.memory_info().rss / 2**20})
-        print(_table(rows[-1:]), flush=True)
+    runs = [press_run(url, server, run_students, RACES[race], settle_s) for _ in range(rounds)] if run_students else []
     return {"rows": rows, "rss_after_first_session_mib": rss_first, "settle_s": settle_s, "board": board,
+            "race": race, "runs": runs,
             "load_average": os.getloadavg(), "cores": os.cpu_count(),
             "method": "the real server on localhost; each student a websocket client of Streamlit's protocol"}
 
@@ -271,7 +299,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--students", default="1,10,30,60")
     parser.add_argument("--pages", default="home,hardware,results")
-    parser.add_argument("--run-students", type=int, default=5, help="students pressing Run together (0: skip)")
+    parser.add_argument("--run-students", type=int, default=60, help="students pressing Run together (0: skip)")
+    parser.add_argument("--race", choices=sorted(RACES), default="default",
+                        help="the race they run: the default one, or a tiny one (n = 16-64, 0.25 s per size)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of one student alone, then all together")
     parser.add_argument("--settle", type=float, default=30.0, help="seconds after a round before reading RSS")
     parser.add_argument("--board-students", type=int, default=60,
                         help="students keeping the Class board open, nothing new arriving (0: skip)")
@@ -279,9 +310,14 @@ def main() -> int:
     args = parser.parse_args()
     with running_server() as (url, server):
         report = measure(url, server, [int(s) for s in args.students.split(",")], args.pages.split(","),
-                         args.run_students, args.settle, args.board_students, args.board_seconds)
+                         args.run_students, args.settle, args.board_students, args.board_seconds, args.race,
+                         args.rounds)
     print()
     print(_table(report["rows"]))
+    if report["runs"]:
+        print(f"everyone presses Run on the {args.race} race (target: last / alone at most 2, RSS after / one race "
+              "at most 1.1):")
+        print(_run_table(report["runs"]))
     if (board := report["board"]) is not None:
         print(f"Class board, {board['students']} idle sessions refreshing every {board['refresh_every_s']} s: "
               f"{board['server_cpu_ms_per_refresh']:.1f} ms of server CPU per refresh, "

@@ -2,8 +2,8 @@
 
 Issue 31: an export of 10,000 runs held a core for over a minute beside the class's races, whose verdicts
 then read "cannot tell on a machine this busy". Exports, imports and the Review classifier's feature builds
-of the server now run as quiet work (core.platform.quiet_work: a child process at SCHED_IDLE, stopped while
-a timed job holds a device). This bench fills a SQLite board with `--board` runs, then runs the CLI's default
+of the server now run as quiet work (core.platform.quiet_work: a child process, stopped while a timed job
+holds a device). This bench fills a SQLite board with `--board` runs, then runs the CLI's default
 race (1 thread against all cores without a GPU) in alternated pairs: alone, then beside the board's JSON
 export and a feature build, each started from a thread of its own just before it (as two other sessions'
 Download and Train would), through the product's own paths (`core.store.board.exports`, a server's

@@ -79,7 +79,7 @@ def prepare_quietly(reviews: Reviews, config: ClassifierConfig,
     (core.platform.quiet_work), smaller sets (a 60-review upload: milliseconds, less than a process's start)
     as `prepare` does.
 
-    Quiet: a process of its own at idle priority, stopped while any timed job of any session or process holds
+    Quiet: a process of its own, stopped while any timed job of any session or process holds
     or waits for a device, so a race never waits in line behind a build (as it did behind `prepare`'s hold on
     the CPU) and never runs beside one. Its steps, and its pauses, reach `hooks.on_progress`;
     `hooks.should_stop` ends it at once (JobCancelled). The price, on rt-polarity's size with the default
@@ -93,7 +93,8 @@ def prepare_quietly(reviews: Reviews, config: ClassifierConfig,
 
 def _prepare_quietly(reviews: Reviews, config: ClassifierConfig,
                      hooks: JobHooks) -> tuple[Features, BaselineResult]:
-    shown = Progress[Any](0, PREPARE_STEPS, "document-term matrix: starting a process of its own at idle priority")
+    shown = Progress[Any](0, PREPARE_STEPS,
+                          "document-term matrix: starting a process of its own (paused while a race runs)")
 
     def tell(step: Progress[Any]) -> None:
         if hooks.on_progress is not None:

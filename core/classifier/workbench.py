@@ -88,11 +88,11 @@ class DataChoice:
     def load_quietly(self, progress: ProgressCallback | None = None) -> Reviews:
         """`load` as a server does it for its sessions: a read estimated at more than QUIET_LOAD_CPU_S of CPU
         (a large upload or archive, aclImdb; never rt-polarity, docs/classifier.md) runs as quiet work
-        (core.platform.quiet_work: a process of its own at idle priority, stopped while a timed job holds or
+        (core.platform.quiet_work: a process of its own, stopped while a timed job holds or
         waits for a device). Its download progress reaches `progress`, which is also called again (the same
         values) every PAUSE_TOUCH_S while the read is paused: a page redraws there, so a Stop click ends it. A download
         is not stopped midway (its server would drop a connection that stalls for a race): it waits for a moment with
-        no timed job (QUIET_WAIT_S at most), then runs at idle priority to its end."""
+        no timed job (QUIET_WAIT_S at most), then runs to its end, at idle priority from the next timed job on."""
         what = self._what()
         if read_cost_s(*what) <= QUIET_LOAD_CPU_S:
             return self.load(progress)

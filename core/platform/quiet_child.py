@@ -1,4 +1,4 @@
-"""The quiet work's child process (core.platform.quiet_work): lowest priority, the work, its steps and one answer.
+"""The quiet work's child process (core.platform.quiet_work): the work, its steps and one answer; how it is lowered.
 
 A module of its own so that a spawned child imports only what its work needs: `core.platform.quiet_work`
 reads the device lock's folder, which imports torch (about 1.7 s of a 2-core machine's CPU per child
@@ -16,35 +16,34 @@ from core.errors import DashboardError
 OK, ERROR, STEP = "ok", "error", "step"  # what the child sends: the answer, a failure, or a step of its progress
 
 
-def lowest_priority() -> str:
-    """Put the calling process at the lowest CPU (and I/O) priority the OS offers; says which it got."""
+def lowest_priority(pid: int = 0) -> str:
+    """Put process `pid` (0: the calling one) at the lowest CPU (and I/O) priority the OS offers; says which it
+    got. One way for a user without privileges: a process can be lowered, not raised back."""
     got = "normal priority"
     try:
-        os.nice(19)
+        os.setpriority(os.PRIO_PROCESS, pid, 19)  # type: ignore[attr-defined,unused-ignore]
         got = "nice 19"
     except (AttributeError, OSError):
         pass
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined,unused-ignore]
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined,unused-ignore]
         got = "SCHED_IDLE"
     except (AttributeError, OSError):
         pass
     try:
         import psutil
 
-        psutil.Process().ionice(psutil.IOPRIO_CLASS_IDLE)  # type: ignore[attr-defined,unused-ignore]
+        psutil.Process(pid or os.getpid()).ionice(psutil.IOPRIO_CLASS_IDLE)  # type: ignore[attr-defined,unused-ignore]
     except (ImportError, AttributeError, OSError, ValueError):
         pass
     return got
 
 
-def child_main(work: Connection, send: Connection, idle: bool, steps: bool) -> None:
-    """The child's whole life: lowest priority first, then the work as the parent hands it over (`work`:
+def child_main(work: Connection, send: Connection, steps: bool) -> None:
+    """The child's whole life: the work as the parent hands it over (`work`:
     (fn, args), whose unpickling imports fn's modules: by then the parent can stop this process), run (told
     how to report its steps when `steps`: `fn(*args, progress=report)`, each `report(*values)` heard by the
     parent), then one answer."""
-    if idle:
-        lowest_priority()
 
     def report(*step: Any) -> None:
         send.send((STEP, step))

@@ -4,10 +4,11 @@ An export of 10,000 runs held a core for over a minute beside the class's races,
 read "cannot tell on a machine this busy". Work nothing times (exports, imports, large file checks, the
 classifier's feature builds) therefore runs through `run_quietly`:
 
-- in a **process of its own** (spawned: no fork of a threaded server), at the **lowest CPU priority** the
-  OS offers (`SCHED_IDLE` on Linux, else nice 19; idle I/O priority where psutil can set it). Not a
-  low-priority thread of the server: a thread starved of CPU while it holds Python's GIL stalls the
-  server's timed loop between calls, which is worse than no priority at all.
+- in a **process of its own** (spawned: no fork of a threaded server). Not a low-priority thread of the
+  server: a thread starved of CPU while it holds Python's GIL stalls the server's timed loop between
+  calls, which is worse than no priority at all. It starts at normal priority: the server is usually busy
+  with other programs' work, and a child at idle priority gets only the CPU they leave (a student's
+  feature build of the real reviews did not finish in 120 s beside four busy loops on two cores).
 - **paused while a timed job holds or waits for a device** (`pause=True`, for work that only reads):
   the child is stopped with SIGSTOP and continued after. A race's per-size CPU counters count every
   other process's busy time, idle priority or not (a core its 1-thread series leaves idle is a core
@@ -16,7 +17,10 @@ classifier's feature builds) therefore runs through `run_quietly`:
   processes' jobs are seen in the device lock's folder within POLL_S.
 - work that **writes** (an import: a child stopped inside its write transaction would hold the store's
   lock for the length of a race) is not paused midway: it waits for a quiet moment (no job holding or
-  waiting for a device, at most QUIET_WAIT_S), then runs at idle priority to its end.
+  waiting for a device, at most QUIET_WAIT_S), and once a timed job appears while it runs it is put at the
+  **lowest CPU priority** the OS offers (`SCHED_IDLE` on Linux, else nice 19; idle I/O priority where
+  psutil can set it) for the rest of its run: a process without privileges cannot raise itself back.
+  So is pausable work where no signal can stop a process (Windows).
 
 At most MAX_CHILDREN quiet children run at once in a process; more work waits for a slot (a Stop still ends
 the wait). Before, sixty sessions' feature builds of sixty different settings (or one student's tabs) each started
@@ -44,7 +48,7 @@ from typing import Any, TypeVar
 
 from core.errors import DashboardError
 from core.platform.device_lock import JobCancelled, timed_jobs_present
-from core.platform.quiet_child import ERROR, OK, STEP, child_main
+from core.platform.quiet_child import ERROR, OK, STEP, child_main, lowest_priority
 
 T = TypeVar("T")
 POLL_S = 0.05  # how often a supervisor looks for timed jobs of other processes
@@ -100,10 +104,10 @@ class Listeners:
 
 def run_quietly(fn: Callable[..., T], *args: Any, what: str, timeout_s: float = DEFAULT_TIMEOUT_S,
                 pause: bool = True, idle: bool = True, listeners: Listeners | None = None) -> T:
-    """`fn(*args)` in a child process at the lowest priority, paused while timed jobs run (`pause`), or
-    started only at a quiet moment (`pause=False`: work that writes). `fn` and `args` must pickle (a
-    module-level function); what it returns comes back the same way. DashboardError when it fails.
-    `idle=False` leaves the child at normal priority: a test sees the pause alone on a loaded machine."""
+    """`fn(*args)` in a child process, paused while timed jobs run (`pause`), or started only at a quiet
+    moment and lowered to the lowest priority if a timed job comes while it runs (`pause=False`: work that
+    writes). `fn` and `args` must pickle (a module-level function); what it returns comes back the same way.
+    DashboardError when it fails. `idle=False` never lowers the child: a test sees the pause alone."""
     listeners = listeners or Listeners()
     if not pause:  # before its slot: a writer waiting for a quiet moment holds none
         _wait_for_quiet(QUIET_WAIT_S)
@@ -126,13 +130,14 @@ def _run_quietly(fn: Callable[..., T], args: tuple[Any, ...], what: str, timeout
     context = multiprocessing.get_context("spawn")
     receive, send = context.Pipe(duplex=False)
     work_in, work_out = context.Pipe(duplex=False)
-    child = context.Process(target=child_main, args=(work_in, send, idle, listeners.on_step is not None),
+    child = context.Process(target=child_main, args=(work_in, send, listeners.on_step is not None),
                             name=f"quiet {what}", daemon=True)
     child.start()  # the child's start carries no work: it is quick, and the child is pausable before its imports
     send.close()
     work_in.close()
     try:
-        return _supervise(child, receive, what, timeout_s, pause, listeners, lambda: _hand_over(work_out, fn, args))
+        return _supervise(child, receive, what, timeout_s, pause, listeners, lambda: _hand_over(work_out, fn, args),
+                          lower=idle and (not pause or not hasattr(signal, "SIGSTOP")))
     finally:
         _end(child)
         receive.close()
@@ -152,7 +157,9 @@ def _hand_over(work: Connection, fn: Callable[..., Any], args: tuple[Any, ...]) 
 
 
 def _supervise(child: Any, receive: Connection, what: str, timeout_s: float, pause: bool,
-               listeners: Listeners, hand_over: Callable[[], None]) -> Any:
+               listeners: Listeners, hand_over: Callable[[], None], lower: bool) -> Any:
+    """Look after the child every POLL_S until its answer: its steps to the listeners, a Stop, its pauses, its
+    time; `lower`: put it at the lowest priority once a timed job appears (work that is not stopped)."""
     pid = int(child.pid)
     if pause:
         with _state:
@@ -175,6 +182,9 @@ def _supervise(child: Any, receive: Connection, what: str, timeout_s: float, pau
                                      f"{child.exitcode}); try again, or with fewer runs")
             if listeners.should_stop is not None and listeners.should_stop():
                 raise JobCancelled(f"{what} was stopped")
+            if lower and timed_job_now():  # for the rest of its run (no way back up without privileges)
+                lowest_priority(pid)
+                lower = False
             if pause:  # said every time: a job of this process may have stopped it meanwhile (timed_job)
                 was, paused = paused, timed_job_now()
                 with _state:

@@ -1,4 +1,4 @@
-"""A server's feature build is quiet work (issue 31): a child process at idle priority, stopped while a timed job
+"""A server's feature build is quiet work (issue 31): a child process, stopped while a timed job
 holds or waits for a device, and the same matrices and baseline as the build it replaces."""
 
 from __future__ import annotations

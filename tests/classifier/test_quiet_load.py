@@ -1,4 +1,4 @@
-"""A server's large read of review data is quiet work (issue 31): a child process at idle priority, stopped while a
+"""A server's large read of review data is quiet work (issue 31): a child process, stopped while a
 timed job holds or waits for a device, giving the reviews the read in the server gives; a small read (rt-polarity's,
 0.01-0.03 s of CPU: bench/quiet_load.py) stays in the server."""
 
