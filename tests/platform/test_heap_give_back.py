@@ -1,4 +1,5 @@
-"""A CPU job's freed matrices go back to the operating system at its end, never under another thread's timing.
+"""A CPU job's freed matrices go back to the operating system at its end, never under another thread's timing;
+a server keeps two malloc heaps for all its sessions' threads.
 
 glibc keeps the pages of freed heap blocks; malloc_trim hands them back (core.platform.memory.give_back_heap,
 called as a job lets its devices go). It walks every arena under its lock, so while another thread of this
@@ -73,6 +74,53 @@ def test_no_c_library_trim_is_no_give_back(monkeypatch):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's")
 def test_the_real_trim_is_found_and_runs():
-    memory._glibc_trim.cache_clear()
+    memory._glibc.cache_clear()
     assert memory._glibc_trim() is not None
     assert memory.give_back_heap() is True
+
+
+ARENA_PROBE = """
+import ctypes, sys, threading, time
+if sys.argv[1] == "limit":
+    from core.platform.memory import limit_heap_arenas
+    print(limit_heap_arenas())
+def work():
+    kept = [bytes(200_000) for _ in range(5)]  # large enough for malloc, not Python's small-object pool
+    time.sleep(0.5)
+threads = [threading.Thread(target=work) for _ in range(6)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+ctypes.CDLL("libc.so.6").malloc_stats()  # one "Arena N:" block per heap, on stderr
+"""
+
+
+def _arenas(mode: str, env: dict[str, str]) -> tuple[str, int]:
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", ARENA_PROBE, mode], cwd=root, env={**env, "PYTHONPATH": str(root)},
+                         capture_output=True, text=True, timeout=120, check=True)
+    return out.stdout.strip(), sum(line.startswith("Arena ") for line in out.stderr.splitlines())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc arenas are glibc's")
+def test_a_server_keeps_two_heaps_for_all_its_threads():
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != memory.ARENA_ENV}
+    assert _arenas("none", env)[1] > memory.SERVER_ARENAS, "six threads made no heaps of their own: tells nothing"
+    assert _arenas("limit", env) == ("True", memory.SERVER_ARENAS)
+
+
+def test_an_operators_malloc_arena_max_wins(monkeypatch):
+    monkeypatch.setenv(memory.ARENA_ENV, "4")
+    assert memory.limit_heap_arenas() is False
+
+
+def test_no_c_library_no_limit(monkeypatch):
+    monkeypatch.delenv(memory.ARENA_ENV, raising=False)
+    monkeypatch.setattr(memory, "_glibc", lambda *a: None)
+    assert memory.limit_heap_arenas() is False
