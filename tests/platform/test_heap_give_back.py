@@ -84,6 +84,12 @@ import ctypes, sys, threading, time
 if sys.argv[1] == "limit":
     from core.platform.memory import limit_heap_arenas
     print(limit_heap_arenas())
+else:
+    import core.platform.memory  # the same imports (torch's threads may make heaps of their own first)
+stats = ctypes.CDLL("libc.so.6").malloc_stats  # one "Arena N:" block per heap, on stderr
+stats()
+sys.stderr.write("-- threads --\\n")
+sys.stderr.flush()
 def work():
     kept = [bytes(200_000) for _ in range(5)]  # large enough for malloc, not Python's small-object pool
     time.sleep(0.5)
@@ -92,18 +98,21 @@ for t in threads:
     t.start()
 for t in threads:
     t.join()
-ctypes.CDLL("libc.so.6").malloc_stats()  # one "Arena N:" block per heap, on stderr
+stats()
 """
 
 
-def _arenas(mode: str, env: dict[str, str]) -> tuple[str, int]:
+def _arenas(mode: str, env: dict[str, str]) -> tuple[str, int, int]:
+    """(what limit_heap_arenas said, heaps before six threads allocate, heaps after)."""
     import subprocess
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", ARENA_PROBE, mode], cwd=root, env={**env, "PYTHONPATH": str(root)},
                          capture_output=True, text=True, timeout=120, check=True)
-    return out.stdout.strip(), sum(line.startswith("Arena ") for line in out.stderr.splitlines())
+    before, after = out.stderr.split("-- threads --")
+    return (out.stdout.strip(), *(sum(line.startswith("Arena ") for line in part.splitlines())
+                                  for part in (before, after)))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc arenas are glibc's")
@@ -111,8 +120,10 @@ def test_a_server_keeps_two_heaps_for_all_its_threads():
     import os
 
     env = {k: v for k, v in os.environ.items() if k != memory.ARENA_ENV}
-    assert _arenas("none", env)[1] > memory.SERVER_ARENAS, "six threads made no heaps of their own: tells nothing"
-    assert _arenas("limit", env) == ("True", memory.SERVER_ARENAS)
+    _, before, after = _arenas("none", env)
+    assert after > max(before, memory.SERVER_ARENAS), "six threads made no heaps of their own: tells nothing"
+    said, before, after = _arenas("limit", env)
+    assert said == "True" and after == max(before, memory.SERVER_ARENAS)
 
 
 def test_an_operators_malloc_arena_max_wins(monkeypatch):
