@@ -6,19 +6,13 @@ sizing a matrix by the host figure gets the process killed instead of refused.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import os
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import psutil
 import torch
 
-from core.platform import device_lock, gpu_ids, sensors
+from core.platform import device_lock, gpu_ids, heap, sensors
 from core.platform.devices import has_cuda_context
 
 _CGROUP_V2 = Path("/sys/fs/cgroup")
@@ -161,24 +155,6 @@ def release_pending_cache() -> bool:
     return _empty_cuda_cache() if _cache_pending else False
 
 
-@cache
-def _glibc(name: str, *argtypes: type) -> Callable[..., int] | None:
-    """glibc's function `name` (malloc_trim, mallopt) taking `argtypes`, or None where the C library is
-    another (macOS, musl) or cannot be loaded."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        function = getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
-    except (OSError, AttributeError):
-        return None
-    function.argtypes, function.restype = list(argtypes), ctypes.c_int
-    return function
-
-
-def _glibc_trim() -> Callable[[int], int] | None:
-    return _glibc("malloc_trim", ctypes.c_size_t)
-
-
 def give_back_heap() -> bool:
     """Hand the heap pages a CPU job freed back to the operating system; True if it was done now.
 
@@ -189,32 +165,5 @@ def give_back_heap() -> bool:
     which would stall another thread's timed allocations, so it runs only while no other thread of this
     process holds a device.
     """
-    trim = _glibc_trim()
-    if trim is None:
-        return False
     with device_lock.devices_held_elsewhere() as others:
-        if others:
-            return False
-        trim(0)
-        return True
-
-
-M_ARENA_MAX = -8  # mallopt's parameter number for the most malloc arenas (glibc's malloc.h)
-ARENA_ENV = "MALLOC_ARENA_MAX"
-SERVER_ARENAS = 2
-
-
-def limit_heap_arenas(arenas: int = SERVER_ARENAS) -> bool:
-    """Let glibc's malloc make at most `arenas` heaps for all of this process's threads; True if set.
-
-    A Streamlit server runs every session's script in a thread of its own, and glibc gives threads up to
-    8 heaps per core, each keeping what it freed. Sixty students pressing Run left the server 11 % above its
-    level after one race (the 60 sessions gone) with the default; with two heaps, 1 % below, and their
-    sixty script runs took 0.33 s of server CPU each instead of 0.43 (bench/classroom_server.py,
-    docs/classroom.md). Python's threads allocate under its GIL, so they seldom wait on a shared heap. Call
-    it before the threads are many: it applies to heaps made after it. An operator's MALLOC_ARENA_MAX wins.
-    """
-    if os.environ.get(ARENA_ENV):
-        return False
-    mallopt = _glibc("mallopt", ctypes.c_int, ctypes.c_int)
-    return mallopt is not None and bool(mallopt(M_ARENA_MAX, arenas))
+        return not others and heap.trim()

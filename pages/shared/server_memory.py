@@ -1,5 +1,5 @@
 """The server gives back the memory a class used: Arrow allocates from the system's malloc, not its own pool,
-and that malloc keeps two heaps for all the sessions' threads (core.platform.memory.limit_heap_arenas).
+and that malloc keeps two heaps for all the sessions' threads (core.platform.heap.limit_heap_arenas).
 
 Every st.dataframe goes through pyarrow, whose default pool (mimalloc) keeps what it freed for later. Ten
 sessions opening the Results page at once left the server 43 MiB (12 %) above its level before, 30 s and
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from core.platform.memory import limit_heap_arenas
+from core.platform.heap import limit_heap_arenas
 
 ARROW_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
 

@@ -8,12 +8,13 @@ process holds a device (a race timing the CPU) it is left for later.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 
 import pytest
 
-from core.platform import device_lock, jobs, memory
+from core.platform import device_lock, heap, jobs, memory
 
 WAIT_S = 10.0
 
@@ -22,7 +23,7 @@ WAIT_S = 10.0
 def trims(monkeypatch) -> list[int]:
     """malloc_trim as a recorder: the calls it got, whatever the C library is."""
     calls: list[int] = []
-    monkeypatch.setattr(memory, "_glibc_trim", lambda: lambda pad: calls.append(pad) or 1)
+    monkeypatch.setattr(heap, "_glibc", lambda name, *types: lambda pad: calls.append(pad) or 1)
     return calls
 
 
@@ -68,24 +69,24 @@ def test_no_give_back_while_another_thread_holds_a_device(trims):
 
 
 def test_no_c_library_trim_is_no_give_back(monkeypatch):
-    monkeypatch.setattr(memory, "_glibc_trim", lambda: None)
+    monkeypatch.setattr(heap, "_glibc", lambda *a: None)
     assert memory.give_back_heap() is False
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="malloc_trim is glibc's")
 def test_the_real_trim_is_found_and_runs():
-    memory._glibc.cache_clear()
-    assert memory._glibc_trim() is not None
+    heap._glibc.cache_clear()
+    assert heap._glibc("malloc_trim", ctypes.c_size_t) is not None
     assert memory.give_back_heap() is True
 
 
 ARENA_PROBE = """
 import ctypes, sys, threading, time
 if sys.argv[1] == "limit":
-    from core.platform.memory import limit_heap_arenas
+    from core.platform.heap import limit_heap_arenas
     print(limit_heap_arenas())
 else:
-    import core.platform.memory  # the same imports (torch's threads may make heaps of their own first)
+    import core.platform.heap  # the same imports
 stats = ctypes.CDLL("libc.so.6").malloc_stats  # one "Arena N:" block per heap, on stderr
 stats()
 sys.stderr.write("-- threads --\\n")
@@ -119,19 +120,31 @@ def _arenas(mode: str, env: dict[str, str]) -> tuple[str, int, int]:
 def test_a_server_keeps_two_heaps_for_all_its_threads():
     import os
 
-    env = {k: v for k, v in os.environ.items() if k != memory.ARENA_ENV}
+    env = {k: v for k, v in os.environ.items() if k != heap.ARENA_ENV}
     _, before, after = _arenas("none", env)
-    assert after > max(before, memory.SERVER_ARENAS), "six threads made no heaps of their own: tells nothing"
+    assert after > max(before, heap.SERVER_ARENAS), "six threads made no heaps of their own: tells nothing"
     said, before, after = _arenas("limit", env)
-    assert said == "True" and after == max(before, memory.SERVER_ARENAS)
+    assert said == "True" and after == max(before, heap.SERVER_ARENAS)
 
 
 def test_an_operators_malloc_arena_max_wins(monkeypatch):
-    monkeypatch.setenv(memory.ARENA_ENV, "4")
-    assert memory.limit_heap_arenas() is False
+    monkeypatch.setenv(heap.ARENA_ENV, "4")
+    assert heap.limit_heap_arenas() is False
 
 
 def test_no_c_library_no_limit(monkeypatch):
-    monkeypatch.delenv(memory.ARENA_ENV, raising=False)
-    monkeypatch.setattr(memory, "_glibc", lambda *a: None)
-    assert memory.limit_heap_arenas() is False
+    monkeypatch.delenv(heap.ARENA_ENV, raising=False)
+    monkeypatch.setattr(heap, "_glibc", lambda *a: None)
+    assert heap.limit_heap_arenas() is False
+
+
+def test_the_server_sets_its_heap_limit_without_importing_torch():
+    """app.py's first import sets the limit: importing torch there would move its ~3 s to the first page."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    check = "import sys, pages.shared.server_memory; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", check], cwd=root, capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert out.stdout.strip() == "False"
